@@ -1,0 +1,1 @@
+"""Benchmarks and accuracy harnesses (scripts that print figures; not timed tests)."""

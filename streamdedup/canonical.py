@@ -1,0 +1,97 @@
+"""Canonical form of a text (Broder, seed 002): formatting differences must not matter.
+
+Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig`:
+
+1. HTML: comments and tags become spaces, entities are decoded (``&amp;`` -> ``&``).
+2. Unicode NFKC (full-width letters, ligatures, non-breaking spaces fold to their plain forms).
+3. Case folding (``str.casefold``: ``Straße`` -> ``strasse``).
+4. Punctuation and symbols become spaces (anything that is not a letter or digit).
+5. Whitespace runs collapse to one space; leading and trailing space is dropped.
+
+Speed: for pure-ASCII documents (nearly all wire copy) NFKC and casefold are identities and
+lower-casing plus steps 4-5 run in a Numba kernel over the whole batch. Other documents go
+through :func:`canonicalize` in Python. Both paths produce identical output on ASCII input
+(tested), so a document's canonical form never depends on the batch it arrived in.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+
+import numpy as np
+
+from . import _kernels
+from .config import CanonicalConfig
+
+# Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
+# (3,759 of 19,043 Reuters bodies) and those words must stay. So tags are stripped only from a
+# text that looks like HTML (a closing tag of a real element, <br> or a comment), and then
+# only real element names; script/style elements go with their content, comments go whole.
+_HTML_ELEMENTS = (
+    "a|abbr|address|article|aside|b|blockquote|body|br|caption|center|cite|code|dd|del|div|dl|dt|"
+    "em|figcaption|figure|font|footer|h[1-6]|head|header|hr|html|i|img|ins|li|link|main|mark|meta|"
+    "nav|ol|p|pre|q|s|section|small|span|strike|strong|sub|sup|table|tbody|td|tfoot|th|thead|"
+    "title|tr|tt|u|ul"
+)
+_TAG = re.compile(
+    r"<!--.*?-->|<(script|style)\b[^>]*>.*?</\1\s*>|</?(?:" + _HTML_ELEMENTS + r")\b[^<>]*>",
+    re.IGNORECASE | re.DOTALL,
+)
+_LOOKS_HTML = re.compile(r"</(?:" + _HTML_ELEMENTS + r")\s*>|<br\s*/?>|<!--", re.IGNORECASE)
+_NON_WORD = re.compile(r"[\W_]+")
+_SPACES = re.compile(r"\s+")
+
+
+def _strip_html(text: str) -> str:
+    if "<" in text and _LOOKS_HTML.search(text):
+        text = _TAG.sub(" ", text)
+    if "&" in text:
+        text = html.unescape(text)
+    return text
+
+
+def canonicalize(text: str, cfg: CanonicalConfig = CanonicalConfig()) -> str:
+    """Canonical form of one text, in pure Python (also the reference for the ASCII kernel).
+
+    >>> canonicalize("<p>Hello,&nbsp;WORLD!</p>  Caf\\u00e9")
+    'hello world café'
+    """
+    if cfg.strip_html:
+        text = _strip_html(text)
+    return _canonical_unicode(text, cfg)
+
+
+def _canonical_unicode(text: str, cfg: CanonicalConfig) -> str:
+    if cfg.nfkc and not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    if cfg.casefold:
+        text = text.casefold()
+    if cfg.punctuation_to_space:
+        text = _NON_WORD.sub(" ", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def canonicalize_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Canonical UTF-8 bytes of every text as one buffer plus offsets (length ``n + 1``).
+
+    ASCII texts are encoded as they are and normalised by the kernel; the rest are
+    canonicalised in Python first. The kernel's rules on ASCII equal :func:`canonicalize`'s.
+    """
+    parts: list[bytes] = []
+    for text in texts:
+        if cfg.strip_html and ("<" in text or "&" in text):
+            text = _strip_html(text)
+        if text.isascii():
+            parts.append(text.encode("ascii"))
+        else:
+            parts.append(_canonical_unicode(text, cfg).encode("utf-8"))
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    raw = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    out = np.empty(max(raw.shape[0], 1), dtype=np.uint8)
+    out_offsets = np.empty_like(offsets)
+    _kernels.canonical_ascii(raw, offsets, cfg.casefold, cfg.punctuation_to_space, out, out_offsets)
+    return out[: out_offsets[-1]], out_offsets

@@ -1,0 +1,89 @@
+"""``streamdedup bench ...``: benchmarks that print figures (not timed tests)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ._common import config_option, get_config
+
+
+@click.group()
+def bench() -> None:
+    """Benchmarks and accuracy harnesses on the Reuters-21578 corpus."""
+
+
+@bench.command("fingerprint")
+@config_option
+@click.option("--rounds", type=click.IntRange(1, 50), default=5, show_default=True)
+@click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=512, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_json: bool) -> None:
+    """streamdedup fingerprint_batch vs rensa vs datasketch, single core, same run."""
+    from ..bench.fingerprint import run
+
+    res = run(get_config(config_path), rounds=rounds, batch_size=batch_size)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+        return
+    console = Console()
+    table = Table("engine", "docs/s (median)", "MB/s")
+    for name, v in res["docs_per_s"].items():
+        table.add_row(name, f"{v:,.0f}", f"{res['mb_per_s'][name]:.1f}")
+    console.print(f"Reuters-21578 bodies: {res['documents']} docs, mean {res['mean_doc_bytes']:.0f} bytes, {res['rounds']} rounds")
+    console.print(table)
+    console.print(f"streamdedup / rensa: {res['ratio_vs_rensa_median']:.2f}x (median of per-round ratios)")
+    console.print(f"streamdedup / datasketch: {res['ratio_vs_datasketch_median']:.1f}x")
+    rb = res["record_bytes"]
+    console.print(
+        f"stored record bytes: mean {rb['mean']:.0f}, p50 {rb['p50']:.0f}, p99 {rb['p99']:.0f}, max {rb['max']} "
+        f"({rb['share_le_600'] * 100:.1f}% <= 600)"
+    )
+
+
+@bench.command("estimates")
+@config_option
+@click.option("--pairs", type=click.IntRange(10, 100_000), default=200, show_default=True, help="pairs per edit kind")
+@click.option("--jaccard-pairs", type=click.IntRange(80, 100_000), default=2000, show_default=True)
+@click.option("--fit", is_flag=True, help="Also fit the calibration constants on the other half of the corpus.")
+@click.option("--seed", type=int, default=7, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit: bool, seed: int, as_json: bool) -> None:
+    """Jaccard and LD estimate accuracy on held-out Reuters documents."""
+    from ..bench import estimates as est
+
+    cfg = get_config(config_path)
+    docs = est.documents()
+    random.Random(seed).shuffle(docs)
+    half = len(docs) // 2
+    fit_docs, held_out = docs[:half], docs[half:]
+    out: dict = {}
+    if fit:
+        out["fitted_constants"] = est.fit(cfg, fit_docs, pairs * 2, random.Random(seed + 1))
+    out["ld"] = est.ld_report(cfg, held_out, pairs, random.Random(seed + 2))
+    out["jaccard"] = est.jaccard_report(cfg, held_out, jaccard_pairs, random.Random(seed + 3))
+    if as_json:
+        click.echo(json.dumps(out, indent=2))
+        return
+    console = Console()
+    if fit:
+        console.print(f"fitted on the other half: {out['fitted_constants']}")
+    j = out["jaccard"]
+    console.print(
+        f"Jaccard (K={cfg.fingerprint.minhash.num_perm}): {j['pairs']} pairs over J in [0.2, 1]: "
+        f"MAE {j['mae']:.4f}, bias {j['bias']:+.4f}"
+    )
+    console.print("  MAE per bucket: " + ", ".join(f"{k}: {v:.3f}" for k, v in j["per_bucket"].items()))
+    table = Table("edit kind", "pairs", "raw |err|/len", "raw signed", "calibrated |err|/len", "calibrated signed", "cal. p90", "'related'")
+    for r in out["ld"]:
+        table.add_row(
+            r["kind"], str(r["pairs"]), f"{r['raw_median_abs']:.3f}", f"{r['raw_median_signed']:+.3f}",
+            f"{r['calibrated_median_abs']:.3f}", f"{r['calibrated_median_signed']:+.3f}", f"{r['calibrated_p90_abs']:.3f}",
+            f"{r['related_rate']:.2f}",
+        )
+    console.print("LD estimates (medians over pairs; error relative to the longer canonical text):")
+    console.print(table)

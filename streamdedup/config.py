@@ -1,0 +1,218 @@
+"""Typed, frozen, validated configuration loaded in one place.
+
+``load_config(path)`` reads a YAML file, applies ``STREAMDEDUP_*`` environment overrides and
+validates the result. Nothing is read at import time. Every setting and its default lives in
+``config/default.yaml`` with its unit; the models below mirror that file and reject unknown keys,
+so a typo fails at start-up with the dotted name of the setting.
+
+Environment overrides use ``__`` between levels, e.g.
+``STREAMDEDUP_FINGERPRINT__MINHASH__NUM_PERM=64`` or ``STREAMDEDUP_VERIFY__JACCARD_THRESHOLD=0.6``.
+Values are parsed as YAML scalars, so ``true``, ``64`` and ``0.6`` get their natural types.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import ConfigError
+
+ENV_PREFIX = "STREAMDEDUP_"
+
+#: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
+DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CanonicalConfig(_Frozen):
+    """Broder's canonical form: documents that differ only in formatting are the same."""
+
+    nfkc: bool = True
+    casefold: bool = True
+    strip_html: bool = True
+    punctuation_to_space: bool = True
+
+
+class ShingleConfig(_Frozen):
+    kind: Literal["word", "char"] = "word"
+    #: words per shingle for ``word``, UTF-8 bytes per shingle for ``char``
+    size: int = Field(5, ge=1, le=32)
+
+
+class MinHashConfig(_Frozen):
+    #: slots (K); a power of two so a slot index is the top bits of one hash
+    num_perm: int = Field(128, ge=8, le=1024)
+    #: ``oph`` = one-permutation hashing with densification; ``classic`` = K hash functions
+    method: Literal["oph", "classic"] = "oph"
+    seed: int = Field(1, ge=0, lt=2**63)
+    #: bits kept per slot in the stored record (b-bit minwise hashing, seed 004)
+    storage_bits: Literal[1, 2, 4, 8, 16, 32] = 8
+
+    @model_validator(mode="after")
+    def _power_of_two(self) -> "MinHashConfig":
+        if self.num_perm & (self.num_perm - 1):
+            raise ValueError(f"num_perm must be a power of two, got {self.num_perm}")
+        return self
+
+
+class LSHConfig(_Frozen):
+    #: Jaccard similarity at which a pair should become a candidate
+    threshold: float = Field(0.45, gt=0.0, lt=1.0)
+    false_positive_weight: float = Field(0.5, ge=0.0, le=1.0)
+    false_negative_weight: float = Field(0.5, ge=0.0, le=1.0)
+    #: explicit override; both or neither, bands * rows <= num_perm
+    bands: int | None = Field(None, ge=1)
+    rows: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _both_or_neither(self) -> "LSHConfig":
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("set both bands and rows, or neither")
+        if self.false_positive_weight + self.false_negative_weight <= 0:
+            raise ValueError("false_positive_weight + false_negative_weight must be > 0")
+        return self
+
+
+class SignatureConfig(_Frozen):
+    """Coates LD signatures (seeds 000 and 001)."""
+
+    #: C of the fine signature: about one symbol per C bytes of canonical text
+    compression: int = Field(16, ge=2, le=4096)
+    #: the coarse signature uses C * coarse_factor (its positions are a subset of the fine ones)
+    coarse_factor: int = Field(8, ge=2, le=256)
+    #: N, bytes in the rolling-hash neighbourhood
+    neighbourhood: int = Field(4, ge=2, le=64)
+    #: k, the residue that selects emitting positions, 0 <= k < compression
+    residue: int = Field(0, ge=0)
+    alphabet: str = Field(DEFAULT_ALPHABET, min_length=2, max_length=256)
+    seed: int = Field(7, ge=0, lt=2**63)
+
+    @model_validator(mode="after")
+    def _check(self) -> "SignatureConfig":
+        if self.residue >= self.compression:
+            raise ValueError(f"residue must be < compression ({self.compression})")
+        if not self.alphabet.isascii() or len(set(self.alphabet)) != len(self.alphabet):
+            raise ValueError("alphabet must be distinct ASCII characters")
+        return self
+
+
+class FingerprintConfig(_Frozen):
+    canonical: CanonicalConfig = CanonicalConfig()
+    shingle: ShingleConfig = ShingleConfig()
+    minhash: MinHashConfig = MinHashConfig()
+    lsh: LSHConfig = LSHConfig()
+    signature: SignatureConfig = SignatureConfig()
+    #: UTF-8 bytes; longer texts are rejected (InputError), never silently truncated
+    max_text_bytes: int = Field(1_000_000, ge=1)
+
+    @model_validator(mode="after")
+    def _bands_fit(self) -> "FingerprintConfig":
+        if self.lsh.bands is not None and self.lsh.bands * self.lsh.rows > self.minhash.num_perm:
+            raise ValueError(
+                f"lsh.bands * lsh.rows = {self.lsh.bands * self.lsh.rows} exceeds "
+                f"minhash.num_perm = {self.minhash.num_perm}"
+            )
+        return self
+
+
+class VerifyConfig(_Frozen):
+    """When a candidate pair counts as a duplicate (used by `explain` and the engine)."""
+
+    #: estimated Jaccard at or above which a pair is a near-duplicate
+    jaccard_threshold: float = Field(0.7, ge=0.0, le=1.0)
+    #: calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate
+    ld_similarity_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    #: estimated containment of the shorter text in the longer for contains/contained_in
+    containment_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    #: relations that make a document a duplicate
+    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
+        "exact",
+        "near_duplicate",
+        "contained_in",
+    )
+
+
+class Config(_Frozen):
+    fingerprint: FingerprintConfig = FingerprintConfig()
+    verify: VerifyConfig = VerifyConfig()
+
+
+def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
+    node = tree
+    for key in path[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            child = {}
+            node[key] = child
+        node = child
+    node[path[-1]] = value
+
+
+def _env_overrides(environ: Mapping[str, str]) -> list[tuple[list[str], Any]]:
+    out = []
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX):
+            continue
+        rest = name[len(ENV_PREFIX):]
+        if "__" not in rest:
+            # STREAMDEDUP_CACHE and the like are not settings: a setting always has a section.
+            continue
+        path = [p.lower() for p in rest.split("__")]
+        if path[0] not in Config.model_fields:
+            raise ConfigError(f"{name}: no configuration section {path[0]!r}")
+        try:
+            value = yaml.safe_load(raw) if raw != "" else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{name}: cannot parse value {raw!r}: {exc}") from exc
+        out.append((path, value))
+    return out
+
+
+def _format_error(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{where}: {err['msg']}")
+    return "invalid configuration: " + "; ".join(lines)
+
+
+def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Load and validate the configuration.
+
+    Args:
+        path: a YAML file; ``None`` gives the built-in defaults (same as ``config/default.yaml``).
+        environ: environment for ``STREAMDEDUP_*`` overrides; defaults to ``os.environ``.
+
+    Raises:
+        ConfigError: naming the setting that is wrong.
+
+    >>> load_config().fingerprint.minhash.num_perm
+    128
+    """
+    tree: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"config file {p}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {p}: not valid YAML: {exc}") from exc
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {p}: top level must be a mapping, got {type(loaded).__name__}")
+        tree = loaded
+    for keys, value in _env_overrides(os.environ if environ is None else environ):
+        _set_path(tree, keys, value)
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(_format_error(exc)) from None

@@ -1,0 +1,23 @@
+"""One exception root with a small subclass per subsystem.
+
+Callers at the boundary (file mode, Kafka) catch :class:`StreamdedupError` and turn it into a
+dead-letter record; everything else is a bug and should surface.
+"""
+
+from __future__ import annotations
+
+
+class StreamdedupError(Exception):
+    """Root of every error streamdedup raises on purpose."""
+
+
+class ConfigError(StreamdedupError, ValueError):
+    """A setting is missing, malformed or inconsistent. The message names the setting."""
+
+
+class InputError(StreamdedupError, ValueError):
+    """A document cannot be processed (empty, wrong type, not UTF-8, too large)."""
+
+
+class IncompatibleFingerprintError(StreamdedupError, ValueError):
+    """Two fingerprints were built with different parameters and cannot be compared."""

@@ -1,0 +1,173 @@
+"""The public fingerprinting API: one Numba call per batch.
+
+>>> from streamdedup import Fingerprinter, load_config
+>>> fp = Fingerprinter(load_config().fingerprint)
+>>> batch = fp.fingerprint_batch(["The cat sat on the mat today.", "the CAT sat on the mat, today!"])
+>>> batch.digests[0] == batch.digests[1]
+True
+>>> batch.minhash.shape, batch.band_keys.dtype
+((2, 128), dtype('uint64'))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from . import _kernels
+from .canonical import canonicalize_batch
+from .config import FingerprintConfig
+from .errors import IncompatibleFingerprintError, InputError
+from .lsh import LSHChoice, choose
+
+#: Bumped whenever a kernel's output changes for the same settings; stored in every record.
+FORMAT_VERSION = 1
+DIGEST_BYTES = 16
+
+
+@dataclass(frozen=True)
+class FingerprintParams:
+    """Everything that decides a fingerprint's value. Equal params <=> comparable fingerprints."""
+
+    format_version: int
+    settings: str  # canonical JSON of the fingerprint config
+    bands: int
+    rows: int
+
+    @property
+    def key(self) -> int:
+        """A 32-bit tag of these params, stored in each record to refuse mixed comparisons."""
+        h = hashlib.blake2b(f"{self.format_version}|{self.settings}|{self.bands}x{self.rows}".encode(), digest_size=4)
+        return int.from_bytes(h.digest(), "little")
+
+    def require_same(self, other: "FingerprintParams") -> None:
+        if self != other:
+            raise IncompatibleFingerprintError(
+                "fingerprints were built with different parameters "
+                f"(format {self.format_version} vs {other.format_version}, key {self.key:08x} vs {other.key:08x}); "
+                "rebuild the state with one configuration"
+            )
+
+
+@dataclass
+class FingerprintBatch:
+    """Fingerprints of ``n`` texts, row i for text i.
+
+    Attributes:
+        minhash: ``(n, num_perm)`` uint32 slots; slot-wise equality rate estimates Jaccard.
+        band_keys: ``(n, bands)`` uint64 LSH keys.
+        signatures: fine-resolution Coates LD signature per text.
+        coarse_signatures: the coarse resolution (C * coarse_factor), a subsequence of the fine.
+        digests: 16-byte digest of the canonical UTF-8 text (the exact-duplicate fast path).
+        lengths: canonical text length in UTF-8 bytes.
+        n_shingles: number of shingles (positions, not distinct) per text.
+        empty: texts whose canonical form is empty; their MinHash is all ``EMPTY_SLOT`` and their
+            band keys are 0, so callers must not index them.
+    """
+
+    params: FingerprintParams
+    minhash: np.ndarray
+    band_keys: np.ndarray
+    signatures: list[bytes]
+    coarse_signatures: list[bytes]
+    digests: list[bytes]
+    lengths: np.ndarray
+    n_shingles: np.ndarray
+    empty: np.ndarray
+    canonical: list[bytes] = field(default_factory=list, repr=False)
+
+    def __len__(self) -> int:
+        return self.minhash.shape[0]
+
+
+class Fingerprinter:
+    """Turns texts into fingerprints with fixed parameters."""
+
+    def __init__(self, cfg: FingerprintConfig):
+        self.cfg = cfg
+        self.lsh: LSHChoice = choose(cfg.lsh, cfg.minhash.num_perm)
+        settings = json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        self.params = FingerprintParams(FORMAT_VERSION, settings, self.lsh.bands, self.lsh.rows)
+        self._alphabet = np.frombuffer(cfg.signature.alphabet.encode("ascii"), dtype=np.uint8).copy()
+        self._log2k = cfg.minhash.num_perm.bit_length() - 1
+
+    def check_text(self, text: object, index: int = 0) -> str:
+        """Return ``text`` as ``str`` or raise :class:`InputError` saying what is wrong."""
+        if isinstance(text, (bytes, bytearray, memoryview)):
+            try:
+                text = bytes(text).decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"text {index}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        if not isinstance(text, str):
+            raise InputError(f"text {index}: expected str or UTF-8 bytes, got {type(text).__name__}")
+        limit = self.cfg.max_text_bytes
+        # len(str) <= UTF-8 length <= 4 * len(str): encode only when it could be over the limit.
+        if len(text) * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise InputError(f"text {index}: over fingerprint.max_text_bytes ({limit} bytes)")
+        return text
+
+    def fingerprint_batch(self, texts: Sequence[object], keep_canonical: bool = False) -> FingerprintBatch:
+        """Fingerprint a batch of texts (``str`` or UTF-8 ``bytes``).
+
+        Raises:
+            InputError: for the first text that is not a string, not UTF-8 or too large. Callers
+                that must keep going (file mode, Kafka) check each text with :meth:`check_text`
+                first and dead-letter the bad ones.
+        """
+        checked = [self.check_text(t, i) for i, t in enumerate(texts)]
+        try:
+            buf, offsets = canonicalize_batch(checked, self.cfg.canonical)
+        except UnicodeEncodeError as exc:  # lone surrogates cannot be UTF-8
+            raise InputError(f"text is not encodable as UTF-8: {exc.reason}") from None
+        return self._from_canonical(buf, offsets, keep_canonical)
+
+    def _from_canonical(self, buf: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
+        cfg = self.cfg
+        n = offsets.shape[0] - 1
+        k = cfg.minhash.num_perm
+        minhash = np.empty((n, k), dtype=np.uint32)
+        band_out = np.empty((n, self.lsh.bands), dtype=np.uint64)
+        n_shingles = np.empty(n, dtype=np.int64)
+        size = max(buf.shape[0], 1)
+        fine_buf = np.empty(size, dtype=np.uint8)
+        coarse_buf = np.empty(size, dtype=np.uint8)
+        fine_off = np.empty(n + 1, dtype=np.int64)
+        coarse_off = np.empty(n + 1, dtype=np.int64)
+        digests = np.empty((n, 2), dtype=np.uint64)
+        sig = cfg.signature
+        _kernels.fingerprint_batch(
+            buf, offsets,
+            cfg.shingle.kind == "word", cfg.shingle.size,
+            k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
+            self.lsh.bands, self.lsh.rows,
+            sig.neighbourhood, sig.compression, sig.compression * sig.coarse_factor, sig.residue,
+            np.uint64(sig.seed), self._alphabet,
+            minhash, band_out, n_shingles, fine_buf, fine_off, coarse_buf, coarse_off, digests,
+        )
+        empty = n_shingles == 0
+        band_out[empty] = 0
+        dig = digests.astype("<u8").tobytes()
+        fine_raw = fine_buf[: fine_off[-1]].tobytes()
+        coarse_raw = coarse_buf[: coarse_off[-1]].tobytes()
+        return FingerprintBatch(
+            params=self.params,
+            minhash=minhash,
+            band_keys=band_out,
+            signatures=_split(fine_raw, fine_off),
+            coarse_signatures=_split(coarse_raw, coarse_off),
+            digests=[dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(n)],
+            lengths=np.diff(offsets),
+            n_shingles=n_shingles,
+            empty=empty,
+            canonical=_split(buf.tobytes(), offsets) if keep_canonical else [],
+        )
+
+
+def _split(raw: bytes, offsets: np.ndarray) -> list[bytes]:
+    # list indexing is several times cheaper than numpy scalar indexing in this per-text loop
+    off = offsets.tolist()
+    return [raw[off[i]:off[i + 1]] for i in range(len(off) - 1)]

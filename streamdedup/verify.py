@@ -1,0 +1,120 @@
+"""Comparing two fingerprints and deciding what relates them (pure core).
+
+The same comparison serves ``streamdedup explain`` and the engine's verification step: a
+candidate pair found through LSH is confirmed or rejected here. Relations, from the point of
+view of the *new* document ``b`` against the earlier ``a``:
+
+- ``exact``: equal canonical digests;
+- ``near_duplicate``: estimated Jaccard >= ``verify.jaccard_threshold`` or calibrated LD
+  similarity >= ``verify.ld_similarity_threshold`` (Jaccard keeps reordered paragraphs, the
+  signature keeps scattered typos that break many shingles: either is evidence);
+- ``contained_in``: ``b`` is mostly inside ``a`` (a truncated teaser); ``contains``: ``a`` is
+  mostly inside ``b`` (an update appended). Containment is estimated from Jaccard and the
+  shingle counts, and the shorter signature must embed in the longer (seed 001);
+- ``related`` / ``unrelated``: neither, with Coates' expected-LD test telling them apart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import signature
+from .config import SignatureConfig, VerifyConfig
+from .estimate import containment, jaccard, jaccard_bbit
+from .fingerprint import FingerprintBatch
+from .record import FingerprintRecord
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """One document's fingerprint, from a batch row or a stored record."""
+
+    digest: bytes
+    minhash: np.ndarray
+    minhash_bits: int  # 32 = full slots
+    n_shingles: int
+    length: int
+    signature: bytes
+    coarse_signature: bytes
+    empty: bool
+
+    @classmethod
+    def from_batch(cls, batch: FingerprintBatch, i: int) -> "Fingerprint":
+        return cls(
+            batch.digests[i], batch.minhash[i], 32, int(batch.n_shingles[i]), int(batch.lengths[i]),
+            batch.signatures[i], batch.coarse_signatures[i], bool(batch.empty[i]),
+        )
+
+    @classmethod
+    def from_record(cls, rec: FingerprintRecord) -> "Fingerprint":
+        return cls(rec.digest, rec.minhash, rec.minhash_bits, rec.n_shingles, rec.length, rec.signature, rec.coarse_signature, rec.empty)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    relation: str
+    is_duplicate: bool
+    jaccard: float
+    containment_b_in_a: float
+    containment_a_in_b: float
+    ld: signature.LDEstimate
+    embedding_similarity: float
+    reasons: tuple[str, ...]
+
+    @property
+    def ld_similarity(self) -> float:
+        return self.ld.similarity
+
+
+def estimated_jaccard(a: Fingerprint, b: Fingerprint) -> float:
+    bits = min(a.minhash_bits, b.minhash_bits)
+    if bits >= 32:
+        return jaccard(a.minhash, b.minhash)
+    if a.empty or b.empty:
+        return 0.0
+    mask = np.uint32((1 << bits) - 1)
+    return jaccard_bbit(a.minhash & mask, b.minhash & mask, bits)
+
+
+def compare(a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig) -> Comparison:
+    """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict."""
+    j = estimated_jaccard(a, b)
+    c_ba = containment(j, b.n_shingles, a.n_shingles)
+    c_ab = containment(j, a.n_shingles, b.n_shingles)
+    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig)
+    inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
+    emb = signature.embedding(inner, outer).similarity if inner else 0.0
+    reasons: list[str] = []
+    if a.digest == b.digest and not a.empty:
+        relation = "exact"
+        reasons.append("equal canonical digests")
+    elif j >= verify.jaccard_threshold or ld.similarity >= verify.ld_similarity_threshold:
+        relation = "near_duplicate"
+        if j >= verify.jaccard_threshold:
+            reasons.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
+        if ld.similarity >= verify.ld_similarity_threshold:
+            reasons.append(f"LD similarity {ld.similarity:.3f} >= {verify.ld_similarity_threshold}")
+    elif c_ba >= verify.containment_threshold and b.length <= a.length and emb >= verify.containment_threshold:
+        relation = "contained_in"
+        reasons.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
+    elif c_ab >= verify.containment_threshold and a.length < b.length and emb >= verify.containment_threshold:
+        relation = "contains"
+        reasons.append(f"containment of earlier in new {c_ab:.3f}, signature embeds at {emb:.3f}")
+    elif ld.related:
+        relation = "related"
+        reasons.append(f"raw LD {ld.raw:.0f} well below the unrelated expectation {ld.expected_unrelated:.0f}")
+    else:
+        relation = "unrelated"
+        reasons.append("no estimate reaches a threshold")
+    return Comparison(
+        relation=relation,
+        is_duplicate=relation in verify.duplicate_relations,
+        jaccard=j,
+        containment_b_in_a=c_ba,
+        containment_a_in_b=c_ab,
+        ld=ld,
+        embedding_similarity=emb,
+        reasons=tuple(reasons),
+    )

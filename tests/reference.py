@@ -1,0 +1,300 @@
+"""Slow, obviously-correct reference implementations of every Numba kernel.
+
+Each reference is written from the definition (whole-window hashes instead of rolling ones,
+explicit sets, brute force) so that an optimisation bug in a kernel shows up as a mismatch.
+``KERNELS`` is the one table that drives the equality tests in ``test_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from streamdedup import _kernels as K
+from streamdedup.canonical import canonicalize
+from streamdedup.config import CanonicalConfig
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+ROLL_BASE = 0x100000001B3
+EMPTY = 0xFFFFFFFF
+
+
+def fmix64(h: int) -> int:
+    h &= MASK
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & MASK
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & MASK
+    h ^= h >> 33
+    return h
+
+
+def rotl(x: int, r: int) -> int:
+    r &= 63
+    return ((x << r) | (x >> (64 - r))) & MASK if r else x
+
+
+# ---------------------------------------------------------------- canonical form
+
+
+def canonical_ascii_ref(text: str, lower: bool = True, punct: bool = True) -> str:
+    cfg = CanonicalConfig(nfkc=False, casefold=lower, strip_html=False, punctuation_to_space=punct)
+    return canonicalize(text, cfg)
+
+
+def canonical_ascii_kernel(text: str, lower: bool = True, punct: bool = True) -> str:
+    raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    offsets = np.array([0, raw.shape[0]], dtype=np.int64)
+    out = np.empty(max(1, raw.shape[0]), dtype=np.uint8)
+    out_off = np.empty(2, dtype=np.int64)
+    K.canonical_ascii(raw, offsets, lower, punct, out, out_off)
+    return out[: out_off[1]].tobytes().decode("ascii")
+
+
+# ---------------------------------------------------------------- shingles
+
+
+def word_hash_ref(word: bytes) -> int:
+    """The kernel's word hash, from its definition: 8-byte big-endian chunks through FNV."""
+    h = FNV_OFFSET
+    full = len(word) - len(word) % 8
+    for i in range(0, full, 8):
+        h = ((h ^ int.from_bytes(word[i:i + 8], "big")) * FNV_PRIME) & MASK
+    tail = word[full:]
+    acc = int.from_bytes(tail, "big") if tail else 0
+    return fmix64(((h ^ acc) * FNV_PRIME + len(tail)) & MASK)
+
+
+def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int) -> list[int]:
+    if not canonical:
+        return []
+    if kind_word:
+        words = [w for w in canonical.split(b" ") if w]
+        if not words:
+            return []
+        hs = [word_hash_ref(w) for w in words]
+        w = min(size, len(hs))
+        out = []
+        for s in range(len(hs) - w + 1):
+            h = 0
+            for j in range(w):
+                h ^= rotl(hs[s + j], w - 1 - j)
+            out.append(fmix64(h ^ w))
+        return out
+    k = min(size, len(canonical))
+    out = []
+    for s in range(len(canonical) - k + 1):
+        h = 0
+        for c in canonical[s:s + k]:
+            h = (h * ROLL_BASE + c) & MASK
+        out.append(fmix64(h))
+    return out
+
+
+def shingle_hashes_kernel(canonical: bytes, kind_word: bool, size: int) -> list[int]:
+    buf = np.frombuffer(canonical, dtype=np.uint8) if canonical else np.zeros(1, np.uint8)
+    scratch = np.empty(len(canonical) + 1, dtype=np.uint64)
+    out = np.empty(len(canonical) + 1, dtype=np.uint64)
+    n = K.shingle_hashes(buf, 0, len(canonical), kind_word, size, scratch, out)
+    return [int(x) for x in out[:n]]
+
+
+# ---------------------------------------------------------------- MinHash
+
+
+def oph_ref(hashes: list[int], num_perm: int, seed: int) -> list[int]:
+    log2k = num_perm.bit_length() - 1
+    slots = [EMPTY] * num_perm
+    for x in hashes:
+        h = fmix64(x ^ seed)
+        b = h >> (64 - log2k)
+        v = h & 0xFFFFFFFF
+        if v == EMPTY:
+            v = EMPTY - 1
+        slots[b] = min(slots[b], v)
+    if not hashes:
+        return slots
+    filled = list(slots)
+    for j in range(num_perm):
+        if filled[j] != EMPTY:
+            continue
+        attempt = 1
+        while True:
+            probe = fmix64(((j << 32) ^ attempt ^ seed) & MASK) & (num_perm - 1)
+            if filled[probe] != EMPTY:
+                slots[j] = filled[probe]
+                break
+            attempt += 1
+    return slots
+
+
+def oph_kernel(hashes: list[int], num_perm: int, seed: int) -> list[int]:
+    arr = np.array(hashes, dtype=np.uint64) if hashes else np.zeros(1, np.uint64)
+    out = np.empty(num_perm, dtype=np.uint32)
+    K.oph_minhash(arr, len(hashes), num_perm, num_perm.bit_length() - 1, np.uint64(seed), out)
+    return [int(x) for x in out]
+
+
+def classic_ref(hashes: list[int], num_perm: int, seed: int) -> list[int]:
+    out = []
+    for j in range(num_perm):
+        salt = fmix64((seed + (j + 1) * GOLDEN) & MASK)
+        best = EMPTY
+        for x in hashes:
+            v = fmix64(x ^ salt) & 0xFFFFFFFF
+            best = min(best, EMPTY - 1 if v == EMPTY else v)
+        out.append(best)
+    return out
+
+
+def classic_kernel(hashes: list[int], num_perm: int, seed: int) -> list[int]:
+    arr = np.array(hashes, dtype=np.uint64) if hashes else np.zeros(1, np.uint64)
+    out = np.empty(num_perm, dtype=np.uint32)
+    K.classic_minhash(arr, len(hashes), num_perm, np.uint64(seed), out)
+    return [int(x) for x in out]
+
+
+def band_keys_ref(slots: list[int], bands: int, rows: int, seed: int) -> list[int]:
+    out = []
+    for b in range(bands):
+        h = fmix64(seed ^ (((b + 1) * GOLDEN) & MASK))
+        for r in range(rows):
+            h = fmix64(h ^ slots[b * rows + r])
+        out.append(h)
+    return out
+
+
+def band_keys_kernel(slots: list[int], bands: int, rows: int, seed: int) -> list[int]:
+    out = np.empty(bands, dtype=np.uint64)
+    K.band_keys(np.array(slots, dtype=np.uint32), bands, rows, np.uint64(seed), out)
+    return [int(x) for x in out]
+
+
+# ---------------------------------------------------------------- LD signatures and digest
+
+
+def signature_ref(canonical: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
+    """Hash every window from scratch (no rolling) and apply the selection rule."""
+    span = 1 << 32
+    fine_lo, fine_w, coarse_w = k * span // c, span // c, span // (c * factor)
+    fine, coarse = bytearray(), bytearray()
+    for p in range(len(canonical) - n + 1):
+        h = 0
+        for ch in canonical[p:p + n]:
+            h = (h * ROLL_BASE + ch) & MASK
+        u = ((((h ^ seed) * GOLDEN) & MASK) >> 32) - fine_lo
+        if 0 <= u < fine_w:
+            m = fmix64(h ^ seed)
+            fine.append(alphabet[(m & 0xFFFFFFFF) % len(alphabet)])
+            if u < coarse_w:
+                coarse.append(alphabet[(m >> 32) % len(alphabet)])
+    return bytes(fine), bytes(coarse)
+
+
+def signature_kernel(canonical: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
+    buf = np.frombuffer(canonical, dtype=np.uint8) if canonical else np.zeros(1, np.uint8)
+    fine = np.empty(len(canonical) + 1, dtype=np.uint8)
+    coarse = np.empty(len(canonical) + 1, dtype=np.uint8)
+    counts = np.zeros(2, dtype=np.int64)
+    K.ld_signature(buf, 0, len(canonical), n, c, c * factor, k, np.uint64(seed), np.frombuffer(alphabet, np.uint8), fine, coarse, counts)
+    return fine[: counts[0]].tobytes(), coarse[: counts[1]].tobytes()
+
+
+def digest_ref(data: bytes) -> bytes:
+    c1, c2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+    h1, h2 = 0x243F6A8885A308D3, 0x13198A2E03707344 ^ len(data)
+    full = len(data) - len(data) % 16
+    for i in range(0, full, 16):
+        k1 = int.from_bytes(data[i:i + 8], "little")
+        k2 = int.from_bytes(data[i + 8:i + 16], "little")
+        h1 ^= (rotl((k1 * c1) & MASK, 31) * c2) & MASK
+        h1 = ((rotl(h1, 27) + h2) * 5 + 0x52DCE729) & MASK
+        h2 ^= (rotl((k2 * c2) & MASK, 33) * c1) & MASK
+        h2 = ((rotl(h2, 31) + h1) * 5 + 0x38495AB5) & MASK
+    tail = data[full:]
+    if tail:
+        k1 = int.from_bytes(tail[:8], "little")
+        k2 = int.from_bytes(tail[8:], "little") if len(tail) > 8 else 0
+        h1 ^= (rotl((k1 * c1) & MASK, 31) * c2) & MASK
+        h2 ^= (rotl((k2 * c2) & MASK, 33) * c1) & MASK
+    h1 ^= len(data)
+    h1 = (h1 + h2) & MASK
+    h2 = (h2 + h1) & MASK
+    h1, h2 = fmix64(h1), fmix64(h2)
+    h1 = (h1 + h2) & MASK
+    h2 = (h2 + h1) & MASK
+    return h1.to_bytes(8, "little") + h2.to_bytes(8, "little")
+
+
+def digest_kernel(data: bytes) -> bytes:
+    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
+    out = np.empty(2, dtype=np.uint64)
+    K.digest128(buf, 0, len(data), out)
+    return out.astype("<u8").tobytes()
+
+
+# ---------------------------------------------------------------- edit distance
+
+
+def levenshtein_bounded_ref(a: bytes, b: bytes, bound: int) -> int:
+    d = Levenshtein.distance(a, b)
+    return d if d <= bound else bound + 1
+
+
+def levenshtein_bounded_kernel(a: bytes, b: bytes, bound: int) -> int:
+    return int(K.levenshtein_bounded(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), bound))
+
+
+def semi_global_ref(a: bytes, b: bytes) -> int:
+    """Brute force: the best Levenshtein distance of ``a`` to any substring of ``b``."""
+    best = len(a)
+    for i in range(len(b) + 1):
+        for j in range(i, len(b) + 1):
+            best = min(best, Levenshtein.distance(a, b[i:j]))
+    return best
+
+
+def semi_global_kernel(a: bytes, b: bytes) -> int:
+    d, start, end = K.semi_global(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8))
+    # the reported region must really achieve the distance
+    assert Levenshtein.distance(a, b[start:end]) == d, (a, b, d, start, end)
+    return int(d)
+
+
+def edit_runs_distance_kernel(a: bytes, b: bytes) -> int:
+    runs = np.zeros(len(a) + len(b) + 1, dtype=np.int64)
+    d, n = K.edit_runs(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), 0, runs)
+    # with no merging every edit lies in exactly one run
+    assert int(runs[:n].sum()) == d
+    return int(d)
+
+
+@dataclass(frozen=True)
+class KernelCase:
+    name: str
+    kernel: Callable
+    reference: Callable
+
+
+#: kernel -> reference; the tests feed each row the same inputs.
+KERNELS = {
+    "canonical_ascii": KernelCase("canonical_ascii", canonical_ascii_kernel, canonical_ascii_ref),
+    "shingle_hashes": KernelCase("shingle_hashes", shingle_hashes_kernel, shingle_hashes_ref),
+    "oph_minhash": KernelCase("oph_minhash", oph_kernel, oph_ref),
+    "classic_minhash": KernelCase("classic_minhash", classic_kernel, classic_ref),
+    "band_keys": KernelCase("band_keys", band_keys_kernel, band_keys_ref),
+    "ld_signature": KernelCase("ld_signature", signature_kernel, signature_ref),
+    "digest128": KernelCase("digest128", digest_kernel, digest_ref),
+    "levenshtein_bounded": KernelCase("levenshtein_bounded", levenshtein_bounded_kernel, levenshtein_bounded_ref),
+    "semi_global": KernelCase("semi_global", semi_global_kernel, semi_global_ref),
+    "edit_runs": KernelCase("edit_runs", edit_runs_distance_kernel, lambda a, b: Levenshtein.distance(a, b)),
+}
+
+_WORD = re.compile(rb"[a-z0-9]+")

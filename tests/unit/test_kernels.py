@@ -1,0 +1,84 @@
+"""Every Numba kernel against its slow reference (tests/reference.py), driven from one table."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.reference import KERNELS
+
+ALPHABET = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+rng = random.Random(1234)
+
+
+def _words(n: int) -> bytes:
+    vocab = [b"the", b"a", b"company", b"said", b"profits", b"rose", b"in", b"1987", b"dlrs", b"mln", b"interbank", b"x"]
+    return b" ".join(rng.choice(vocab) for _ in range(n))
+
+
+SAMPLE_TEXTS = [b"", b"a", b"ab cd", b"one two three four", _words(5), _words(6), _words(40), _words(300), b"x" * 17, b"abcdefgh ijklmnopq"]
+SIG_PAIRS = [(b"", b""), (b"", b"abc"), (b"kitten", b"sitting"), (b"abcdef", b"abcdef"), (b"abc", b"xyz"),
+             (bytes(rng.choice(ALPHABET) for _ in range(40)), bytes(rng.choice(ALPHABET) for _ in range(35)))]
+
+# One row per kernel: the argument tuples fed to kernel and reference alike.
+CASES = {
+    "canonical_ascii": [(t, lo, pu) for t in ["", "  ", "Hello,  World!\n\tFoo_bar", "A-B C\x1cD", "MiXeD 123 &amp; <b>", "...", " lead and trail "]
+                        for lo in (True, False) for pu in (True, False)],
+    "shingle_hashes": [(t, kw, s) for t in SAMPLE_TEXTS for kw in (True, False) for s in (1, 3, 5, 9)],
+    "oph_minhash": [(list(range(n)), k, seed) for n in (0, 1, 2, 7, 100, 1000) for k in (8, 64, 128) for seed in (1, 99)],
+    "classic_minhash": [(list(range(0, 9 * n, 9)), k, 5) for n in (0, 1, 30) for k in (8, 32)],
+    "band_keys": [([rng.randrange(2**32) for _ in range(128)], b, r, s) for b, r in ((25, 5), (32, 4), (1, 1)) for s in (1, 3)],
+    "ld_signature": [(t, n, c, f, k, 7, ALPHABET) for t in SAMPLE_TEXTS for n, c, f, k in ((4, 16, 8, 0), (6, 5, 2, 3), (2, 3, 4, 2))],
+    "digest128": [(t,) for t in SAMPLE_TEXTS + [bytes(range(256)) * 3, b"y" * 15, b"y" * 16, b"y" * 33]],
+    "levenshtein_bounded": [(a, b, bound) for a, b in SIG_PAIRS for bound in (0, 1, 2, 5, 100)],
+    "semi_global": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20] + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"hello", b"say hallo there")],
+    "edit_runs": SIG_PAIRS + [(b"aaaXaaaaYYYYaaa", b"aaaaaaaaaaa")],
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_kernel_matches_reference(name: str) -> None:
+    case = KERNELS[name]
+    assert CASES[name], f"no inputs for {name}"
+    for args in CASES[name]:
+        assert case.kernel(*args) == case.reference(*args), (name, args)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200), st.booleans(), st.booleans())
+def test_canonical_kernel_equals_python_on_any_ascii(text: str, lower: bool, punct: bool) -> None:
+    case = KERNELS["canonical_ascii"]
+    assert case.kernel(text, lower, punct) == case.reference(text, lower, punct)
+
+
+@given(st.binary(max_size=24), st.binary(max_size=24), st.integers(0, 30))
+def test_bounded_levenshtein_property(a: bytes, b: bytes, bound: int) -> None:
+    case = KERNELS["levenshtein_bounded"]
+    assert case.kernel(a, b, bound) == case.reference(a, b, bound)
+
+
+@given(st.binary(max_size=8), st.binary(max_size=12))
+def test_semi_global_property(a: bytes, b: bytes) -> None:
+    case = KERNELS["semi_global"]
+    assert case.kernel(a, b) == case.reference(a, b)
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=60), st.sampled_from([8, 16, 128]))
+def test_oph_property(hashes: list[int], k: int) -> None:
+    case = KERNELS["oph_minhash"]
+    assert case.kernel(hashes, k, 1) == case.reference(hashes, k, 1)
+
+
+@given(st.binary(max_size=300), st.sampled_from([(4, 16), (3, 4), (8, 2)]))
+def test_signature_property(data: bytes, nc: tuple[int, int]) -> None:
+    n, c = nc
+    case = KERNELS["ld_signature"]
+    assert case.kernel(data, n, c, 4, 1, 7, ALPHABET) == case.reference(data, n, c, 4, 1, 7, ALPHABET)
+
+
+@given(st.binary(max_size=200))
+def test_digest_property(data: bytes) -> None:
+    case = KERNELS["digest128"]
+    assert case.kernel(data) == case.reference(data)
