@@ -8,9 +8,9 @@ Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig`:
 4. Punctuation and symbols become spaces (anything that is not a letter or digit).
 5. Whitespace runs collapse to one space; leading and trailing space is dropped.
 
-Speed: for pure-ASCII documents (nearly all wire copy) NFKC and casefold are identities and
-lower-casing plus steps 4-5 run in a Numba kernel over the whole batch. Other documents go
-through :func:`canonicalize` in Python. Both paths produce identical output on ASCII input
+Speed: for pure-ASCII documents (nearly all wire copy) NFKC and casefold are identities, and
+lower-casing plus steps 4-5 run inside the fingerprint kernel. Other documents go through
+:func:`canonicalize` in Python first. Both paths produce identical output on ASCII input
 (tested), so a document's canonical form never depends on the batch it arrived in.
 """
 
@@ -22,7 +22,6 @@ import unicodedata
 
 import numpy as np
 
-from . import _kernels
 from .config import CanonicalConfig
 
 # Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
@@ -73,25 +72,26 @@ def _canonical_unicode(text: str, cfg: CanonicalConfig) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
-def canonicalize_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Canonical UTF-8 bytes of every text as one buffer plus offsets (length ``n + 1``).
+def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Raw UTF-8 bytes of a batch for the kernel, which finishes the canonical form.
 
-    ASCII texts are encoded as they are and normalised by the kernel; the rest are
-    canonicalised in Python first. The kernel's rules on ASCII equal :func:`canonicalize`'s.
+    HTML is stripped here, and non-ASCII texts are fully canonicalised here (NFKC and
+    casefold need Unicode tables); ASCII texts go as they are, and the kernel's byte rules
+    equal :func:`canonicalize` on ASCII (tested). Returns one buffer and ``n + 1`` offsets.
+    The common case, an all-ASCII batch without markup, costs one join and one encode.
     """
-    parts: list[bytes] = []
-    for text in texts:
-        if cfg.strip_html and ("<" in text or "&" in text):
-            text = _strip_html(text)
-        if text.isascii():
-            parts.append(text.encode("ascii"))
-        else:
-            parts.append(_canonical_unicode(text, cfg).encode("utf-8"))
-    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    raw = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    out = np.empty(max(raw.shape[0], 1), dtype=np.uint8)
-    out_offsets = np.empty_like(offsets)
-    _kernels.canonical_ascii(raw, offsets, cfg.casefold, cfg.punctuation_to_space, out, out_offsets)
-    return out[: out_offsets[-1]], out_offsets
+    joined = "".join(texts)
+    lengths = [len(t) for t in texts]
+    if not joined.isascii() or (cfg.strip_html and ("<" in joined or "&" in joined)):
+        parts = []
+        for text in texts:
+            if cfg.strip_html and ("<" in text or "&" in text):
+                text = _strip_html(text)
+            if not text.isascii():
+                text = _canonical_unicode(text, cfg)
+            parts.append(text)
+        joined = "".join(parts)
+        lengths = [len(p.encode("utf-8")) for p in parts]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
+    return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), offsets

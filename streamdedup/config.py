@@ -87,8 +87,9 @@ class SignatureConfig(_Frozen):
     compression: int = Field(16, ge=2, le=4096)
     #: the coarse signature uses C * coarse_factor (its positions are a subset of the fine ones)
     coarse_factor: int = Field(8, ge=2, le=256)
-    #: N, bytes in the rolling-hash neighbourhood
-    neighbourhood: int = Field(4, ge=2, le=64)
+    #: N, bytes in each hashed window. At most 8: the window is then one exact 64-bit value,
+    #: and larger N only spreads each edit over more windows (measured: worse estimates).
+    neighbourhood: int = Field(4, ge=2, le=8)
     #: k, the residue that selects emitting positions, 0 <= k < compression
     residue: int = Field(0, ge=0)
     alphabet: str = Field(DEFAULT_ALPHABET, min_length=2, max_length=256)

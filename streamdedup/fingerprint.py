@@ -19,7 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _kernels
-from .canonical import canonicalize_batch
+from .canonical import prepare_batch
 from .config import FingerprintConfig
 from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
@@ -94,6 +94,7 @@ class Fingerprinter:
         self.params = FingerprintParams(FORMAT_VERSION, settings, self.lsh.bands, self.lsh.rows)
         self._alphabet = np.frombuffer(cfg.signature.alphabet.encode("ascii"), dtype=np.uint8).copy()
         self._log2k = cfg.minhash.num_perm.bit_length() - 1
+        self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)
 
     def check_text(self, text: object, index: int = 0) -> str:
         """Return ``text`` as ``str`` or raise :class:`InputError` saying what is wrong."""
@@ -120,19 +121,21 @@ class Fingerprinter:
         """
         checked = [self.check_text(t, i) for i, t in enumerate(texts)]
         try:
-            buf, offsets = canonicalize_batch(checked, self.cfg.canonical)
+            raw, offsets = prepare_batch(checked, self.cfg.canonical)
         except UnicodeEncodeError as exc:  # lone surrogates cannot be UTF-8
             raise InputError(f"text is not encodable as UTF-8: {exc.reason}") from None
-        return self._from_canonical(buf, offsets, keep_canonical)
+        return self._run(raw, offsets, keep_canonical)
 
-    def _from_canonical(self, buf: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
+    def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
         cfg = self.cfg
         n = offsets.shape[0] - 1
         k = cfg.minhash.num_perm
+        size = raw.shape[0] + 1
+        canon = np.empty(size, dtype=np.uint8)
+        canon_off = np.empty(n + 1, dtype=np.int64)
         minhash = np.empty((n, k), dtype=np.uint32)
         band_out = np.empty((n, self.lsh.bands), dtype=np.uint64)
         n_shingles = np.empty(n, dtype=np.int64)
-        size = max(buf.shape[0], 1)
         fine_buf = np.empty(size, dtype=np.uint8)
         coarse_buf = np.empty(size, dtype=np.uint8)
         fine_off = np.empty(n + 1, dtype=np.int64)
@@ -140,32 +143,30 @@ class Fingerprinter:
         digests = np.empty((n, 2), dtype=np.uint64)
         sig = cfg.signature
         _kernels.fingerprint_batch(
-            buf, offsets,
+            raw, offsets, self._cmap,
             cfg.shingle.kind == "word", cfg.shingle.size,
             k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
             self.lsh.bands, self.lsh.rows,
             sig.neighbourhood, sig.compression, sig.compression * sig.coarse_factor, sig.residue,
             np.uint64(sig.seed), self._alphabet,
-            minhash, band_out, n_shingles, fine_buf, fine_off, coarse_buf, coarse_off, digests,
+            canon, canon_off, minhash, band_out, n_shingles,
+            fine_buf, fine_off, coarse_buf, coarse_off, digests,
         )
         empty = n_shingles == 0
         band_out[empty] = 0
         dig = digests.astype("<u8").tobytes()
-        fine_raw = fine_buf[: fine_off[-1]].tobytes()
-        coarse_raw = coarse_buf[: coarse_off[-1]].tobytes()
         return FingerprintBatch(
             params=self.params,
             minhash=minhash,
             band_keys=band_out,
-            signatures=_split(fine_raw, fine_off),
-            coarse_signatures=_split(coarse_raw, coarse_off),
+            signatures=_split(fine_buf[: fine_off[-1]].tobytes(), fine_off),
+            coarse_signatures=_split(coarse_buf[: coarse_off[-1]].tobytes(), coarse_off),
             digests=[dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(n)],
-            lengths=np.diff(offsets),
+            lengths=np.diff(canon_off),
             n_shingles=n_shingles,
             empty=empty,
-            canonical=_split(buf.tobytes(), offsets) if keep_canonical else [],
+            canonical=_split(canon[: canon_off[-1]].tobytes(), canon_off) if keep_canonical else [],
         )
-
 
 def _split(raw: bytes, offsets: np.ndarray) -> list[bytes]:
     # list indexing is several times cheaper than numpy scalar indexing in this per-text loop

@@ -7,7 +7,6 @@ explicit sets, brute force) so that an optimisation bug in a kernel shows up as 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,13 +48,51 @@ def canonical_ascii_ref(text: str, lower: bool = True, punct: bool = True) -> st
     return canonicalize(text, cfg)
 
 
+def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool = True, size: int = 5,
+          num_perm: int = 128, classic: bool = False, seed: int = 1, bands: int = 25, rows: int = 5,
+          n: int = 4, c: int = 16, factor: int = 8, k: int = 0, sig_seed: int = 7,
+          alphabet: bytes = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") -> dict:
+    """Run the fused batch kernel on one text and return every output."""
+    raw = np.frombuffer(text, dtype=np.uint8) if text else np.zeros(0, np.uint8)
+    offsets = np.array([0, len(text)], dtype=np.int64)
+    size_buf = len(text) + 1
+    canon = np.empty(size_buf, np.uint8)
+    canon_off = np.empty(2, np.int64)
+    mh = np.empty((1, num_perm), np.uint32)
+    bk = np.empty((1, bands), np.uint64)
+    nsh = np.empty(1, np.int64)
+    fine = np.empty(size_buf, np.uint8)
+    fine_off = np.empty(2, np.int64)
+    coarse = np.empty(size_buf, np.uint8)
+    coarse_off = np.empty(2, np.int64)
+    dig = np.empty((1, 2), np.uint64)
+    K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), kind_word, size, num_perm, num_perm.bit_length() - 1, classic,
+                        np.uint64(seed), bands, rows, n, c, c * factor, k, np.uint64(sig_seed),
+                        np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
+                        fine, fine_off, coarse, coarse_off, dig)
+    return {
+        "canonical": canon[: canon_off[1]].tobytes(),
+        "minhash": [int(x) for x in mh[0]],
+        "band_keys": [int(x) for x in bk[0]],
+        "n_shingles": int(nsh[0]),
+        "fine": fine[: fine_off[1]].tobytes(),
+        "coarse": coarse[: coarse_off[1]].tobytes(),
+        "digest": dig.astype("<u8").tobytes(),
+    }
+
+
 def canonical_ascii_kernel(text: str, lower: bool = True, punct: bool = True) -> str:
-    raw = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-    offsets = np.array([0, raw.shape[0]], dtype=np.int64)
-    out = np.empty(max(1, raw.shape[0]), dtype=np.uint8)
-    out_off = np.empty(2, dtype=np.int64)
-    K.canonical_ascii(raw, offsets, lower, punct, out, out_off)
-    return out[: out_off[1]].tobytes().decode("ascii")
+    return fused(text.encode("ascii"), lower, punct)["canonical"].decode("ascii")
+
+
+def fused_minhash_kernel(text: bytes, kind_word: bool, size: int, classic: bool) -> list[int]:
+    return fused(text, kind_word=kind_word, size=size, num_perm=32, classic=classic, bands=8, rows=4)["minhash"]
+
+
+def fused_minhash_ref(text: bytes, kind_word: bool, size: int, classic: bool) -> list[int]:
+    canonical = canonical_ascii_ref(text.decode("ascii")).encode("ascii")
+    hashes = shingle_hashes_ref(canonical, kind_word, size)
+    return classic_ref(hashes, 32, 1) if classic else oph_ref(hashes, 32, 1)
 
 
 # ---------------------------------------------------------------- shingles
@@ -98,12 +135,35 @@ def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int) -> list[int
     return out
 
 
-def shingle_hashes_kernel(canonical: bytes, kind_word: bool, size: int) -> list[int]:
+def char_shingles_kernel(canonical: bytes, size: int) -> list[int]:
     buf = np.frombuffer(canonical, dtype=np.uint8) if canonical else np.zeros(1, np.uint8)
-    scratch = np.empty(len(canonical) + 1, dtype=np.uint64)
     out = np.empty(len(canonical) + 1, dtype=np.uint64)
-    n = K.shingle_hashes(buf, 0, len(canonical), kind_word, size, scratch, out)
+    n = K.char_shingles(buf, 0, len(canonical), size, out)
     return [int(x) for x in out[:n]]
+
+
+def char_shingles_ref(canonical: bytes, size: int) -> list[int]:
+    return shingle_hashes_ref(canonical, False, size)
+
+
+def combine_words_kernel(words: list[int], size: int) -> list[int]:
+    arr = np.array(words, dtype=np.uint64) if words else np.zeros(1, np.uint64)
+    out = np.empty(len(words) + 1, dtype=np.uint64)
+    n = K.combine_words(arr, len(words), size, out)
+    return [int(x) for x in out[:n]]
+
+
+def combine_words_ref(words: list[int], size: int) -> list[int]:
+    if not words:
+        return []
+    w = min(size, len(words))
+    out = []
+    for s in range(len(words) - w + 1):
+        h = 0
+        for j in range(w):
+            h ^= rotl(words[s + j], w - 1 - j)
+        out.append(fmix64(h ^ w))
+    return out
 
 
 # ---------------------------------------------------------------- MinHash
@@ -181,30 +241,29 @@ def band_keys_kernel(slots: list[int], bands: int, rows: int, seed: int) -> list
 
 
 def signature_ref(canonical: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
-    """Hash every window from scratch (no rolling) and apply the selection rule."""
+    """Take every N-byte window of canonical text from scratch and apply the selection rule."""
     span = 1 << 32
     fine_lo, fine_w, coarse_w = k * span // c, span // c, span // (c * factor)
     fine, coarse = bytearray(), bytearray()
     for p in range(len(canonical) - n + 1):
-        h = 0
-        for ch in canonical[p:p + n]:
-            h = (h * ROLL_BASE + ch) & MASK
+        h = int.from_bytes(canonical[p:p + n], "big")
         u = ((((h ^ seed) * GOLDEN) & MASK) >> 32) - fine_lo
         if 0 <= u < fine_w:
             m = fmix64(h ^ seed)
-            fine.append(alphabet[(m & 0xFFFFFFFF) % len(alphabet)])
+            fine.append(alphabet[((m & 0xFFFFFFFF) * len(alphabet)) >> 32])
             if u < coarse_w:
-                coarse.append(alphabet[(m >> 32) % len(alphabet)])
+                coarse.append(alphabet[((m >> 32) * len(alphabet)) >> 32])
     return bytes(fine), bytes(coarse)
 
 
-def signature_kernel(canonical: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
-    buf = np.frombuffer(canonical, dtype=np.uint8) if canonical else np.zeros(1, np.uint8)
-    fine = np.empty(len(canonical) + 1, dtype=np.uint8)
-    coarse = np.empty(len(canonical) + 1, dtype=np.uint8)
-    counts = np.zeros(2, dtype=np.int64)
-    K.ld_signature(buf, 0, len(canonical), n, c, c * factor, k, np.uint64(seed), np.frombuffer(alphabet, np.uint8), fine, coarse, counts)
-    return fine[: counts[0]].tobytes(), coarse[: counts[1]].tobytes()
+def signature_kernel(text: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
+    out = fused(text, n=n, c=c, factor=factor, k=k, sig_seed=seed, alphabet=alphabet)
+    return out["fine"], out["coarse"]
+
+
+def signature_from_raw_ref(text: bytes, n: int, c: int, factor: int, k: int, seed: int, alphabet: bytes) -> tuple[bytes, bytes]:
+    canonical = canonical_ascii_ref(text.decode("ascii")).encode("ascii")
+    return signature_ref(canonical, n, c, factor, k, seed, alphabet)
 
 
 def digest_ref(data: bytes) -> bytes:
@@ -231,6 +290,14 @@ def digest_ref(data: bytes) -> bytes:
     h1 = (h1 + h2) & MASK
     h2 = (h2 + h1) & MASK
     return h1.to_bytes(8, "little") + h2.to_bytes(8, "little")
+
+
+def fused_digest_kernel(text: bytes) -> bytes:
+    return fused(text)["digest"]
+
+
+def fused_digest_ref(text: bytes) -> bytes:
+    return digest_ref(canonical_ascii_ref(text.decode("ascii")).encode("ascii"))
 
 
 def digest_kernel(data: bytes) -> bytes:
@@ -285,16 +352,17 @@ class KernelCase:
 
 #: kernel -> reference; the tests feed each row the same inputs.
 KERNELS = {
-    "canonical_ascii": KernelCase("canonical_ascii", canonical_ascii_kernel, canonical_ascii_ref),
-    "shingle_hashes": KernelCase("shingle_hashes", shingle_hashes_kernel, shingle_hashes_ref),
+    "canonical (fused)": KernelCase("canonical (fused)", canonical_ascii_kernel, canonical_ascii_ref),
+    "minhash (fused)": KernelCase("minhash (fused)", fused_minhash_kernel, fused_minhash_ref),
+    "ld_signature (fused)": KernelCase("ld_signature (fused)", signature_kernel, signature_from_raw_ref),
+    "digest (fused)": KernelCase("digest (fused)", fused_digest_kernel, fused_digest_ref),
+    "combine_words": KernelCase("combine_words", combine_words_kernel, combine_words_ref),
+    "char_shingles": KernelCase("char_shingles", char_shingles_kernel, char_shingles_ref),
     "oph_minhash": KernelCase("oph_minhash", oph_kernel, oph_ref),
     "classic_minhash": KernelCase("classic_minhash", classic_kernel, classic_ref),
     "band_keys": KernelCase("band_keys", band_keys_kernel, band_keys_ref),
-    "ld_signature": KernelCase("ld_signature", signature_kernel, signature_ref),
     "digest128": KernelCase("digest128", digest_kernel, digest_ref),
     "levenshtein_bounded": KernelCase("levenshtein_bounded", levenshtein_bounded_kernel, levenshtein_bounded_ref),
     "semi_global": KernelCase("semi_global", semi_global_kernel, semi_global_ref),
     "edit_runs": KernelCase("edit_runs", edit_runs_distance_kernel, lambda a, b: Levenshtein.distance(a, b)),
 }
-
-_WORD = re.compile(rb"[a-z0-9]+")

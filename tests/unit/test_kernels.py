@@ -23,15 +23,21 @@ SAMPLE_TEXTS = [b"", b"a", b"ab cd", b"one two three four", _words(5), _words(6)
 SIG_PAIRS = [(b"", b""), (b"", b"abc"), (b"kitten", b"sitting"), (b"abcdef", b"abcdef"), (b"abc", b"xyz"),
              (bytes(rng.choice(ALPHABET) for _ in range(40)), bytes(rng.choice(ALPHABET) for _ in range(35)))]
 
+RAW_TEXTS = [b"", b"  ", b"a", b"Hello,  World!\n\tFoo_bar", b"A-B C\x1cD", b"MiXeD 123 &amp; <b>", b"...",
+             b" lead and trail ", b"One two THREE four five six", _words(300), b"abcdefgh ijklmnopq rstuvwxyz0123456"]
+
 # One row per kernel: the argument tuples fed to kernel and reference alike.
 CASES = {
-    "canonical_ascii": [(t, lo, pu) for t in ["", "  ", "Hello,  World!\n\tFoo_bar", "A-B C\x1cD", "MiXeD 123 &amp; <b>", "...", " lead and trail "]
-                        for lo in (True, False) for pu in (True, False)],
-    "shingle_hashes": [(t, kw, s) for t in SAMPLE_TEXTS for kw in (True, False) for s in (1, 3, 5, 9)],
+    "canonical (fused)": [(t.decode(), lo, pu) for t in RAW_TEXTS for lo in (True, False) for pu in (True, False)],
+    "minhash (fused)": [(t, kw, s, cl) for t in RAW_TEXTS for kw in (True, False) for s in (1, 5) for cl in (False, True)],
+    "ld_signature (fused)": [(t, n, c, f, k, 7, ALPHABET) for t in RAW_TEXTS + SAMPLE_TEXTS
+                             for n, c, f, k in ((4, 16, 8, 0), (6, 5, 2, 3), (2, 3, 4, 2), (8, 2, 2, 1))],
+    "digest (fused)": [(t,) for t in RAW_TEXTS],
+    "combine_words": [([rng.randrange(2**64) for _ in range(n)], w) for n in (0, 1, 3, 5, 6, 50) for w in (1, 2, 5, 9)],
+    "char_shingles": [(t, s) for t in SAMPLE_TEXTS for s in (1, 3, 5, 9)],
     "oph_minhash": [(list(range(n)), k, seed) for n in (0, 1, 2, 7, 100, 1000) for k in (8, 64, 128) for seed in (1, 99)],
     "classic_minhash": [(list(range(0, 9 * n, 9)), k, 5) for n in (0, 1, 30) for k in (8, 32)],
     "band_keys": [([rng.randrange(2**32) for _ in range(128)], b, r, s) for b, r in ((25, 5), (32, 4), (1, 1)) for s in (1, 3)],
-    "ld_signature": [(t, n, c, f, k, 7, ALPHABET) for t in SAMPLE_TEXTS for n, c, f, k in ((4, 16, 8, 0), (6, 5, 2, 3), (2, 3, 4, 2))],
     "digest128": [(t,) for t in SAMPLE_TEXTS + [bytes(range(256)) * 3, b"y" * 15, b"y" * 16, b"y" * 33]],
     "levenshtein_bounded": [(a, b, bound) for a, b in SIG_PAIRS for bound in (0, 1, 2, 5, 100)],
     "semi_global": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20] + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"hello", b"say hallo there")],
@@ -49,7 +55,7 @@ def test_kernel_matches_reference(name: str) -> None:
 
 @given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200), st.booleans(), st.booleans())
 def test_canonical_kernel_equals_python_on_any_ascii(text: str, lower: bool, punct: bool) -> None:
-    case = KERNELS["canonical_ascii"]
+    case = KERNELS["canonical (fused)"]
     assert case.kernel(text, lower, punct) == case.reference(text, lower, punct)
 
 
@@ -71,11 +77,19 @@ def test_oph_property(hashes: list[int], k: int) -> None:
     assert case.kernel(hashes, k, 1) == case.reference(hashes, k, 1)
 
 
-@given(st.binary(max_size=300), st.sampled_from([(4, 16), (3, 4), (8, 2)]))
-def test_signature_property(data: bytes, nc: tuple[int, int]) -> None:
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300), st.sampled_from([(4, 16), (3, 4), (8, 2)]))
+def test_signature_property(text: str, nc: tuple[int, int]) -> None:
     n, c = nc
-    case = KERNELS["ld_signature"]
+    data = text.encode("ascii")
+    case = KERNELS["ld_signature (fused)"]
     assert case.kernel(data, n, c, 4, 1, 7, ALPHABET) == case.reference(data, n, c, 4, 1, 7, ALPHABET)
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=120), st.sampled_from([1, 3, 5]), st.booleans())
+def test_fused_minhash_property(text: str, size: int, kind_word: bool) -> None:
+    case = KERNELS["minhash (fused)"]
+    data = text.encode("ascii")
+    assert case.kernel(data, kind_word, size, False) == case.reference(data, kind_word, size, False)
 
 
 @given(st.binary(max_size=200))
