@@ -31,11 +31,11 @@ from .config import SignatureConfig
 #: runs of at least this many signature edits are treated as block edits (k * C characters)
 LONG_RUN = 5
 #: a shorter run counts SHORT_RUN_FACTOR * C / N characters
-SHORT_RUN_FACTOR = 0.6
+SHORT_RUN_FACTOR = 0.65
 #: chance matches per symbol of the shorter signature in an optimal alignment of unrelated texts
 UNRELATED_MATCH_RATE = 0.21
 #: raw / expected-unrelated below this means "related"
-RELATED_FRACTION = 0.68
+RELATED_FRACTION = 0.7
 
 
 def run_lengths(sig_a: bytes, sig_b: bytes) -> tuple[int, np.ndarray]:

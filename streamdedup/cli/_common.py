@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from rich.console import Console
 
 from ..config import Config, load_config
 from ..errors import ConfigError
@@ -18,3 +19,9 @@ def get_config(path: str | None) -> Config:
         return load_config(path)
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+def make_console() -> Console:
+    """A console that keeps tables readable when output goes to a file or CI log."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=140)

@@ -6,10 +6,9 @@ import json
 import random
 
 import click
-from rich.console import Console
 from rich.table import Table
 
-from ._common import config_option, get_config
+from ._common import config_option, get_config, make_console
 
 
 @click.group()
@@ -30,7 +29,7 @@ def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
-    console = Console()
+    console = make_console()
     table = Table("engine", "docs/s (median)", "MB/s")
     for name, v in res["docs_per_s"].items():
         table.add_row(name, f"{v:,.0f}", f"{res['mb_per_s'][name]:.1f}")
@@ -69,7 +68,7 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
     if as_json:
         click.echo(json.dumps(out, indent=2))
         return
-    console = Console()
+    console = make_console()
     if fit:
         console.print(f"fitted on the other half: {out['fitted_constants']}")
     j = out["jaccard"]

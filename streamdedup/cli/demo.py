@@ -9,14 +9,13 @@ from __future__ import annotations
 import random
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..bench.edits import scattered
 from ..corpus import load_reuters
 from ..fingerprint import Fingerprinter
 from ..verify import Fingerprint, compare
-from ._common import config_option, get_config
+from ._common import config_option, get_config, make_console
 
 
 def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
@@ -44,7 +43,7 @@ def demo(config_path: str | None, stories: int, seed: int) -> None:
     fp = Fingerprinter(cfg.fingerprint)
     rng = random.Random(seed)
     corpus = [s for s in load_reuters() if 1200 <= len(s.body) <= 4000]
-    console = Console(width=None if Console().is_terminal else 120)
+    console = make_console()
     console.print(f"{len(corpus)} Reuters stories of 1.2-4 KB; LSH bands={fp.lsh.bands} rows={fp.lsh.rows}")
     for story, other in zip(rng.sample(corpus, stories), rng.sample(corpus, stories)):
         vs = variants(story.text, other.text, rng)

@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..errors import InputError
 from ..fingerprint import Fingerprinter
 from ..verify import Fingerprint, compare
-from ._common import config_option, get_config
+from ._common import config_option, get_config, make_console
 
 #: true Levenshtein is O(n*m); beyond this many characters per text it is skipped
 TRUE_LD_LIMIT = 100_000
@@ -115,7 +114,7 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     row("LD similarity raw / calibrated", [out["ld_similarity_raw"], out["ld_similarity_calibrated"]])
     row("expected LD if unrelated", out["expected_unrelated_ld"])
     row("signature embedding similarity", out["signature_embedding_similarity"])
-    console = Console()
+    console = make_console()
     console.print(table)
     verdict = "DUPLICATE" if out["is_duplicate"] else "not a duplicate"
     console.print(f"verdict: [bold]{out['relation']}[/bold] -> {verdict} ({'; '.join(out['reasons'])})")

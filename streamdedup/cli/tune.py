@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 import numpy as np
-from rich.console import Console
 from rich.table import Table
 
 from ..lsh import candidate_probability, optimal_params
+from ._common import make_console
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
@@ -21,7 +21,7 @@ SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 def tune(threshold: float, num_perm: int, fp_weight: float, fn_weight: float, plot: str | None) -> None:
     """Choose (bands, rows) for a Jaccard threshold."""
     choice = optimal_params(threshold, num_perm, fp_weight, fn_weight)
-    console = Console()
+    console = make_console()
     console.print(
         f"threshold {threshold}, num_perm {num_perm}: bands={choice.bands} rows={choice.rows} "
         f"(uses {choice.bands * choice.rows} slots; steepest point {choice.threshold_estimate:.3f})"
