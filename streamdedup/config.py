@@ -132,6 +132,12 @@ class VerifyConfig(_Frozen):
     ld_similarity_threshold: float = Field(0.8, ge=0.0, le=1.0)
     #: estimated containment of the shorter text in the longer for contains/contained_in
     containment_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    #: when some of a document's bands are boilerplate (hot), the LD similarity only counts if
+    #: the Jaccard over the remaining slots is at least this: a shared footer aligns well but
+    #: carries no story
+    ld_min_jaccard: float = Field(0.25, ge=0.0, le=1.0)
+    #: slots left after removing boilerplate bands below which a pair is not judged by Jaccard
+    min_informative_slots: int = Field(16, ge=1)
     #: relations that make a document a duplicate
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
         "exact",
@@ -140,9 +146,43 @@ class VerifyConfig(_Frozen):
     )
 
 
+class EngineConfig(_Frozen):
+    """The dedup engine: window, bounds and candidate handling."""
+
+    #: hours of event time a document stays a possible original
+    window_hours: float = Field(72.0, gt=0.0)
+    #: documents kept in the index at most (oldest evicted first); memory is sized from it
+    max_documents: int = Field(1_000_000, ge=16, le=2**31 - 1)
+    #: a band key written by this many different clusters in a row is boilerplate (hot)
+    hot_bucket_clusters: int = Field(3, ge=2, le=255)
+    #: distinct candidates collected per document
+    max_candidates: int = Field(16, ge=1, le=1024)
+    #: candidates verified per document, most shared bands first
+    max_verified: int = Field(8, ge=1, le=1024)
+    #: documents per micro-batch (one fingerprint call, one state commit)
+    batch_size: int = Field(512, ge=1, le=100_000)
+
+
+class InputConfig(_Frozen):
+    """How records are decoded (file mode and Kafka)."""
+
+    #: ``json`` (one object per record) or ``text`` (the whole record is the text)
+    format: Literal["json", "text"] = "json"
+    id_field: str = Field("id", min_length=1)
+    #: joined with ``text_separator`` in this order; missing fields are skipped, all missing is an error
+    text_fields: tuple[str, ...] = Field(("text",), min_length=1)
+    text_separator: str = "\n"
+    #: event time: epoch milliseconds (number) or ISO-8601 string; null = processing time
+    time_field: str | None = None
+    #: records larger than this many bytes go to dead-letter
+    max_record_bytes: int = Field(1_000_000, ge=16)
+
+
 class Config(_Frozen):
     fingerprint: FingerprintConfig = FingerprintConfig()
     verify: VerifyConfig = VerifyConfig()
+    engine: EngineConfig = EngineConfig()
+    input: InputConfig = InputConfig()
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:

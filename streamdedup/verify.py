@@ -68,33 +68,54 @@ class Comparison:
         return self.ld.similarity
 
 
-def estimated_jaccard(a: Fingerprint, b: Fingerprint) -> float:
-    bits = min(a.minhash_bits, b.minhash_bits)
-    if bits >= 32:
-        return jaccard(a.minhash, b.minhash)
+def estimated_jaccard(a: Fingerprint, b: Fingerprint, informative: np.ndarray | None = None) -> float:
+    """Jaccard from the slots both fingerprints have; b-bit corrected when either is reduced.
+
+    ``informative`` (bool per slot) restricts the estimate to slots outside boilerplate bands.
+    """
     if a.empty or b.empty:
         return 0.0
+    bits = min(a.minhash_bits, b.minhash_bits)
+    ma, mb = a.minhash, b.minhash
+    if informative is not None:
+        ma, mb = ma[informative], mb[informative]
+    if bits >= 32:
+        return jaccard(ma, mb)
     mask = np.uint32((1 << bits) - 1)
-    return jaccard_bbit(a.minhash & mask, b.minhash & mask, bits)
+    return jaccard_bbit(ma & mask, mb & mask, bits)
 
 
-def compare(a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig) -> Comparison:
-    """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict."""
-    j = estimated_jaccard(a, b)
+def compare(
+    a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig, informative: np.ndarray | None = None
+) -> Comparison:
+    """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict.
+
+    ``informative`` marks the MinHash slots outside boilerplate (hot) bands; when given, the
+    Jaccard and containment estimates use only those slots, and the LD similarity only counts
+    if that Jaccard reaches ``verify.ld_min_jaccard``: a long shared footer aligns well in the
+    signatures but says nothing about the story.
+    """
+    boilerplate = informative is not None and not bool(informative.all())
+    if boilerplate and int(informative.sum()) < verify.min_informative_slots:
+        j = 0.0
+    else:
+        j = estimated_jaccard(a, b, informative if boilerplate else None)
     c_ba = containment(j, b.n_shingles, a.n_shingles)
     c_ab = containment(j, a.n_shingles, b.n_shingles)
     ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig)
     inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
     emb = signature.embedding(inner, outer).similarity if inner else 0.0
-    reasons: list[str] = []
+    reasons: list[str] = ["boilerplate bands ignored"] if boilerplate else []
     if a.digest == b.digest and not a.empty:
         relation = "exact"
         reasons.append("equal canonical digests")
-    elif j >= verify.jaccard_threshold or ld.similarity >= verify.ld_similarity_threshold:
+    elif j >= verify.jaccard_threshold or (
+        ld.similarity >= verify.ld_similarity_threshold and (not boilerplate or j >= verify.ld_min_jaccard)
+    ):
         relation = "near_duplicate"
         if j >= verify.jaccard_threshold:
             reasons.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
-        if ld.similarity >= verify.ld_similarity_threshold:
+        elif ld.similarity >= verify.ld_similarity_threshold:
             reasons.append(f"LD similarity {ld.similarity:.3f} >= {verify.ld_similarity_threshold}")
     elif c_ba >= verify.containment_threshold and b.length <= a.length and emb >= verify.containment_threshold:
         relation = "contained_in"

@@ -7,6 +7,7 @@ import click
 from .bench import bench
 from .demo import demo
 from .explain import explain
+from .run import run
 from .tune import tune
 
 
@@ -20,3 +21,4 @@ main.add_command(explain)
 main.add_command(tune)
 main.add_command(bench)
 main.add_command(demo)
+main.add_command(run)

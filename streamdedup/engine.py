@@ -1,0 +1,302 @@
+"""The dedup engine: sequential decisions over micro-batches, with durable state (pure core).
+
+For each document, in arrival order (a document may duplicate an earlier one of the same
+batch): exact-digest fast path -> LSH band candidates from the in-memory index -> verification
+against the candidates' stored fingerprints -> decision -> insertion. ``duplicate_of`` is the
+first-seen document of the cluster (every document stores its cluster root), never the
+previous copy, so there are no chains.
+
+State: every decided document becomes one record in the store; a micro-batch's records, the
+evictions it caused and the metadata (next seq, window bounds, input positions) are committed
+as one atomic batch. On start the index is rebuilt by re-inserting the stored records in seq
+order, which reproduces the in-memory state exactly, so a restarted engine makes the same
+decisions as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import record
+from .config import Config
+from .errors import IncompatibleFingerprintError, InputError
+from .fingerprint import FingerprintBatch, Fingerprinter
+from .index import CandidateIndex
+from .state.base import StateBatch, Store
+from .verify import Comparison, Fingerprint, compare
+
+META_VERSION = 1
+_HEAD = struct.Struct("<BqHH")
+HOUR_MS = 3_600_000
+
+
+@dataclass(frozen=True)
+class Document:
+    id: str
+    text: str
+    event_time_ms: int
+    partition: int = -1
+    offset: int = -1
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: str
+    status: str  # unique | duplicate | rejected
+    duplicate_of: str | None = None
+    relation: str | None = None  # exact | near_duplicate | contains | contained_in
+    similarity: float | None = None  # estimated Jaccard with the matched document
+    ld_similarity: float | None = None  # calibrated LD similarity with the matched document
+    matched: str | None = None  # the document that matched (may be a later copy of the root)
+    reason: str | None = None  # why a document was rejected, or what decided a duplicate
+    seq: int = -1
+
+    def tags(self) -> dict:
+        out: dict = {"status": self.status, "duplicate_of": self.duplicate_of, "relation": self.relation,
+                     "similarity": None if self.similarity is None else round(self.similarity, 4)}
+        if self.status == "duplicate":
+            out["ld_similarity"] = None if self.ld_similarity is None else round(self.ld_similarity, 4)
+            out["matched"] = self.matched
+            out["reason"] = self.reason
+        return out
+
+
+@dataclass
+class _Stored:
+    """A decoded engine record: who the document is, its cluster, its fingerprint."""
+
+    seq: int
+    id: str
+    root_seq: int
+    root_id: str
+    hot: np.ndarray
+    fp: record.FingerprintRecord
+
+
+def _encode(seq_root: int, doc_id: str, root_id: str, hot: np.ndarray, fp_record: bytes) -> bytes:
+    idb = doc_id.encode("utf-8")
+    rb = root_id.encode("utf-8")
+    return b"".join((_HEAD.pack(1, seq_root, len(idb), len(rb)), idb, rb, hot.tobytes(), fp_record))
+
+
+def _decode(seq: int, data: bytes, bands: int, num_perm: int, params_key: int) -> _Stored:
+    version, root, n_id, n_root = _HEAD.unpack_from(data, 0)
+    pos = _HEAD.size
+    doc_id = data[pos:pos + n_id].decode("utf-8")
+    pos += n_id
+    root_id = data[pos:pos + n_root].decode("utf-8")
+    pos += n_root
+    hot = np.frombuffer(data, dtype=np.uint8, count=bands, offset=pos).copy()
+    pos += bands
+    fp = record.decode(data[pos:], num_perm, params_key)
+    return _Stored(seq, doc_id, root, root_id, hot, fp)
+
+
+@dataclass
+class _Meta:
+    params_key: int
+    next_seq: int = 0
+    seq_lo: int = 0
+    watermark: int = -(2**62)
+    positions: dict = field(default_factory=dict)
+
+    def dumps(self) -> bytes:
+        return json.dumps({"version": META_VERSION, "params_key": self.params_key, "next_seq": self.next_seq,
+                           "seq_lo": self.seq_lo, "watermark": self.watermark, "positions": self.positions}).encode()
+
+    @classmethod
+    def loads(cls, raw: bytes) -> "_Meta":
+        m = json.loads(raw)
+        if m.get("version") != META_VERSION:
+            raise IncompatibleFingerprintError(f"state metadata version {m.get('version')} is not {META_VERSION}")
+        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}))
+
+
+class Deduplicator:
+    """Decides unique/duplicate for documents in arrival order, with state in ``store``."""
+
+    def __init__(self, cfg: Config, store: Store):
+        self.cfg = cfg
+        self.store = store
+        self.fp = Fingerprinter(cfg.fingerprint)
+        self.bands = self.fp.lsh.bands
+        self.rows = self.fp.lsh.rows
+        self.num_perm = cfg.fingerprint.minhash.num_perm
+        self.bits = cfg.fingerprint.minhash.storage_bits
+        eng = cfg.engine
+        self.window_ms = int(eng.window_hours * HOUR_MS)
+        self.index = CandidateIndex(self.bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates)
+        raw = store.get_meta()
+        if raw is None:
+            self.meta = _Meta(self.fp.params.key)
+        else:
+            self.meta = _Meta.loads(raw)
+            if self.meta.params_key != self.fp.params.key:
+                raise IncompatibleFingerprintError(
+                    f"the state was built with fingerprint params {self.meta.params_key:08x} and this "
+                    f"configuration has {self.fp.params.key:08x}; use a new state directory"
+                )
+            self._rebuild()
+        self._committed_lo = self.meta.seq_lo
+        self._pending: dict[int, bytes] = {}
+
+    # ------------------------------------------------------------------ state
+
+    def _rebuild(self) -> None:
+        for seq, raw in self.store.iter_from(self.meta.seq_lo):
+            st = _decode(seq, raw, self.bands, self.num_perm, self.fp.params.key)
+            self.index.restore(seq, st.root_seq, st.fp.event_time_ms, _digest_lo(st.fp.digest), st.fp.band_keys, st.hot)
+
+    @property
+    def positions(self) -> dict:
+        """Input positions committed with the state (where to resume)."""
+        return dict(self.meta.positions)
+
+    @property
+    def indexed_documents(self) -> int:
+        return int(np.count_nonzero(self.index.slot_seq >= self.meta.seq_lo))
+
+    def _min_time(self) -> int:
+        return self.meta.watermark - self.window_ms
+
+    def _records(self, seqs: list[int]) -> list[_Stored | None]:
+        missing = [s for s in seqs if s not in self._pending]
+        fetched = dict(zip(missing, self.store.get_many(missing)))
+        out = []
+        for s in seqs:
+            raw = self._pending.get(s) or fetched.get(s)
+            out.append(None if raw is None else _decode(s, raw, self.bands, self.num_perm, self.fp.params.key))
+        return out
+
+    # ------------------------------------------------------------------ deciding
+
+    def _informative(self, hot_bands: np.ndarray) -> np.ndarray | None:
+        if not hot_bands.any():
+            return None
+        mask = np.ones(self.num_perm, dtype=bool)
+        for b in np.flatnonzero(hot_bands):
+            mask[b * self.rows:(b + 1) * self.rows] = False
+        return mask
+
+    def _verify(self, batch: FingerprintBatch, i: int, cands) -> tuple[_Stored, Comparison | None] | None:
+        """The best duplicate among the candidates, or None."""
+        if cands.exact_slot >= 0:
+            seq = self.index.seq_of_slot(cands.exact_slot)
+            (st,) = self._records([seq])
+            if st is not None and st.fp.digest == batch.digests[i]:
+                return st, None
+        if len(cands) == 0:
+            return None
+        order = np.argsort(-cands.shared_bands, kind="stable")[: self.cfg.engine.max_verified]
+        seqs = [self.index.seq_of_slot(int(cands.slots[j])) for j in order]
+        new = Fingerprint.from_batch(batch, i)
+        informative = self._informative(cands.hot_bands)
+        best: tuple[_Stored, Comparison] | None = None
+        for st in self._records(seqs):
+            if st is None:
+                continue
+            cmp = compare(Fingerprint.from_record(st.fp), new, self.cfg.verify, self.cfg.fingerprint.signature, informative)
+            if cmp.is_duplicate and (best is None or cmp.jaccard > best[1].jaccard):
+                best = (st, cmp)
+        return best
+
+    def process(
+        self,
+        docs: Sequence[Document],
+        positions: dict | None = None,
+        before_commit: Callable[[list[Decision]], None] | None = None,
+    ) -> list[Decision]:
+        """Decide a micro-batch in order and commit it (with ``positions``) atomically.
+
+        Texts must be valid (``Fingerprinter.check_text``); a text that is empty after
+        canonicalisation is rejected (status ``rejected``) and not indexed. ``before_commit``
+        receives the decisions before the state is committed: a caller that writes its
+        outputs there gets at-least-once output (a crash before the commit replays the batch).
+        """
+        if not docs:
+            if before_commit:
+                before_commit([])
+            if positions:
+                self.meta.positions.update(positions)
+                self.store.commit(StateBatch(meta=self.meta.dumps()))
+            return []
+        batch = self.fp.fingerprint_batch([d.text for d in docs])
+        keys32 = (batch.band_keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        digest_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2]
+        puts: list[tuple[int, bytes]] = []
+        decisions: list[Decision] = []
+        self._pending = {}
+        meta = self.meta
+        for i, doc in enumerate(docs):
+            if batch.empty[i]:
+                decisions.append(Decision(doc.id, "rejected", reason="no words left after canonicalisation"))
+                continue
+            seq = meta.next_seq
+            meta.watermark = max(meta.watermark, doc.event_time_ms)
+            meta.seq_lo = max(meta.seq_lo, seq + 1 - self.index.capacity)
+            min_time = self._min_time()
+            cands = self.index.lookup(int(digest_lo[i]), keys32[i], meta.seq_lo, min_time)
+            found = self._verify(batch, i, cands) if (cands.exact_slot >= 0 or len(cands)) else None
+            if found is None:
+                root, root_id = seq, doc.id
+                decisions.append(Decision(doc.id, "unique", seq=seq))
+            else:
+                st, cmp = found
+                root, root_id = st.root_seq, st.root_id
+                if cmp is None:
+                    decisions.append(Decision(doc.id, "duplicate", root_id, "exact", 1.0, 1.0, st.id, "equal canonical digests", seq))
+                else:
+                    decisions.append(Decision(doc.id, "duplicate", root_id, cmp.relation, cmp.jaccard, cmp.ld_similarity,
+                                              st.id, "; ".join(cmp.reasons), seq))
+            hot = self.index.insert(seq, root, doc.event_time_ms, int(digest_lo[i]), keys32[i], meta.seq_lo, min_time)
+            fp_rec = record.encode(batch, i, self.bits, doc.event_time_ms, doc.partition, doc.offset)
+            value = _encode(root, doc.id, root_id, hot, fp_rec)
+            self._pending[seq] = value
+            puts.append((seq, value))
+            meta.next_seq = seq + 1
+        if before_commit:
+            before_commit(decisions)
+        old_lo = self._committed_lo
+        if positions:
+            meta.positions.update(positions)
+        self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, meta.seq_lo) if meta.seq_lo > old_lo else None,
+                                     meta=meta.dumps()))
+        self._committed_lo = meta.seq_lo
+        self._pending = {}
+        return decisions
+
+    def delete(self, doc_id: str) -> int:
+        """Remove every stored document with this id from index and store; returns how many.
+
+        An operator action: it scans the stored records (ids are not indexed, which saves a
+        write per document on the hot path).
+        """
+        seqs = []
+        for seq, raw in self.store.iter_from(self.meta.seq_lo):
+            if _decode(seq, raw, self.bands, self.num_perm, self.fp.params.key).id == doc_id:
+                seqs.append(seq)
+        for seq in seqs:
+            self.index.forget(seq)
+        if seqs:
+            self.store.commit(StateBatch(deletes=seqs, meta=self.meta.dumps()))
+        return len(seqs)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _digest_lo(digest: bytes) -> int:
+    return int.from_bytes(digest[:8], "little")
+
+
+def check_document_text(fp: Fingerprinter, text: object, index: int = 0) -> str:
+    """Validate one text for :meth:`Deduplicator.process` (raises InputError)."""
+    return fp.check_text(text, index)
+
+
+__all__ = ["Decision", "Deduplicator", "Document", "InputError", "check_document_text"]

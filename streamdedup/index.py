@@ -1,0 +1,95 @@
+"""Python face of the in-memory candidate index (the arrays behind ``_kernels.index``).
+
+Memory per document slot (defaults, 25 bands, cells = 2 x capacity):
+``4 * bands * 2`` (cells) ``+ bands * 2`` (hot counts) ``+ 4 * bands`` (own keys)
+``+ 8 * 2`` (digest cells) ``+ 32`` (seq, time, root, digest) = 332 bytes per slot.
+Arrays are allocated with ``np.zeros`` and touched as slots fill, so a small stream costs
+little, but the cell tables are touched at random and are paid for in full once warm.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._kernels import index as K
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(4, (n - 1).bit_length())
+
+
+@dataclass
+class Candidates:
+    exact_slot: int
+    slots: np.ndarray
+    shared_bands: np.ndarray
+    hot_bands: np.ndarray
+
+    def __len__(self) -> int:
+        return self.slots.shape[0]
+
+
+class CandidateIndex:
+    """Ring of document slots plus per-band direct-mapped cells (see ``_kernels/index.py``)."""
+
+    def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int):
+        self.bands = bands
+        self.capacity = capacity
+        self.hot_threshold = hot_threshold
+        self.log2n = _pow2_at_least(2 * capacity).bit_length() - 1
+        n_cells = 1 << self.log2n
+        self.cells = np.zeros(bands * n_cells, dtype=np.uint32)
+        self.hot = np.zeros(bands * n_cells, dtype=np.uint8)
+        self.digest_cells = np.zeros(n_cells, dtype=np.uint32)
+        self.slot_seq = np.full(capacity, -1, dtype=np.int64)
+        self.slot_time = np.zeros(capacity, dtype=np.int64)
+        self.slot_root = np.zeros(capacity, dtype=np.int64)
+        self.slot_keys = np.zeros((capacity, bands), dtype=np.uint32)
+        self.slot_digest = np.zeros(capacity, dtype=np.uint64)
+        self._cand = np.empty(max_candidates, dtype=np.int64)
+        self._shared = np.empty(max_candidates, dtype=np.int64)
+        self._hot_bands = np.empty(bands, dtype=np.bool_)
+        self._hot_out = np.empty(bands, dtype=np.uint8)
+
+    @property
+    def bytes_used(self) -> int:
+        arrays = (self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_digest)
+        return sum(a.nbytes for a in arrays)
+
+    def lookup(self, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int) -> Candidates:
+        n, exact = K.lookup(
+            np.uint64(digest_lo), keys32, self.bands, self.log2n, self.hot_threshold, seq_lo, min_time,
+            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_keys, self.slot_digest,
+            self._cand, self._shared, self._hot_bands,
+        )
+        return Candidates(int(exact), self._cand[:n].copy(), self._shared[:n].copy(), self._hot_bands.copy())
+
+    def insert(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int) -> np.ndarray:
+        """Insert a decided document; returns the hot count of each of its band cells."""
+        K.insert(
+            seq, root, event_time, np.uint64(digest_lo), keys32, self.bands, self.log2n, self.capacity, seq_lo, min_time,
+            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
+            self.slot_digest, self._hot_out,
+        )
+        return self._hot_out.copy()
+
+    def restore(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, hot_counts: np.ndarray) -> None:
+        K.restore(
+            seq, root, event_time, np.uint64(digest_lo), keys32, hot_counts, self.bands, self.log2n, self.capacity,
+            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
+            self.slot_digest,
+        )
+
+    def forget(self, seq: int) -> None:
+        """Make a document unreachable (deletion by id)."""
+        slot = seq % self.capacity
+        if self.slot_seq[slot] == seq:
+            self.slot_seq[slot] = -1
+
+    def seq_of_slot(self, slot: int) -> int:
+        return int(self.slot_seq[slot])
+
+    def root_of_slot(self, slot: int) -> int:
+        return int(self.slot_root[slot])
