@@ -126,11 +126,14 @@ class Deduplicator:
         self.fp = Fingerprinter(cfg.fingerprint)
         self.bands = self.fp.lsh.bands
         self.rows = self.fp.lsh.rows
+        lead = cfg.fingerprint.lead
+        #: index bands: the main LSH bands, then the lead bands
+        self.index_bands = self.bands + (lead.bands if lead.shingles > 0 else 0)
         self.num_perm = cfg.fingerprint.minhash.num_perm
         self.bits = cfg.fingerprint.minhash.storage_bits
         eng = cfg.engine
         self.window_ms = int(eng.window_hours * HOUR_MS)
-        self.index = CandidateIndex(self.bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates)
+        self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates)
         raw = store.get_meta()
         if raw is None:
             self.meta = _Meta(self.fp.params.key)
@@ -149,7 +152,7 @@ class Deduplicator:
 
     def _rebuild(self) -> None:
         for seq, raw in self.store.iter_from(self.meta.seq_lo):
-            st = _decode(seq, raw, self.bands, self.num_perm, self.fp.params.key)
+            st = _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
             self.index.restore(seq, st.root_seq, st.fp.event_time_ms, _digest_lo(st.fp.digest), st.fp.band_keys, st.hot)
 
     @property
@@ -170,16 +173,17 @@ class Deduplicator:
         out = []
         for s in seqs:
             raw = self._pending.get(s) or fetched.get(s)
-            out.append(None if raw is None else _decode(s, raw, self.bands, self.num_perm, self.fp.params.key))
+            out.append(None if raw is None else _decode(s, raw, self.index_bands, self.num_perm, self.fp.params.key))
         return out
 
     # ------------------------------------------------------------------ deciding
 
     def _informative(self, hot_bands: np.ndarray) -> np.ndarray | None:
-        if not hot_bands.any():
+        hot_main = hot_bands[: self.bands]
+        if not hot_main.any():
             return None
         mask = np.ones(self.num_perm, dtype=bool)
-        for b in np.flatnonzero(hot_bands):
+        for b in np.flatnonzero(hot_main):
             mask[b * self.rows:(b + 1) * self.rows] = False
         return mask
 
@@ -226,7 +230,7 @@ class Deduplicator:
                 self.store.commit(StateBatch(meta=self.meta.dumps()))
             return []
         batch = self.fp.fingerprint_batch([d.text for d in docs])
-        keys32 = (batch.band_keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         digest_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2]
         puts: list[tuple[int, bytes]] = []
         decisions: list[Decision] = []
@@ -278,7 +282,7 @@ class Deduplicator:
         """
         seqs = []
         for seq, raw in self.store.iter_from(self.meta.seq_lo):
-            if _decode(seq, raw, self.bands, self.num_perm, self.fp.params.key).id == doc_id:
+            if _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key).id == doc_id:
                 seqs.append(seq)
         for seq in seqs:
             self.index.forget(seq)

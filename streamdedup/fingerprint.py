@@ -60,6 +60,7 @@ class FingerprintBatch:
     Attributes:
         minhash: ``(n, num_perm)`` uint32 slots; slot-wise equality rate estimates Jaccard.
         band_keys: ``(n, bands)`` uint64 LSH keys.
+        lead_keys: ``(n, lead bands)`` uint64 LSH keys of the lead MinHash (first shingles).
         signatures: fine-resolution Coates LD signature per text.
         coarse_signatures: the coarse resolution (C * coarse_factor), a subsequence of the fine.
         digests: 16-byte digest of the canonical UTF-8 text (the exact-duplicate fast path).
@@ -72,6 +73,7 @@ class FingerprintBatch:
     params: FingerprintParams
     minhash: np.ndarray
     band_keys: np.ndarray
+    lead_keys: np.ndarray
     signatures: list[bytes]
     coarse_signatures: list[bytes]
     digests: list[bytes]
@@ -141,6 +143,9 @@ class Fingerprinter:
         fine_off = np.empty(n + 1, dtype=np.int64)
         coarse_off = np.empty(n + 1, dtype=np.int64)
         digests = np.empty((n, 2), dtype=np.uint64)
+        lead = cfg.lead
+        lead_bands = lead.bands if lead.shingles > 0 else 0
+        lead_out = np.zeros((n, lead_bands), dtype=np.uint64)
         sig = cfg.signature
         _kernels.fingerprint_batch(
             raw, offsets, self._cmap,
@@ -151,14 +156,17 @@ class Fingerprinter:
             np.uint64(sig.seed), self._alphabet,
             canon, canon_off, minhash, band_out, n_shingles,
             fine_buf, fine_off, coarse_buf, coarse_off, digests,
+            lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, lead_bands, lead.rows, lead_out,
         )
         empty = n_shingles == 0
         band_out[empty] = 0
+        lead_out[empty] = 0
         dig = digests.astype("<u8").tobytes()
         return FingerprintBatch(
             params=self.params,
             minhash=minhash,
             band_keys=band_out,
+            lead_keys=lead_out,
             signatures=_split(fine_buf[: fine_off[-1]].tobytes(), fine_off),
             coarse_signatures=_split(coarse_buf[: coarse_off[-1]].tobytes(), coarse_off),
             digests=[dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(n)],

@@ -7,22 +7,24 @@ Layout, version 1, little-endian (the document id is the store key, not part of 
     1       1              flags: bit 0 = empty canonical text
     2       1              b, MinHash bits per slot (minhash.storage_bits)
     3       1              number of LSH bands
-    4       4              fingerprint params key (FingerprintParams.key): refuses mixed configs
-    8       16             digest of the canonical text
-    24      4              canonical length, bytes
-    28      4              shingle count
-    32      8              event time, ms since the epoch
-    40      4              source partition (-1 for none)
-    44      8              source offset / line number (-1 for none)
-    52      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
-    ..      4 * bands      band keys, low 32 bits each (enough to rebuild the in-memory index;
-                           a 32-bit collision only costs one extra verification)
+    4       1              number of lead bands
+    5       3              zero
+    8       4              fingerprint params key (FingerprintParams.key): refuses mixed configs
+    12      16             digest of the canonical text
+    28      4              canonical length, bytes
+    32      4              shingle count
+    36      8              event time, ms since the epoch
+    44      4              source partition (-1 for none)
+    48      8              source offset / line number (-1 for none)
+    56      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
+    ..      4 * bands      band keys then lead band keys, low 32 bits each (enough to rebuild the
+                           in-memory index; a 32-bit collision only costs one extra verification)
     ..      2 + n          fine LD signature, length-prefixed
     ..      2 + m          coarse LD signature, length-prefixed
 
-With defaults (K = 128, b = 8, 25 bands) the fixed part is 52 + 128 + 100 = 280 bytes and the
-signatures add about canonical_length / 16 * 1.125 + 4 bytes: 340 bytes for a median Reuters
-story. ``streamdedup bench fingerprint`` prints the distribution.
+With defaults (K = 128, b = 8, 31 + 10 bands) the fixed part is 56 + 128 + 164 = 348 bytes and
+the signatures add about canonical_length / 16 * 1.125 + 4 bytes. ``streamdedup bench
+fingerprint`` prints the distribution.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from .estimate import pack_bbit, unpack_bbit
 from .fingerprint import FingerprintBatch
 
 RECORD_VERSION = 1
-_HEAD = struct.Struct("<BBBBI16sIIqiq")
+_HEAD = struct.Struct("<BBBBB3xI16sIIqiq")
 _LEN = struct.Struct("<H")
 FLAG_EMPTY = 1
 MAX_SIGNATURE = 0xFFFF
@@ -54,7 +56,7 @@ class FingerprintRecord:
     offset: int
     minhash_bits: int
     minhash: np.ndarray  # low ``minhash_bits`` of each slot, uint32
-    band_keys: np.ndarray  # uint32
+    band_keys: np.ndarray  # uint32: the main bands, then the lead bands
     signature: bytes
     coarse_signature: bytes
     empty: bool
@@ -67,11 +69,13 @@ def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, p
     if len(fine) > MAX_SIGNATURE:
         raise ValueError(f"signature of {len(fine)} symbols does not fit the record format")
     bands = batch.band_keys.shape[1]
+    lead_bands = batch.lead_keys.shape[1]
     head = _HEAD.pack(
         RECORD_VERSION,
         FLAG_EMPTY if batch.empty[i] else 0,
         bits,
         bands,
+        lead_bands,
         batch.params.key,
         batch.digests[i],
         int(batch.lengths[i]),
@@ -81,6 +85,7 @@ def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, p
         offset,
     )
     keys = (batch.band_keys[i] & np.uint64(0xFFFFFFFF)).astype("<u4").tobytes()
+    keys += (batch.lead_keys[i] & np.uint64(0xFFFFFFFF)).astype("<u4").tobytes()
     return b"".join(
         (head, pack_bbit(batch.minhash[i], bits), keys, _LEN.pack(len(fine)), fine, _LEN.pack(len(coarse)), coarse)
     )
@@ -90,7 +95,7 @@ def decode(data: bytes, num_perm: int, expected_params_key: int | None = None) -
     """Parse a stored record; refuse one built with other parameters when a key is given."""
     if len(data) < _HEAD.size or data[0] != RECORD_VERSION:
         raise IncompatibleFingerprintError(f"not a version-{RECORD_VERSION} fingerprint record")
-    version, flags, bits, bands, key, digest, length, n_sh, t_ms, part, off = _HEAD.unpack_from(data, 0)
+    version, flags, bits, bands, lead_bands, key, digest, length, n_sh, t_ms, part, off = _HEAD.unpack_from(data, 0)
     if expected_params_key is not None and key != expected_params_key:
         raise IncompatibleFingerprintError(
             f"record built with params {key:08x}, this configuration is {expected_params_key:08x}"
@@ -99,8 +104,8 @@ def decode(data: bytes, num_perm: int, expected_params_key: int | None = None) -
     mh_len = num_perm * bits // 8
     minhash = unpack_bbit(data[pos:pos + mh_len], bits, num_perm)
     pos += mh_len
-    band_keys = np.frombuffer(data, dtype="<u4", count=bands, offset=pos).astype(np.uint32)
-    pos += 4 * bands
+    band_keys = np.frombuffer(data, dtype="<u4", count=bands + lead_bands, offset=pos).astype(np.uint32)
+    pos += 4 * (bands + lead_bands)
     (n_fine,) = _LEN.unpack_from(data, pos)
     pos += 2
     fine = data[pos:pos + n_fine]

@@ -5,9 +5,10 @@ candidate pair found through LSH is confirmed or rejected here. Relations, from 
 view of the *new* document ``b`` against the earlier ``a``:
 
 - ``exact``: equal canonical digests;
-- ``near_duplicate``: estimated Jaccard >= ``verify.jaccard_threshold`` or calibrated LD
-  similarity >= ``verify.ld_similarity_threshold`` (Jaccard keeps reordered paragraphs, the
-  signature keeps scattered typos that break many shingles: either is evidence);
+- ``near_duplicate``: estimated Jaccard >= ``verify.jaccard_threshold``, or calibrated LD
+  similarity >= ``verify.ld_similarity_threshold`` with Jaccard >= ``verify.ld_min_jaccard``
+  (Jaccard keeps reordered paragraphs, the signature keeps scattered typos that break many
+  shingles: either is evidence, but the signature alone is not);
 - ``contained_in``: ``b`` is mostly inside ``a`` (a truncated teaser); ``contains``: ``a`` is
   mostly inside ``b`` (an update appended). Containment is estimated from Jaccard and the
   shingle counts, and the shorter signature must embed in the longer (seed 001);
@@ -91,9 +92,9 @@ def compare(
     """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict.
 
     ``informative`` marks the MinHash slots outside boilerplate (hot) bands; when given, the
-    Jaccard and containment estimates use only those slots, and the LD similarity only counts
-    if that Jaccard reaches ``verify.ld_min_jaccard``: a long shared footer aligns well in the
-    signatures but says nothing about the story.
+    Jaccard and containment estimates use only those slots. The LD similarity only counts if
+    the Jaccard reaches ``verify.ld_min_jaccard``: a long shared footer or a fixed template
+    aligns well in the signatures but says nothing about the story.
     """
     boilerplate = informative is not None and not bool(informative.all())
     if boilerplate and int(informative.sum()) < verify.min_informative_slots:
@@ -110,7 +111,7 @@ def compare(
         relation = "exact"
         reasons.append("equal canonical digests")
     elif j >= verify.jaccard_threshold or (
-        ld.similarity >= verify.ld_similarity_threshold and (not boilerplate or j >= verify.ld_min_jaccard)
+        ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
     ):
         relation = "near_duplicate"
         if j >= verify.jaccard_threshold:

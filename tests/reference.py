@@ -69,7 +69,7 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
     K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), kind_word, size, num_perm, num_perm.bit_length() - 1, classic,
                         np.uint64(seed), bands, rows, n, c, c * factor, k, np.uint64(sig_seed),
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
-                        fine, fine_off, coarse, coarse_off, dig)
+                        fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64))
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],

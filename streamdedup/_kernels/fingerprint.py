@@ -7,6 +7,9 @@ from numba import njit, uint64
 
 from .hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
 
+#: seeds the lead MinHash and its band keys apart from the main ones
+LEAD_SALT = np.uint64(0x5DEECE66D)
+
 # --------------------------------------------------------------------------- shingles
 
 
@@ -228,6 +231,7 @@ def fingerprint_batch(
     n_hood, compression, coarse_c, residue, sig_seed, alphabet,
     canon, canon_offsets, minhash_out, band_out, n_shingles_out,
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
+    lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
@@ -248,6 +252,7 @@ def fingerprint_batch(
     words = np.empty(max_len + 1, dtype=np.uint64)
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(3, dtype=np.int64)
+    lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
     span = uint64(1) << uint64(32)
     fine_lo = uint64(residue) * span // uint64(compression)
     fine_w = span // uint64(compression)
@@ -275,5 +280,12 @@ def fingerprint_batch(
         else:
             oph_minhash(hashes, n, num_perm, log2k, mh_seed, minhash_out[d])
         band_keys(minhash_out[d], bands, rows, mh_seed, band_out[d])
+        if lead_bands > 0:
+            # The lead: a small MinHash of the first shingles only, so that a short version
+            # (teaser, brief) of a long story becomes a candidate even when its Jaccard with
+            # the whole story is far below the LSH threshold.
+            lead_n = n if n < lead_shingles else lead_shingles
+            oph_minhash(hashes, lead_n, lead_perm, lead_log2k, mh_seed ^ LEAD_SALT, lead_slots)
+            band_keys(lead_slots, lead_bands, lead_rows, mh_seed ^ LEAD_SALT, lead_out[d])
 
 

@@ -1,0 +1,271 @@
+"""``streamdedup bench accuracy``: precision and recall on a Reuters stream with known truth.
+
+The stream: Reuters-21578 stories in date order, plus synthetic copies of some stories (every
+edit kind of :mod:`streamdedup.bench.synthetic`, placed shortly after their source), plus hard
+negatives (held-out stories that share a long footer with each other but are otherwise
+unrelated to anything).
+
+Ground truth:
+- synthetic copies are duplicates; hard negatives are not;
+- natural stories: brute force over all earlier stories within the window, with an inverted
+  index of exact word 5-shingles of the canonical text. A story is a duplicate if some earlier
+  story has Jaccard >= 0.6 with it or contains >= 0.8 of it (a resend, correction, retitled or
+  truncated version); it is unique if every earlier story has Jaccard < 0.4 and containment
+  < 0.5; anything between is ambiguous and left out of the scores (its count is reported).
+
+The same stream goes through datasketch's ``MinHashLSH`` used as a streaming filter (query,
+then insert if unique; the same canonical word shingles; thresholds 0.5-0.9) in the same run.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from ..canonical import canonicalize
+from ..config import Config
+from ..corpus import load_reuters
+from ..engine import Deduplicator, Document
+from ..state import MemoryStore
+from .synthetic import EDIT_KINDS, LONG_FOOTERS, with_footer
+
+DUP_J, DUP_C = 0.6, 0.8
+UNIQUE_J, UNIQUE_C = 0.4, 0.5
+#: shingles in more stories than this are skipped by the brute-force truth (they are phrases
+#: like "said in a statement"; a pair sharing only those has tiny Jaccard anyway)
+MAX_POSTING = 400
+HARD_NEGATIVE_MIN_BODY = 500
+
+
+@dataclass
+class Item:
+    id: str
+    text: str
+    time_ms: int
+    kind: str  # natural | <edit kind> | hard negative
+    source: str | None = None
+    truth: bool | None = None
+
+
+def _shingles(text: str, w: int) -> set[int]:
+    words = canonicalize(text).split()
+    if not words:
+        return set()
+    w = min(w, len(words))
+    return {hash(" ".join(words[i:i + w])) for i in range(len(words) - w + 1)}
+
+
+def _isolated(texts: list[str], w: int) -> list[bool]:
+    """True for texts with Jaccard < UNIQUE_J and containment < UNIQUE_C against every other."""
+    sets = [_shingles(t, w) for t in texts]
+    postings: dict[int, list[int]] = defaultdict(list)
+    for i, sh in enumerate(sets):
+        for h in sh:
+            postings[h].append(i)
+    out = []
+    for i, sh in enumerate(sets):
+        counts: Counter = Counter()
+        for h in sh:
+            plist = postings[h]
+            if len(plist) <= MAX_POSTING:
+                counts.update(plist)
+        counts.pop(i, None)
+        ok = True
+        for j, inter in counts.items():
+            jac = inter / (len(sh) + len(sets[j]) - inter)
+            if jac >= UNIQUE_J or inter / len(sh) >= UNIQUE_C or inter / len(sets[j]) >= UNIQUE_C:
+                ok = False
+                break
+        out.append(ok and bool(sh))
+    return out
+
+
+def build_stream(per_kind: int, hard_negatives: int, seed: int) -> list[Item]:
+    rng = random.Random(seed)
+    stories = [s for s in load_reuters() if s.date is not None]
+    stories.sort(key=lambda s: s.date)
+    # Hard negatives need stories at least about as long as the footer: a two-line item plus a
+    # 450-character footer is mostly footer, and no estimator can tell it from an edited copy.
+    # They must also be unrelated to every other story, or a copy left in the stream would make
+    # them true duplicates.
+    isolated = _isolated([s.text for s in stories], 5)
+    long_enough = [i for i, s in enumerate(stories) if len(s.body) >= HARD_NEGATIVE_MIN_BODY and isolated[i]]
+    held_out_idx = set(rng.sample(long_enough, hard_negatives))
+    base = [s for i, s in enumerate(stories) if i not in held_out_idx]
+    held = [stories[i] for i in sorted(held_out_idx)]
+    items = [Item(f"r{s.id}", s.text, int(s.date.timestamp() * 1000), "natural") for s in base]
+    eligible = [it for it in items if len(it.text) >= 400]
+    times = [it.time_ms for it in items]
+    insert_after: dict[int, list[Item]] = defaultdict(list)
+    by_id = {s.id: s for s in base}
+    for kind, edit in EDIT_KINDS.items():
+        n = 0
+        while n < per_kind:
+            src = rng.choice(eligible)
+            story = by_id[src.id[1:]]
+            donor = rng.choice(eligible).text
+            text = edit(story.title, story.body, donor, rng)
+            if text is None:
+                continue
+            # a copy arrives 1 minute to 6 hours after its source, placed by time in the stream
+            t = src.time_ms + rng.randint(60, 6 * 3600) * 1000
+            at = max(bisect.bisect_right(times, t) - 1, times.index(src.time_ms))
+            insert_after[at].append(Item(f"syn-{kind.replace(' ', '_')}-{n}", text, t, kind, src.id, True))
+            n += 1
+    # hard negatives: groups of held-out stories sharing one long footer each
+    for n, s in enumerate(held):
+        footer = LONG_FOOTERS[n % len(LONG_FOOTERS)]
+        at = rng.randrange(len(items))
+        insert_after[at].append(Item(f"neg-{n}", with_footer(s.title, s.body, footer), items[at].time_ms, "hard negative", None, False))
+    stream: list[Item] = []
+    for i, it in enumerate(items):
+        stream.append(it)
+        stream.extend(insert_after.get(i, ()))
+    return stream
+
+
+def natural_truth(stream: list[Item], w: int, window_ms: int) -> None:
+    """Label natural items by brute force (see module docstring); mutates ``truth``."""
+    postings: dict[int, list[int]] = defaultdict(list)
+    sets: list[set[int]] = []
+    for i, it in enumerate(stream):
+        sh = _shingles(it.text, w)
+        sets.append(sh)
+        if it.kind == "natural":
+            counts: Counter = Counter()
+            for h in sh:
+                plist = postings.get(h)
+                if plist and len(plist) <= MAX_POSTING:
+                    counts.update(plist)
+            best_j = best_c = 0.0
+            for j, inter in counts.items():
+                if stream[j].time_ms < it.time_ms - window_ms:
+                    continue
+                jac = inter / (len(sh) + len(sets[j]) - inter)
+                con = inter / len(sh) if sh else 0.0
+                best_j, best_c = max(best_j, jac), max(best_c, con)
+            if best_j >= DUP_J or best_c >= DUP_C:
+                it.truth = True
+            elif best_j < UNIQUE_J and best_c < UNIQUE_C:
+                it.truth = False
+        for h in sh:
+            postings[h].append(i)
+
+
+def _scores(stream: list[Item], flagged: list[bool]) -> dict:
+    tp = fp = fn = 0
+    per_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    hard = [0, 0]
+    for it, f in zip(stream, flagged):
+        if it.truth is None:
+            continue
+        if it.truth and f:
+            tp += 1
+        elif it.truth and not f:
+            fn += 1
+        elif f:
+            fp += 1
+        if it.kind not in ("natural", "hard negative"):
+            per_kind[it.kind][0] += int(f)
+            per_kind[it.kind][1] += 1
+        if it.kind == "hard negative":
+            hard[0] += int(f)
+            hard[1] += 1
+    nat = [(it, f) for it, f in zip(stream, flagged) if it.kind == "natural" and it.truth]
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {
+        "tp": tp, "fp": fp, "fn": fn, "precision": precision, "recall": recall, "f1": f1,
+        "recall_per_kind": {k: v[0] / v[1] for k, v in per_kind.items()},
+        "recall_natural": sum(f for _, f in nat) / len(nat) if nat else float("nan"),
+        "hard_negatives_flagged": hard[0] / hard[1] if hard[1] else 0.0,
+    }
+
+
+def run_streamdedup(cfg: Config, stream: list[Item]) -> tuple[list[bool], dict, float]:
+    engine = Deduplicator(cfg, MemoryStore())
+    flagged: list[bool] = []
+    decisions = {}
+    t0 = time.perf_counter()
+    bs = cfg.engine.batch_size
+    for i in range(0, len(stream), bs):
+        chunk = stream[i:i + bs]
+        out = engine.process([Document(it.id, it.text, it.time_ms) for it in chunk])
+        for it, d in zip(chunk, out):
+            flagged.append(d.status == "duplicate")
+            decisions[it.id] = d
+    return flagged, decisions, time.perf_counter() - t0
+
+
+def run_datasketch(stream: list[Item], w: int, num_perm: int, thresholds: list[float]) -> dict[float, list[bool]]:
+    from datasketch import MinHash, MinHashLSH
+
+    hashes = []
+    for it in stream:
+        words = canonicalize(it.text).split()
+        k = min(w, len(words))
+        m = MinHash(num_perm=num_perm)
+        if words:
+            m.update_batch([" ".join(words[i:i + k]).encode() for i in range(len(words) - k + 1)])
+        hashes.append(m)
+    out = {}
+    for t in thresholds:
+        lsh = MinHashLSH(threshold=t, num_perm=num_perm)
+        flags = []
+        for n, m in enumerate(hashes):
+            dup = bool(lsh.query(m))
+            flags.append(dup)
+            if not dup:
+                lsh.insert(str(n), m)
+        out[t] = flags
+    return out
+
+
+def duplicate_of_accuracy(stream: list[Item], decisions: dict) -> float:
+    """Share of flagged synthetic copies whose duplicate_of is their source's cluster root."""
+    ok = total = 0
+    for it in stream:
+        if it.source is None:
+            continue
+        d = decisions[it.id]
+        if d.status != "duplicate":
+            continue
+        src = decisions[it.source]
+        root = src.duplicate_of if src.status == "duplicate" else src.id
+        total += 1
+        ok += int(d.duplicate_of == root)
+    return ok / total if total else float("nan")
+
+
+def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int = 11,
+        thresholds: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9), with_datasketch: bool = True) -> dict:
+    stream = build_stream(per_kind, hard_negatives, seed)
+    w = cfg.fingerprint.shingle.size
+    window_ms = int(cfg.engine.window_hours * 3_600_000)
+    natural_truth(stream, w, window_ms)
+    flagged, decisions, seconds = run_streamdedup(cfg, stream)
+    res = {
+        "stream": len(stream),
+        "labelled": sum(it.truth is not None for it in stream),
+        "ambiguous": sum(it.truth is None for it in stream),
+        "natural_duplicates": sum(1 for it in stream if it.kind == "natural" and it.truth),
+        "synthetic": sum(1 for it in stream if it.source),
+        "hard_negatives": sum(1 for it in stream if it.kind == "hard negative"),
+        "streamdedup": _scores(stream, flagged),
+        "streamdedup_seconds": seconds,
+        "duplicate_of_correct": duplicate_of_accuracy(stream, decisions),
+    }
+    if with_datasketch:
+        res["datasketch"] = {t: _scores(stream, f) for t, f in run_datasketch(stream, w, cfg.fingerprint.minhash.num_perm, list(thresholds)).items()}
+    res["missed_examples"] = [
+        (it.kind, it.id, it.source) for it, f in zip(stream, flagged) if it.truth and not f
+    ][:20]
+    res["false_positive_examples"] = [
+        (it.kind, it.id, decisions[it.id].duplicate_of, decisions[it.id].relation, decisions[it.id].reason)
+        for it, f in zip(stream, flagged) if it.truth is False and f
+    ][:20]
+    return res
