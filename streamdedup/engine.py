@@ -146,7 +146,6 @@ class Deduplicator:
                 )
             self._rebuild()
         self._committed_lo = self.meta.seq_lo
-        self._pending: dict[int, bytes] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -168,13 +167,8 @@ class Deduplicator:
         return self.meta.watermark - self.window_ms
 
     def _records(self, seqs: list[int]) -> list[_Stored | None]:
-        missing = [s for s in seqs if s not in self._pending]
-        fetched = dict(zip(missing, self.store.get_many(missing)))
-        out = []
-        for s in seqs:
-            raw = self._pending.get(s) or fetched.get(s)
-            out.append(None if raw is None else _decode(s, raw, self.index_bands, self.num_perm, self.fp.params.key))
-        return out
+        return [None if raw is None else _decode(s, raw, self.index_bands, self.num_perm, self.fp.params.key)
+                for s, raw in zip(seqs, self.store.get_many(seqs))]
 
     # ------------------------------------------------------------------ deciding
 
@@ -187,27 +181,58 @@ class Deduplicator:
             mask[b * self.rows:(b + 1) * self.rows] = False
         return mask
 
-    def _verify(self, batch: FingerprintBatch, i: int, cands) -> tuple[_Stored, Comparison | None] | None:
-        """The best duplicate among the candidates, or None."""
+    def _verify(self, batch: FingerprintBatch, i: int, cands, in_batch: dict[int, int], docs: Sequence[Document],
+                roots: np.ndarray) -> tuple[_Stored, Comparison | None] | None:
+        """The best duplicate among the candidates of document ``i``, or None.
+
+        Candidates decided earlier in this batch are not stored yet; they are read from the
+        batch itself (``in_batch`` maps their seqs to batch positions).
+        """
+        def load(seq_list: list[int]) -> list[_Stored | None]:
+            out: list[_Stored | None] = [None] * len(seq_list)
+            missing = []
+            for k, sq in enumerate(seq_list):
+                j = in_batch.get(sq)
+                if j is None:
+                    missing.append(k)
+                    continue
+                rec = record.decode(record.encode(batch, j, self.bits, int(docs[j].event_time_ms)), self.num_perm)
+                root = int(roots[j])
+                root_id = docs[j].id if root == sq else self._root_id(root, in_batch, docs)
+                out[k] = _Stored(sq, docs[j].id, root, root_id, np.zeros(0, np.uint8), rec)
+            fetched = self._records([seq_list[k] for k in missing])
+            for k, st in zip(missing, fetched):
+                out[k] = st
+            return out
+
         if cands.exact_slot >= 0:
             seq = self.index.seq_of_slot(cands.exact_slot)
-            (st,) = self._records([seq])
+            (st,) = load([seq])
             if st is not None and st.fp.digest == batch.digests[i]:
                 return st, None
         if len(cands) == 0:
             return None
         order = np.argsort(-cands.shared_bands, kind="stable")[: self.cfg.engine.max_verified]
-        seqs = [self.index.seq_of_slot(int(cands.slots[j])) for j in order]
+        seq_list = [self.index.seq_of_slot(int(cands.slots[j])) for j in order]
         new = Fingerprint.from_batch(batch, i)
         informative = self._informative(cands.hot_bands)
         best: tuple[_Stored, Comparison] | None = None
-        for st in self._records(seqs):
+        for st in load(seq_list):
             if st is None:
                 continue
             cmp = compare(Fingerprint.from_record(st.fp), new, self.cfg.verify, self.cfg.fingerprint.signature, informative)
             if cmp.is_duplicate and (best is None or cmp.jaccard > best[1].jaccard):
                 best = (st, cmp)
         return best
+
+    def _root_id(self, root: int, in_batch: dict[int, int], docs: Sequence[Document]) -> str:
+        j = in_batch.get(root)
+        if j is not None:
+            return docs[j].id
+        (st,) = self._records([root])
+        if st is None:
+            raise IncompatibleFingerprintError(f"cluster root {root} is missing from the state store")
+        return st.root_id
 
     def process(
         self,
@@ -229,40 +254,64 @@ class Deduplicator:
                 self.meta.positions.update(positions)
                 self.store.commit(StateBatch(meta=self.meta.dumps()))
             return []
+        n = len(docs)
         batch = self.fp.fingerprint_batch([d.text for d in docs])
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        digest_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2]
-        puts: list[tuple[int, bytes]] = []
-        decisions: list[Decision] = []
-        self._pending = {}
+        digests_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2].copy()
+        times = np.fromiter((d.event_time_ms for d in docs), dtype=np.int64, count=n)
+        seqs = np.full(n, -1, dtype=np.int64)
+        roots = np.zeros(n, dtype=np.int64)
+        hots = np.zeros((n, self.index_bands), dtype=np.uint8)
         meta = self.meta
+        state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
+        found: dict[int, tuple[_Stored, Comparison | None]] = {}
+        i = 0
+        in_batch: dict[int, int] = {}
+        while True:
+            start = i
+            i, cands = self.index.run_until_candidate(i, digests_lo, keys32, times, batch.empty, self.window_ms, state, seqs, roots, hots)
+            for j in range(start, i):
+                if seqs[j] >= 0:
+                    in_batch[int(seqs[j])] = j
+            if cands is None:
+                break
+            seq = int(state[0])
+            hit = self._verify(batch, i, cands, in_batch, docs, roots)
+            root = seq
+            if hit is not None:
+                found[i] = hit
+                root = hit[0].root_seq
+            self.index.insert_into(seq, root, int(times[i]), int(digests_lo[i]), keys32[i], int(state[1]), int(state[2]) - self.window_ms, hots[i])
+            seqs[i], roots[i] = seq, root
+            in_batch[seq] = i
+            state[0] = seq + 1
+            i += 1
+        meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
+        parts = np.fromiter((d.partition for d in docs), dtype=np.int32, count=n)
+        offsets = np.fromiter((d.offset for d in docs), dtype=np.int64, count=n)
+        fp_records = record.encode_batch(batch, self.bits, times, parts, offsets)
+        decisions: list[Decision] = []
+        puts: list[tuple[int, bytes]] = []
+        root_ids: dict[int, str] = {}
         for i, doc in enumerate(docs):
-            if batch.empty[i]:
+            seq = int(seqs[i])
+            if seq < 0:
                 decisions.append(Decision(doc.id, "rejected", reason="no words left after canonicalisation"))
                 continue
-            seq = meta.next_seq
-            meta.watermark = max(meta.watermark, doc.event_time_ms)
-            meta.seq_lo = max(meta.seq_lo, seq + 1 - self.index.capacity)
-            min_time = self._min_time()
-            cands = self.index.lookup(int(digest_lo[i]), keys32[i], meta.seq_lo, min_time)
-            found = self._verify(batch, i, cands) if (cands.exact_slot >= 0 or len(cands)) else None
-            if found is None:
-                root, root_id = seq, doc.id
+            hit = found.get(i)
+            if hit is None:
+                root_id = doc.id
                 decisions.append(Decision(doc.id, "unique", seq=seq))
             else:
-                st, cmp = found
-                root, root_id = st.root_seq, st.root_id
+                st, cmp = hit
+                root_id = st.root_id
                 if cmp is None:
                     decisions.append(Decision(doc.id, "duplicate", root_id, "exact", 1.0, 1.0, st.id, "equal canonical digests", seq))
                 else:
                     decisions.append(Decision(doc.id, "duplicate", root_id, cmp.relation, cmp.jaccard, cmp.ld_similarity,
                                               st.id, "; ".join(cmp.reasons), seq))
-            hot = self.index.insert(seq, root, doc.event_time_ms, int(digest_lo[i]), keys32[i], meta.seq_lo, min_time)
-            fp_rec = record.encode(batch, i, self.bits, doc.event_time_ms, doc.partition, doc.offset)
-            value = _encode(root, doc.id, root_id, hot, fp_rec)
-            self._pending[seq] = value
-            puts.append((seq, value))
-            meta.next_seq = seq + 1
+            root_ids[seq] = root_id
+            puts.append((seq, _encode(int(roots[i]), doc.id, root_id, hots[i], fp_records[i])))
         if before_commit:
             before_commit(decisions)
         old_lo = self._committed_lo
@@ -271,7 +320,6 @@ class Deduplicator:
         self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, meta.seq_lo) if meta.seq_lo > old_lo else None,
                                      meta=meta.dumps()))
         self._committed_lo = meta.seq_lo
-        self._pending = {}
         return decisions
 
     def delete(self, doc_id: str) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -38,7 +39,7 @@ class FingerprintParams:
     bands: int
     rows: int
 
-    @property
+    @cached_property
     def key(self) -> int:
         """A 32-bit tag of these params, stored in each record to refuse mixed comparisons."""
         h = hashlib.blake2b(f"{self.format_version}|{self.settings}|{self.bands}x{self.rows}".encode(), digest_size=4)

@@ -75,6 +75,28 @@ class CandidateIndex:
         )
         return self._hot_out.copy()
 
+    def run_until_candidate(self, start: int, digests_lo: np.ndarray, keys32: np.ndarray, times: np.ndarray, empty: np.ndarray,
+                            window_ms: int, state: np.ndarray, seq_out: np.ndarray, root_out: np.ndarray, hot_out: np.ndarray
+                            ) -> tuple[int, Candidates | None]:
+        """Insert candidate-free documents from ``start``; stop at the first with candidates."""
+        i, n, exact = K.run_until_candidate(
+            start, digests_lo, keys32, times, empty, self.bands, self.log2n, self.capacity, self.hot_threshold, window_ms, state,
+            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_digest,
+            seq_out, root_out, hot_out, self._cand, self._shared, self._hot_bands,
+        )
+        if i >= keys32.shape[0]:
+            return int(i), None
+        return int(i), Candidates(int(exact), self._cand[:n].copy(), self._shared[:n].copy(), self._hot_bands.copy())
+
+    def insert_into(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int,
+                    hot_out: np.ndarray) -> None:
+        """Insert a decided document, writing its cells' hot counts into ``hot_out``."""
+        K.insert(
+            seq, root, event_time, np.uint64(digest_lo), keys32, self.bands, self.log2n, self.capacity, seq_lo, min_time,
+            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
+            self.slot_digest, hot_out,
+        )
+
     def restore(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, hot_counts: np.ndarray) -> None:
         K.restore(
             seq, root, event_time, np.uint64(digest_lo), keys32, hot_counts, self.bands, self.log2n, self.capacity,

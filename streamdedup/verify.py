@@ -60,13 +60,13 @@ class Comparison:
     jaccard: float
     containment_b_in_a: float
     containment_a_in_b: float
-    ld: signature.LDEstimate
+    ld: signature.LDEstimate | None
     embedding_similarity: float
     reasons: tuple[str, ...]
 
     @property
-    def ld_similarity(self) -> float:
-        return self.ld.similarity
+    def ld_similarity(self) -> float | None:
+        return None if self.ld is None else self.ld.similarity
 
 
 def estimated_jaccard(a: Fingerprint, b: Fingerprint, informative: np.ndarray | None = None) -> float:
@@ -87,14 +87,17 @@ def estimated_jaccard(a: Fingerprint, b: Fingerprint, informative: np.ndarray | 
 
 
 def compare(
-    a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig, informative: np.ndarray | None = None
+    a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig, informative: np.ndarray | None = None,
+    full: bool = False,
 ) -> Comparison:
     """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict.
 
     ``informative`` marks the MinHash slots outside boilerplate (hot) bands; when given, the
     Jaccard and containment estimates use only those slots. The LD similarity only counts if
     the Jaccard reaches ``verify.ld_min_jaccard``: a long shared footer or a fixed template
-    aligns well in the signatures but says nothing about the story.
+    aligns well in the signatures but says nothing about the story. With ``full`` every
+    estimate is computed (explain); otherwise the signature alignments are skipped where they
+    cannot change the verdict, and ``ld`` may be None.
     """
     boilerplate = informative is not None and not bool(informative.all())
     if boilerplate and int(informative.sum()) < verify.min_informative_slots:
@@ -103,28 +106,33 @@ def compare(
         j = estimated_jaccard(a, b, informative if boilerplate else None)
     c_ba = containment(j, b.n_shingles, a.n_shingles)
     c_ab = containment(j, a.n_shingles, b.n_shingles)
-    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig)
-    inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
-    emb = signature.embedding(inner, outer).similarity if inner else 0.0
     reasons: list[str] = ["boilerplate bands ignored"] if boilerplate else []
-    if a.digest == b.digest and not a.empty:
+    exact = a.digest == b.digest and not a.empty
+    # The signature alignments are O(len^2): compute them only where they can change the
+    # verdict (or for a full explanation), not for every false candidate.
+    need_ld = full or exact or j >= verify.ld_min_jaccard
+    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig) if need_ld else None
+    need_emb = full or max(c_ba, c_ab) >= verify.containment_threshold
+    inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
+    emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0
+    if exact:
         relation = "exact"
         reasons.append("equal canonical digests")
     elif j >= verify.jaccard_threshold or (
-        ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
+        ld is not None and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
     ):
         relation = "near_duplicate"
         if j >= verify.jaccard_threshold:
             reasons.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
-        elif ld.similarity >= verify.ld_similarity_threshold:
-            reasons.append(f"LD similarity {ld.similarity:.3f} >= {verify.ld_similarity_threshold}")
+        else:
+            reasons.append(f"LD similarity {ld.similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
     elif c_ba >= verify.containment_threshold and b.length <= a.length and emb >= verify.containment_threshold:
         relation = "contained_in"
         reasons.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
     elif c_ab >= verify.containment_threshold and a.length < b.length and emb >= verify.containment_threshold:
         relation = "contains"
         reasons.append(f"containment of earlier in new {c_ab:.3f}, signature embeds at {emb:.3f}")
-    elif ld.related:
+    elif ld is not None and ld.related:
         relation = "related"
         reasons.append(f"raw LD {ld.raw:.0f} well below the unrelated expectation {ld.expected_unrelated:.0f}")
     else:

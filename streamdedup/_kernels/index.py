@@ -142,3 +142,45 @@ def restore(
     slot_time[slot] = event_time
     slot_root[slot] = root
     slot_digest[slot] = digest_lo
+
+
+@njit(cache=True)
+def run_until_candidate(
+    start, digests_lo, keys, times, empty, bands, log2n, capacity, hot_threshold, window_ms, state,
+    cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest,
+    seq_out, root_out, hot_out, cand_slots, cand_shared, hot_bands,
+):
+    """Decide documents ``start..`` in order while they have no candidate at all.
+
+    Such a document is unique: it is inserted as its own cluster root here, without a trip to
+    Python. Returns ``(i, n_candidates, exact_slot)`` for the first document that has
+    candidates (the caller verifies it, inserts it and resumes at ``i + 1``), or
+    ``(len, 0, -1)`` when the batch is done. ``state`` is ``[next_seq, seq_lo, watermark]``
+    and is updated for every document looked at, including the returned one.
+    """
+    n = keys.shape[0]
+    for i in range(start, n):
+        if empty[i]:
+            seq_out[i] = -1
+            continue
+        seq = state[0]
+        if times[i] > state[2]:
+            state[2] = times[i]
+        if seq + 1 - capacity > state[1]:
+            state[1] = seq + 1 - capacity
+        min_time = state[2] - window_ms
+        nc, exact = lookup(
+            digests_lo[i], keys[i], bands, log2n, hot_threshold, state[1], min_time,
+            cells, hot, digest_cells, slot_seq, slot_time, slot_keys, slot_digest,
+            cand_slots, cand_shared, hot_bands,
+        )
+        if nc > 0 or exact >= 0:
+            return i, nc, exact
+        insert(
+            seq, seq, times[i], digests_lo[i], keys[i], bands, log2n, capacity, state[1], min_time,
+            cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest, hot_out[i],
+        )
+        seq_out[i] = seq
+        root_out[i] = seq
+        state[0] = seq + 1
+    return n, 0, NO_SLOT

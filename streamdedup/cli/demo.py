@@ -53,7 +53,7 @@ def demo(config_path: str | None, stories: int, seed: int) -> None:
         for col in ("variant", "Jaccard", "LD sim (raw/cal.)", "containment new in old", "shared bands", "relation", "duplicate?"):
             table.add_column(col)
         for i, name in enumerate(vs, start=1):
-            c = compare(orig, Fingerprint.from_batch(batch, i), cfg.verify, cfg.fingerprint.signature)
+            c = compare(orig, Fingerprint.from_batch(batch, i), cfg.verify, cfg.fingerprint.signature, full=True)
             shared = int((batch.band_keys[0] == batch.band_keys[i]).sum())
             table.add_row(
                 name, f"{c.jaccard:.2f}", f"{c.ld.raw_similarity:.2f}/{c.ld.similarity:.2f}",

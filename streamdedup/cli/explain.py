@@ -39,7 +39,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
     fp = Fingerprinter(cfg.fingerprint)
     batch = fp.fingerprint_batch([text_a, text_b], keep_canonical=True)
     a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
-    cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature)
+    cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
     ca, cb = batch.canonical
     sh = cfg.fingerprint.shingle
     sa, sb = exact_shingles(ca, sh.kind, sh.size), exact_shingles(cb, sh.kind, sh.size)
