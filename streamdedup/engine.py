@@ -182,7 +182,7 @@ class Deduplicator:
         return mask
 
     def _verify(self, batch: FingerprintBatch, i: int, cands, in_batch: dict[int, int], docs: Sequence[Document],
-                roots: np.ndarray) -> tuple[_Stored, Comparison | None] | None:
+                roots: np.ndarray, keys32: np.ndarray, found: dict) -> tuple[_Stored, Comparison | None] | None:
         """The best duplicate among the candidates of document ``i``, or None.
 
         Candidates decided earlier in this batch are not stored yet; they are read from the
@@ -197,9 +197,8 @@ class Deduplicator:
                     missing.append(k)
                     continue
                 rec = record.decode(record.encode(batch, j, self.bits, int(docs[j].event_time_ms)), self.num_perm)
-                root = int(roots[j])
-                root_id = docs[j].id if root == sq else self._root_id(root, in_batch, docs)
-                out[k] = _Stored(sq, docs[j].id, root, root_id, np.zeros(0, np.uint8), rec)
+                root_id = found[j][0].root_id if j in found else docs[j].id
+                out[k] = _Stored(sq, docs[j].id, int(roots[j]), root_id, np.zeros(0, np.uint8), rec)
             fetched = self._records([seq_list[k] for k in missing])
             for k, st in zip(missing, fetched):
                 out[k] = st
@@ -217,22 +216,16 @@ class Deduplicator:
         new = Fingerprint.from_batch(batch, i)
         informative = self._informative(cands.hot_bands)
         best: tuple[_Stored, Comparison] | None = None
+        hot_main = cands.hot_bands[: self.bands]
         for st in load(seq_list):
             if st is None:
                 continue
-            cmp = compare(Fingerprint.from_record(st.fp), new, self.cfg.verify, self.cfg.fingerprint.signature, informative)
+            shared_bp = bool(informative is not None and (hot_main & (st.fp.band_keys[: self.bands] == keys32[: self.bands])).any())
+            cmp = compare(Fingerprint.from_record(st.fp), new, self.cfg.verify, self.cfg.fingerprint.signature, informative,
+                          shared_boilerplate=shared_bp)
             if cmp.is_duplicate and (best is None or cmp.jaccard > best[1].jaccard):
                 best = (st, cmp)
         return best
-
-    def _root_id(self, root: int, in_batch: dict[int, int], docs: Sequence[Document]) -> str:
-        j = in_batch.get(root)
-        if j is not None:
-            return docs[j].id
-        (st,) = self._records([root])
-        if st is None:
-            raise IncompatibleFingerprintError(f"cluster root {root} is missing from the state store")
-        return st.root_id
 
     def process(
         self,
@@ -276,7 +269,7 @@ class Deduplicator:
             if cands is None:
                 break
             seq = int(state[0])
-            hit = self._verify(batch, i, cands, in_batch, docs, roots)
+            hit = self._verify(batch, i, cands, in_batch, docs, roots, keys32[i], found)
             root = seq
             if hit is not None:
                 found[i] = hit

@@ -88,7 +88,7 @@ def estimated_jaccard(a: Fingerprint, b: Fingerprint, informative: np.ndarray | 
 
 def compare(
     a: Fingerprint, b: Fingerprint, verify: VerifyConfig, sig: SignatureConfig, informative: np.ndarray | None = None,
-    full: bool = False,
+    full: bool = False, shared_boilerplate: bool = False,
 ) -> Comparison:
     """Everything the estimators say about the earlier ``a`` and the new ``b``, and the verdict.
 
@@ -97,7 +97,9 @@ def compare(
     the Jaccard reaches ``verify.ld_min_jaccard``: a long shared footer or a fixed template
     aligns well in the signatures but says nothing about the story. With ``full`` every
     estimate is computed (explain); otherwise the signature alignments are skipped where they
-    cannot change the verdict, and ``ld`` may be None.
+    cannot change the verdict, and ``ld`` may be None. ``shared_boilerplate`` says both texts
+    carry the same boilerplate block (they share a hot band key): the signature alignment is
+    then dominated by that block, so the LD similarity is no evidence at all.
     """
     boilerplate = informative is not None and not bool(informative.all())
     if boilerplate and int(informative.sum()) < verify.min_informative_slots:
@@ -119,7 +121,8 @@ def compare(
         relation = "exact"
         reasons.append("equal canonical digests")
     elif j >= verify.jaccard_threshold or (
-        ld is not None and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
+        ld is not None and not shared_boilerplate
+        and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
     ):
         relation = "near_duplicate"
         if j >= verify.jaccard_threshold:

@@ -1,0 +1,170 @@
+"""The dedup engine: decisions, clusters, window, bounds, boilerplate, restarts."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from streamdedup import load_config
+from streamdedup.bench.synthetic import LONG_FOOTERS
+from streamdedup.engine import Deduplicator, Document
+from streamdedup.errors import IncompatibleFingerprintError
+from streamdedup.state import MemoryStore
+from streamdedup.state.rocks import RocksStore
+
+HOUR = 3_600_000
+VOCAB = ("market shares company profit bank rate oil price minister government said year percent "
+         "billion million dollar trade export import growth quarter analyst forecast sales tax budget "
+         "crude barrel futures index stock bond yield central inflation demand supply output plant").split()
+
+
+def story(seed: int, words: int = 160) -> str:
+    rng = random.Random(seed)
+    sents = []
+    while sum(len(s.split()) for s in sents) < words:
+        sents.append(" ".join(rng.choice(VOCAB) for _ in range(rng.randint(8, 16))).capitalize() + ".")
+    return " ".join(sents)
+
+
+def typo(text: str, seed: int, n: int = 3) -> str:
+    rng = random.Random(seed)
+    chars = list(text)
+    for _ in range(n):
+        i = rng.randrange(len(chars))
+        chars[i] = "q"
+    return "".join(chars)
+
+
+def cfg(**env: str):
+    return load_config(environ={f"STREAMDEDUP_{k}": v for k, v in env.items()})
+
+
+def run(engine: Deduplicator, docs: list[Document], batch: int = 4):
+    out = []
+    for i in range(0, len(docs), batch):
+        out.extend(engine.process(docs[i:i + batch]))
+    return out
+
+
+def test_duplicate_within_one_batch_and_root_not_chain() -> None:
+    a = story(1)
+    docs = [Document("a", a, 0), Document("a-typo", typo(a, 2), 1), Document("b", story(3), 2),
+            Document("a-typo-2", typo(typo(a, 2), 4), 3)]
+    out = Deduplicator(cfg(), MemoryStore()).process(docs)
+    assert [d.status for d in out] == ["unique", "duplicate", "unique", "duplicate"]
+    assert out[1].duplicate_of == "a"
+    # the third copy is closest to the second, but duplicate_of names the cluster's first document
+    assert out[3].duplicate_of == "a"
+    assert out[1].relation == "near_duplicate" and out[1].similarity > 0.8
+
+
+def test_exact_after_formatting_and_reordered_paragraphs() -> None:
+    paras = [story(10 + k, 60) for k in range(5)]
+    text = "\n\n".join(paras)
+    docs = [Document("orig", text, 0),
+            Document("html", "<p>" + "</p><p>".join(p.upper() for p in paras) + "</p>", 1),
+            Document("reordered", "\n\n".join(paras[2:] + paras[:2]), 2)]
+    out = run(Deduplicator(cfg(), MemoryStore()), docs)
+    assert (out[1].status, out[1].relation, out[1].duplicate_of) == ("duplicate", "exact", "orig")
+    assert (out[2].status, out[2].duplicate_of) == ("duplicate", "orig")
+
+
+def test_teaser_is_contained_in_and_unrelated_story_is_unique() -> None:
+    full = story(20, 400)
+    teaser = full[: int(len(full) * 0.3)]
+    out = run(Deduplicator(cfg(), MemoryStore()), [Document("full", full, 0), Document("teaser", teaser, 1), Document("other", story(21), 2)])
+    assert (out[1].status, out[1].relation) == ("duplicate", "contained_in")
+    assert out[2].status == "unique"
+
+
+def test_boilerplate_both_directions() -> None:
+    footer = LONG_FOOTERS[0]
+    engine = Deduplicator(cfg(), MemoryStore())
+    # many different short-ish stories carrying the same long footer: none duplicates another
+    stories = [story(100 + k, 90) for k in range(30)]
+    out = run(engine, [Document(f"s{k}", f"{s}\n{footer}", k) for k, s in enumerate(stories)])
+    assert [d.status for d in out].count("duplicate") == 0
+    # ... while the same story without the footer, and with it again, is a duplicate
+    again = run(engine, [Document("s3-bare", stories[3], 100), Document("s5-again", f"{stories[5]}\n{footer}", 101)])
+    assert [(d.status, d.duplicate_of) for d in again] == [("duplicate", "s3"), ("duplicate", "s5")]
+
+
+def test_event_time_window() -> None:
+    text = story(30)
+    engine = Deduplicator(cfg(ENGINE__WINDOW_HOURS="72"), MemoryStore())
+    out = run(engine, [Document("a", text, 0), Document("b", text, 71 * HOUR), Document("c", story(31), 200 * HOUR),
+                       Document("d", text, 200 * HOUR)])
+    assert out[1].status == "duplicate"
+    # 200 h: "a" and "b" left the window when "c" moved the watermark
+    assert out[3].status == "unique"
+
+
+def test_max_documents_evicts_oldest_and_deletes_its_record(tmp_path) -> None:
+    store = RocksStore(str(tmp_path / "s"))
+    engine = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="16"), store)
+    docs = [Document("first", story(40), 0)] + [Document(f"f{k}", story(41 + k), k + 1) for k in range(20)]
+    run(engine, docs)
+    assert len(list(store.iter_from(0))) == 16
+    out = engine.process([Document("first-again", story(40), 50)])
+    assert out[0].status == "unique"
+    engine.close()
+
+
+def test_delete_by_id() -> None:
+    engine = Deduplicator(cfg(), MemoryStore())
+    text = story(50)
+    run(engine, [Document("x", text, 0), Document("y", story(51), 1)])
+    assert engine.delete("x") == 1
+    assert engine.delete("nope") == 0
+    assert engine.process([Document("x2", text, 2)])[0].status == "unique"
+
+
+def test_rejects_text_without_words() -> None:
+    out = Deduplicator(cfg(), MemoryStore()).process([Document("p", "!!! ... ---", 0), Document("ok", story(60), 1)])
+    assert out[0].status == "rejected" and "canonicalisation" in out[0].reason
+    assert out[1].status == "unique"
+
+
+def _stream(n: int = 240) -> list[Document]:
+    rng = random.Random(7)
+    bases = [story(1000 + k) for k in range(n // 3)]
+    docs = []
+    for k in range(n):
+        if k % 3 == 0 or k < 10:
+            text = bases[(k // 3) % len(bases)]
+        elif k % 3 == 1:
+            text = typo(bases[rng.randrange(max(1, k // 3))], k)
+        else:
+            text = f"{bases[rng.randrange(max(1, k // 3))]}\n{LONG_FOOTERS[k % 3]}"
+        docs.append(Document(f"d{k}", text, k * 60_000))
+    return docs
+
+
+def _key(d):
+    return (d.id, d.status, d.duplicate_of, d.relation, None if d.similarity is None else round(d.similarity, 9))
+
+
+@pytest.mark.parametrize("split", [1, 77, 150])
+def test_restart_gives_identical_decisions(tmp_path, split: int) -> None:
+    c = cfg(ENGINE__MAX_DOCUMENTS="64", ENGINE__BATCH_SIZE="16")
+    docs = _stream()
+    whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
+    path = str(tmp_path / f"state-{split}")
+    first = Deduplicator(c, RocksStore(path))
+    part1 = run(first, docs[:split], batch=16)
+    first.close()
+    second = Deduplicator(c, RocksStore(path))
+    part2 = run(second, docs[split:], batch=7)  # other batch boundaries too
+    second.close()
+    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+    assert sum(d.status == "duplicate" for d in whole) > 50  # the stream really exercises the index
+
+
+def test_state_from_other_parameters_is_refused(tmp_path) -> None:
+    path = str(tmp_path / "s")
+    e = Deduplicator(cfg(), RocksStore(path))
+    e.process([Document("a", story(70), 0)])
+    e.close()
+    with pytest.raises(IncompatibleFingerprintError, match="new state directory"):
+        Deduplicator(cfg(FINGERPRINT__MINHASH__NUM_PERM="64"), RocksStore(path))
