@@ -21,7 +21,7 @@ def candidate_probability(similarity: float | np.ndarray, bands: int, rows: int)
     """Probability that a pair with this Jaccard similarity shares at least one band key.
 
     >>> round(float(candidate_probability(0.5, 32, 4)), 3)
-    0.874
+    0.873
     """
     s = np.asarray(similarity, dtype=np.float64)
     return 1.0 - (1.0 - s**rows) ** bands
