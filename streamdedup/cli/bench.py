@@ -122,3 +122,37 @@ def bench_accuracy(config_path: str | None, per_kind: int, hard_negatives: int, 
         kinds.add_row(kind, f"{r:.3f}", *(f"{d['recall_per_kind'].get(kind, 0):.3f}" for d in res.get("datasketch", {}).values()))
     console.print(kinds)
     console.print(f"duplicate_of names the source's cluster root for {res['duplicate_of_correct'] * 100:.1f}% of caught copies")
+
+
+@bench.command("engine")
+@config_option
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--documents", type=click.IntRange(0, 100_000_000), default=5_000_000, show_default=True,
+              help="indexed documents for the index-size test (0 skips it)")
+@click.option("--json", "as_json", is_flag=True)
+def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: bool) -> None:
+    """File mode end to end vs a datasketch streaming filter; throughput and memory at scale."""
+    from ..bench import engine as eb
+
+    cfg = get_config(config_path)
+    res: dict = {"file_mode": eb.file_mode(cfg, rounds), "datasketch": eb.datasketch_stream(cfg)}
+    res["ratio_vs_datasketch"] = res["file_mode"]["docs_per_s"] / res["datasketch"]["docs_per_s"]
+    if documents:
+        res["index_size"] = eb.index_size(cfg, documents)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+        return
+    console = make_console()
+    fm = res["file_mode"]
+    console.print(f"file mode, Reuters ({fm['documents']:,} stories, RocksDB state): {fm['docs_per_s']:,.0f} docs/s "
+                  f"(median of {rounds}); per micro-batch {fm['us_per_doc_p50']:.1f} us/doc p50, {fm['us_per_doc_p99']:.1f} p99")
+    ds = res["datasketch"]
+    console.print(f"datasketch MinHash + MinHashLSH streaming filter: {ds['docs_per_s']:,.0f} docs/s "
+                  f"({ds['documents']:,} stories) -> streamdedup is {res['ratio_vs_datasketch']:.1f}x")
+    if documents:
+        ix = res["index_size"]
+        console.print(f"index size: {ix['indexed']:,} documents indexed (filled at {ix['fill_docs_per_s']:,.0f} docs/s)")
+        console.print(f"  probe throughput at {ix['checkpoint']:,}: {ix['docs_per_s_at_checkpoint']:,.0f} docs/s; "
+                      f"at {ix['documents']:,}: {ix['docs_per_s_at_full']:,.0f} docs/s (ratio {ix['ratio_full_vs_checkpoint']:.2f})")
+        console.print(f"  RAM {ix['rss_bytes_per_doc']:.0f} B/doc (index arrays {ix['index_array_bytes_per_doc']:.0f}), "
+                      f"disk {ix['disk_bytes_per_doc']:.0f} B/doc")
