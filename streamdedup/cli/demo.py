@@ -1,7 +1,9 @@
-"""``streamdedup demo``: the fingerprint/verify layer on real Reuters stories and edited copies.
+"""``streamdedup demo``: the main job on real news.
 
-Until the engine and Kafka runtime land, this is the main job: it shows what each estimator
-says about a story and its typical wire variants, and the verdict under the config.
+``--mode file`` (default): builds a news feed from Reuters-21578 (stories in date order, wire
+variants of some of them, a few broken records), runs the streaming file mode on it and shows
+what went where, with duplicates next to their originals. ``--mode fingerprint``: what each
+estimator says about a story and its typical variants, and the verdict under the config.
 """
 
 from __future__ import annotations
@@ -35,11 +37,91 @@ def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
 
 @click.command()
 @config_option
-@click.option("--stories", type=click.IntRange(1, 50), default=2, show_default=True)
+@click.option("--mode", type=click.Choice(["file", "fingerprint"]), default="file", show_default=True)
+@click.option("--stories", type=click.IntRange(1, 20000), default=None, help="stories in the feed (file) or shown (fingerprint)")
+@click.option("--output-dir", type=click.Path(file_okay=False), default="out/demo", show_default=True)
 @click.option("--seed", type=int, default=3, show_default=True)
-def demo(config_path: str | None, stories: int, seed: int) -> None:
-    """Fingerprint real stories and their variants, and show every verdict."""
+def demo(config_path: str | None, mode: str, stories: int | None, output_dir: str, seed: int) -> None:
+    """Run the main job on real Reuters news and show the results."""
     cfg = get_config(config_path)
+    if mode == "file":
+        _file_demo(cfg, stories or 4000, output_dir, seed)
+    else:
+        _fingerprint_demo(cfg, stories or 2, seed)
+
+
+def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
+    import json
+    import shutil
+    from pathlib import Path
+
+    import orjson
+
+    from ..bench.synthetic import EDIT_KINDS
+    from ..filemode import run_file
+
+    rng = random.Random(seed)
+    console = make_console()
+    stories = sorted((s for s in load_reuters() if s.date is not None), key=lambda s: s.date)[:n_stories]
+    lines: list[bytes] = []
+    kinds = list(EDIT_KINDS.items())
+    for k, s in enumerate(stories):
+        rec = {"id": f"reuters-{s.id}", "title": s.title, "text": s.body, "time": s.date.isoformat()}
+        lines.append(orjson.dumps(rec))
+        if k % 12 == 5 and len(s.body) > 400:
+            name, edit = kinds[(k // 12) % len(kinds)]
+            text = edit(s.title, s.body, rng.choice(stories).body, rng)
+            if text is not None:
+                title, _, body = text.partition("\n")
+                lines.append(orjson.dumps({"id": f"copy-{k}-{name.replace(' ', '-')}", "title": title, "text": body, "time": s.date.isoformat()}))
+        if k % 500 == 250:
+            lines.append(rng.choice([b"{not json", b'{"id": "x", "text": null}', b'{"id": "y", "text": 7}', b"\xff\xfe broken bytes"]))
+    out = Path(output_dir)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    feed = out / "feed.jsonl"
+    feed.write_bytes(b"\n".join(lines) + b"\n")
+    demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
+    console.print(f"feed: {len(lines):,} records ({len(stories):,} Reuters stories in date order, wire variants, broken records) -> {feed}")
+    summary = run_file(demo_cfg, str(feed), str(out))
+    console.print(
+        f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "
+        f"duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,} (reconciles: {summary.reconciles()})"
+    )
+    console.print("duplicates by relation: " + ", ".join(f"{k} {v}" for k, v in summary.relations.most_common()))
+    originals = {}
+    for line in (out / "unique.jsonl").read_text().splitlines():
+        o = json.loads(line)
+        originals[o["id"]] = o
+    dups = [json.loads(x) for x in (out / "duplicates.jsonl").read_text().splitlines()]
+    table = Table(title="some duplicates next to their originals", show_lines=True)
+    table.add_column("duplicate", width=48)
+    table.add_column("original (duplicate_of)", width=48)
+    table.add_column("relation / similarity", width=22)
+    shown = set()
+    for d in dups:
+        tag = d["_dedup"]
+        kind = d["id"].split("-", 2)[-1] if d["id"].startswith("copy-") else "natural"
+        if kind in shown or tag["duplicate_of"] not in originals:
+            continue
+        shown.add(kind)
+        o = originals[tag["duplicate_of"]]
+        table.add_row(f"[b]{d['id']}[/b]\n{d['title'][:60]}\n{_flat(d['text'])}...", f"[b]{o['id']}[/b]\n{o['title'][:60]}\n{_flat(o['text'])}...",
+                      f"{tag['relation']}\nJaccard {tag['similarity']}\nLD sim {tag.get('ld_similarity')}")
+        if len(shown) >= 6:
+            break
+    console.print(table)
+    dead = (out / "dead_letter.jsonl").read_text().splitlines()
+    if dead:
+        console.print("dead-letter examples: " + "; ".join(f"line {json.loads(x)['line']}: {json.loads(x)['reason']}" for x in dead[:3]))
+    console.print(f"outputs: {out}/unique.jsonl, duplicates.jsonl, dead_letter.jsonl; state in {out}/state")
+
+
+def _flat(text: str, n: int = 110) -> str:
+    return " ".join(text.split())[:n]
+
+
+def _fingerprint_demo(cfg, stories: int, seed: int) -> None:
     fp = Fingerprinter(cfg.fingerprint)
     rng = random.Random(seed)
     corpus = [s for s in load_reuters() if 1200 <= len(s.body) <= 4000]
