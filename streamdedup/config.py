@@ -205,11 +205,43 @@ class InputConfig(_Frozen):
     max_record_bytes: int = Field(1_000_000, ge=16)
 
 
+class StateConfig(_Frozen):
+    #: RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka
+    dir: str | None = None
+    #: fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)
+    sync: bool = True
+
+
+class KafkaConfig(_Frozen):
+    """The Kafka processor (``streamdedup run`` without ``--input``)."""
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    input_topics: tuple[str, ...] = Field(("news",), min_length=1)
+    unique_topic: str = "news.unique"
+    duplicates_topic: str = "news.duplicates"
+    dead_letter_topic: str = "news.dead-letter"
+    group_id: str = "streamdedup"
+    #: one per processor instance *role*: a standby with the same id fences a zombie
+    transactional_id: str = "streamdedup-single-index"
+    delivery: Literal["exactly_once", "at_least_once"] = "exactly_once"
+    #: ms to wait for a micro-batch to fill (batch size is engine.batch_size)
+    linger_ms: int = Field(50, ge=0, le=60_000)
+    #: when provisioning topics (``streamdedup topics create``)
+    partitions: int = Field(3, ge=1)
+    replication_factor: int = Field(1, ge=1)
+    #: Prometheus metrics on this port (0 = off)
+    metrics_port: int = Field(0, ge=0, le=65535)
+    #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); values are never logged
+    librdkafka: dict[str, str | int | float | bool] = Field(default_factory=dict)
+
+
 class Config(_Frozen):
     fingerprint: FingerprintConfig = FingerprintConfig()
     verify: VerifyConfig = VerifyConfig()
     engine: EngineConfig = EngineConfig()
     input: InputConfig = InputConfig()
+    state: StateConfig = StateConfig()
+    kafka: KafkaConfig = KafkaConfig()
 
 
 def _set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:

@@ -31,7 +31,9 @@ from .state.base import StateBatch, Store
 from .verify import Comparison, Fingerprint, compare
 
 META_VERSION = 1
-_HEAD = struct.Struct("<BqHH")
+_HEAD = struct.Struct("<BqHHBffH")
+#: relation codes stored with each record, so a replay can re-emit the same decision
+RELATIONS = (None, "exact", "near_duplicate", "contains", "contained_in")
 HOUR_MS = 3_600_000
 
 
@@ -68,7 +70,7 @@ class Decision:
 
 @dataclass
 class _Stored:
-    """A decoded engine record: who the document is, its cluster, its fingerprint."""
+    """A decoded engine record: who the document is, its cluster, its decision, its fingerprint."""
 
     seq: int
     id: str
@@ -76,25 +78,46 @@ class _Stored:
     root_id: str
     hot: np.ndarray
     fp: record.FingerprintRecord
+    decision: Decision | None = None
 
 
-def _encode(seq_root: int, doc_id: str, root_id: str, hot: np.ndarray, fp_record: bytes) -> bytes:
+def _encode(seq_root: int, doc_id: str, root_id: str, hot: np.ndarray, fp_record: bytes, dec: Decision) -> bytes:
     idb = doc_id.encode("utf-8")
     rb = root_id.encode("utf-8")
-    return b"".join((_HEAD.pack(1, seq_root, len(idb), len(rb)), idb, rb, hot.tobytes(), fp_record))
+    mb = (dec.matched or "").encode("utf-8")
+    nan = float("nan")
+    head = _HEAD.pack(1, seq_root, len(idb), len(rb), RELATIONS.index(dec.relation),
+                      nan if dec.similarity is None else dec.similarity,
+                      nan if dec.ld_similarity is None else dec.ld_similarity, len(mb))
+    reason = (dec.reason or "").encode("utf-8")[:65535]
+    return b"".join((head, idb, rb, mb, struct.pack("<H", len(reason)), reason, hot.tobytes(), fp_record))
+
+
+def _opt(x: float) -> float | None:
+    return None if x != x else float(x)
 
 
 def _decode(seq: int, data: bytes, bands: int, num_perm: int, params_key: int) -> _Stored:
-    version, root, n_id, n_root = _HEAD.unpack_from(data, 0)
+    version, root, n_id, n_root, rel, sim, ld, n_matched = _HEAD.unpack_from(data, 0)
     pos = _HEAD.size
     doc_id = data[pos:pos + n_id].decode("utf-8")
     pos += n_id
     root_id = data[pos:pos + n_root].decode("utf-8")
     pos += n_root
+    matched = data[pos:pos + n_matched].decode("utf-8") or None
+    pos += n_matched
+    (n_reason,) = struct.unpack_from("<H", data, pos)
+    pos += 2
+    reason = data[pos:pos + n_reason].decode("utf-8", "replace") or None
+    pos += n_reason
     hot = np.frombuffer(data, dtype=np.uint8, count=bands, offset=pos).copy()
     pos += bands
     fp = record.decode(data[pos:], num_perm, params_key)
-    return _Stored(seq, doc_id, root, root_id, hot, fp)
+    if root == seq:
+        dec = Decision(doc_id, "unique", seq=seq)
+    else:
+        dec = Decision(doc_id, "duplicate", root_id, RELATIONS[rel], _opt(sim), _opt(ld), matched, reason, seq)
+    return _Stored(seq, doc_id, root, root_id, hot, fp, dec)
 
 
 @dataclass
@@ -104,17 +127,20 @@ class _Meta:
     seq_lo: int = 0
     watermark: int = -(2**62)
     positions: dict = field(default_factory=dict)
+    #: first seq of the oldest micro-batch whose outputs were not confirmed (replays look there)
+    last_batch_seq: int = 0
 
     def dumps(self) -> bytes:
         return json.dumps({"version": META_VERSION, "params_key": self.params_key, "next_seq": self.next_seq,
-                           "seq_lo": self.seq_lo, "watermark": self.watermark, "positions": self.positions}).encode()
+                           "seq_lo": self.seq_lo, "watermark": self.watermark, "positions": self.positions,
+                           "last_batch_seq": self.last_batch_seq}).encode()
 
     @classmethod
     def loads(cls, raw: bytes) -> "_Meta":
         m = json.loads(raw)
         if m.get("version") != META_VERSION:
             raise IncompatibleFingerprintError(f"state metadata version {m.get('version')} is not {META_VERSION}")
-        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}))
+        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}), m.get("last_batch_seq", 0))
 
 
 class Deduplicator:
@@ -146,6 +172,10 @@ class Deduplicator:
                 )
             self._rebuild()
         self._committed_lo = self.meta.seq_lo
+        #: set by callers whose outputs can fail after the state commit (the Kafka processor):
+        #: they call confirm_outputs() once the outputs of a batch are durable
+        self.confirm_outputs_explicitly = False
+        self._outputs_confirmed = True
 
     # ------------------------------------------------------------------ state
 
@@ -256,6 +286,10 @@ class Deduplicator:
         roots = np.zeros(n, dtype=np.int64)
         hots = np.zeros((n, self.index_bands), dtype=np.uint8)
         meta = self.meta
+        if self._outputs_confirmed:
+            # replays after a crash start at the first batch whose outputs are not confirmed
+            meta.last_batch_seq = meta.next_seq
+            self._outputs_confirmed = not self.confirm_outputs_explicitly
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
         found: dict[int, tuple[_Stored, Comparison | None]] = {}
         i = 0
@@ -285,7 +319,6 @@ class Deduplicator:
         fp_records = record.encode_batch(batch, self.bits, times, parts, offsets)
         decisions: list[Decision] = []
         puts: list[tuple[int, bytes]] = []
-        root_ids: dict[int, str] = {}
         for i, doc in enumerate(docs):
             seq = int(seqs[i])
             if seq < 0:
@@ -303,8 +336,7 @@ class Deduplicator:
                 else:
                     decisions.append(Decision(doc.id, "duplicate", root_id, cmp.relation, cmp.jaccard, cmp.ld_similarity,
                                               st.id, "; ".join(cmp.reasons), seq))
-            root_ids[seq] = root_id
-            puts.append((seq, _encode(int(roots[i]), doc.id, root_id, hots[i], fp_records[i])))
+            puts.append((seq, _encode(int(roots[i]), doc.id, root_id, hots[i], fp_records[i], decisions[-1])))
         if before_commit:
             before_commit(decisions)
         old_lo = self._committed_lo
@@ -314,6 +346,23 @@ class Deduplicator:
                                      meta=meta.dumps()))
         self._committed_lo = meta.seq_lo
         return decisions
+
+    def confirm_outputs(self) -> None:
+        """The outputs of every batch processed so far are durable (e.g. their transaction committed)."""
+        self._outputs_confirmed = True
+
+    def last_batch_decisions(self) -> dict[tuple[int, int], Decision]:
+        """Decisions of the batches whose outputs are not confirmed, by (partition, offset) of their source.
+
+        A Kafka processor that committed its state but crashed before committing the output
+        transaction re-reads those records; it must re-emit the same decisions, not decide
+        again against a state that already contains them.
+        """
+        out = {}
+        for seq, raw in self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)):
+            st = _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
+            out[(st.fp.partition, st.fp.offset)] = st.decision
+        return out
 
     def delete(self, doc_id: str) -> int:
         """Remove every stored document with this id from index and store; returns how many.

@@ -94,7 +94,7 @@ def run_file(
     """Deduplicate a JSONL (or text) file; returns the counts. ``stop_after`` lines (tests)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    engine = Deduplicator(cfg, open_store(state_dir or str(out / "state")))
+    engine = Deduplicator(cfg, open_store(state_dir or cfg.state.dir or str(out / "state"), sync=cfg.state.sync))
     key = input_key(input_path)
     done_before = int(engine.positions.get(key, 0)) if key != "stdin" else 0
     summary = Summary(skipped_resumed=done_before)

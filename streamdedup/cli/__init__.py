@@ -7,7 +7,7 @@ import click
 from .bench import bench
 from .demo import demo
 from .explain import explain
-from .run import run
+from .run import run, topics
 from .tune import tune
 
 
@@ -22,3 +22,4 @@ main.add_command(tune)
 main.add_command(bench)
 main.add_command(demo)
 main.add_command(run)
+main.add_command(topics)

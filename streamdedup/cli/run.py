@@ -12,12 +12,17 @@ from ._common import config_option, get_config, make_console
 @config_option
 @click.option("--input", "input_path", type=str, default=None, help="JSONL file to deduplicate, or - for stdin (file mode).")
 @click.option("--output-dir", type=click.Path(file_okay=False), default=None, help="Where unique/duplicates/dead_letter.jsonl go (file mode).")
-@click.option("--state-dir", type=click.Path(file_okay=False), default=None, help="RocksDB state (default OUTPUT_DIR/state).")
-def run(config_path: str | None, input_path: str | None, output_dir: str | None, state_dir: str | None) -> None:
-    """Deduplicate a stream."""
+@click.option("--state-dir", type=click.Path(file_okay=False), default=None, help="RocksDB state (default OUTPUT_DIR/state, or ./state for Kafka).")
+@click.option("--bootstrap-servers", default=None, help="Kafka mode: overrides kafka.bootstrap_servers.")
+@click.option("--input-topic", "input_topics", multiple=True, help="Kafka mode: overrides kafka.input_topics (repeatable).")
+@click.option("--stop-when-idle", type=click.FloatRange(0, None), default=None, help="Kafka mode: exit after this many seconds without input.")
+def run(config_path: str | None, input_path: str | None, output_dir: str | None, state_dir: str | None,
+        bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None) -> None:
+    """Deduplicate a stream: a JSONL file (--input) or Kafka topics (the default)."""
     cfg = get_config(config_path)
     if input_path is None:
-        raise click.UsageError("give --input PATH|- and --output-dir DIR (file mode); the Kafka mode is not built yet")
+        _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle)
+        return
     if output_dir is None:
         raise click.UsageError("--output-dir is required with --input")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -48,3 +53,48 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     if not summary.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
     console.print(f"outputs in {output_dir}: unique.jsonl, duplicates.jsonl, dead_letter.jsonl")
+
+
+def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle) -> None:
+    import logging
+
+    from topologies.single_index import build
+
+    from ..logs import setup_logging
+
+    setup_logging()
+    updates = {}
+    if bootstrap_servers:
+        updates["bootstrap_servers"] = bootstrap_servers
+    if input_topics:
+        updates["input_topics"] = tuple(input_topics)
+    if updates:
+        cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)})
+    processor = build(cfg, state_dir, stop_when_idle)
+    processor.install_signal_handlers()
+    s = processor.run()
+    logging.getLogger("streamdedup").info(
+        "done", extra={"records": s.records, "unique": s.unique, "duplicates": s.duplicates, "dead_letter": s.dead_letter,
+                       "replayed": s.replayed, "batches": s.batches, "aborted_batches": s.aborted_batches,
+                       "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
+    )
+    if not s.reconciles():
+        raise click.ClickException("counts do not reconcile: this is a bug")
+
+
+@click.group()
+def topics() -> None:
+    """Kafka topic administration."""
+
+
+@topics.command("create")
+@config_option
+@click.option("--bootstrap-servers", default=None)
+def topics_create(config_path: str | None, bootstrap_servers: str | None) -> None:
+    """Create the input, unique, duplicates and dead-letter topics named in the config."""
+    from ..kafka.admin import create_topics
+
+    cfg = get_config(config_path)
+    kcfg = cfg.kafka if not bootstrap_servers else cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
+    for topic, outcome in create_topics(kcfg).items():
+        click.echo(f"{topic}: {outcome}")

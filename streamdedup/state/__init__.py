@@ -9,10 +9,10 @@ from .base import MemoryStore, StateBatch, Store
 __all__ = ["MemoryStore", "StateBatch", "Store", "open_store"]
 
 
-def open_store(path: str | None) -> Store:
+def open_store(path: str | None, sync: bool = False) -> Store:
     """RocksDB store at ``path``, or an in-memory store when ``path`` is None."""
     if path is None:
         return MemoryStore()
     from .rocks import RocksStore
 
-    return RocksStore(path)
+    return RocksStore(path, sync=sync)

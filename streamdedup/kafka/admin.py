@@ -1,0 +1,26 @@
+"""Provisioning the topics named in the config."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from ..config import KafkaConfig
+
+
+def create_topics(cfg: KafkaConfig, timeout: float = 30.0) -> dict[str, str]:
+    """Create input and output topics; existing ones are left alone. Returns topic -> outcome."""
+    admin = AdminClient({"bootstrap.servers": cfg.bootstrap_servers, **cfg.librdkafka})
+    names = [*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]
+    futures = admin.create_topics([NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], request_timeout=timeout)
+    out = {}
+    for topic, fut in futures.items():
+        try:
+            fut.result(timeout)
+            out[topic] = "created"
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                out[topic] = "exists"
+            else:
+                raise
+    return out

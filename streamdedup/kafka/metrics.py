@@ -1,0 +1,45 @@
+"""Prometheus metrics of the processor (records in/out per status, batch latency, lag, index size)."""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+
+class Metrics:
+    def __init__(self, port: int):
+        self.registry = CollectorRegistry()
+        self.records_in = Counter("streamdedup_records_in_total", "records consumed", registry=self.registry)
+        self.records_out = Counter("streamdedup_records_out_total", "records produced", ["status"], registry=self.registry)
+        self.latency = Histogram("streamdedup_batch_seconds", "micro-batch processing time", registry=self.registry,
+                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.lag = Gauge("streamdedup_consumer_lag", "records behind the high watermark, all partitions", registry=self.registry)
+        self.index = Gauge("streamdedup_indexed_documents", "documents in the index", registry=self.registry)
+        self._last_lag = 0.0
+        if port:
+            start_http_server(port, registry=self.registry)
+
+    def batch(self, n: int, counts: dict, seconds: float, indexed: int) -> None:
+        self.records_in.inc(n)
+        for status in ("unique", "duplicate", "dead_letter"):
+            if counts.get(status):
+                self.records_out.labels(status).inc(counts[status])
+        self.latency.observe(seconds)
+        self.index.set(indexed)
+
+    def observe_lag(self, consumer, every_s: float = 5.0) -> None:
+        now = time.monotonic()
+        if now - self._last_lag < every_s:
+            return
+        self._last_lag = now
+        total = 0
+        try:
+            for tp in consumer.assignment():
+                low, high = consumer.get_watermark_offsets(tp, timeout=1, cached=True)
+                pos = consumer.position([tp])[0].offset
+                if high >= 0 and pos >= 0:
+                    total += max(0, high - pos)
+        except Exception:  # lag is best-effort; never stop processing for it
+            return
+        self.lag.set(total)

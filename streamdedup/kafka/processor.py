@@ -1,0 +1,322 @@
+"""The single-index Kafka processor: every input record to exactly one of three topics.
+
+One process owns the whole index: it consumes all partitions of the input topics, decides
+micro-batches with the engine and writes every record, key and value byte for byte, to the
+unique, duplicates or dead-letter topic with ``dedup.*`` headers.
+
+Exactly-once (default): per micro-batch,
+1. the engine decides and commits its RocksDB state *with the batch's input offsets*;
+2. the outputs and the consumer offsets go out in one Kafka transaction.
+If the process dies between 1 and 2, the transaction is aborted (read_committed consumers never
+see its records) and the restarted processor re-reads the batch from the committed offsets.
+Records below the state's offsets are already in the state: their decisions are read back from
+the stored records and emitted again instead of being decided a second time, so the outputs
+are those of an uninterrupted run. Step 1 before step 2 means the state is never behind what
+Kafka has committed.
+
+Single owner: the RocksDB lock on the state directory admits one processor; a second instance
+started with the same state directory waits as a standby and takes over when the owner dies
+(its consumer joins the group, the transactional id fences the dead producer).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from ..config import Config
+from ..decode import Rejected, decode_record
+from ..engine import Decision, Deduplicator, Document
+from ..errors import StreamdedupError
+from ..state.rocks import RocksStore
+from .metrics import Metrics
+
+log = logging.getLogger("streamdedup.kafka")
+EMPTY_TEXT_REASON = "no words left after canonicalisation"
+
+
+@dataclass
+class RunSummary:
+    records: int = 0
+    unique: int = 0
+    duplicates: int = 0
+    dead_letter: int = 0
+    replayed: int = 0
+    batches: int = 0
+    aborted_batches: int = 0
+    seconds: float = 0.0
+    by_relation: dict = field(default_factory=dict)
+
+    def reconciles(self) -> bool:
+        return self.unique + self.duplicates + self.dead_letter == self.records
+
+
+def redacted(conf: dict) -> dict:
+    """librdkafka settings for logs: every value hidden (SASL passwords, keys, tokens)."""
+    return {k: "***" for k in conf}
+
+
+def _headers(dec: Decision) -> list[tuple[str, bytes]]:
+    sim = "" if dec.similarity is None else f"{dec.similarity:.4f}"
+    out = [
+        ("dedup.status", dec.status.encode()),
+        ("dedup.duplicate_of", (dec.duplicate_of or "").encode()),
+        ("dedup.relation", (dec.relation or "").encode()),
+        ("dedup.similarity", sim.encode()),
+    ]
+    if dec.status == "duplicate":
+        out.append(("dedup.ld_similarity", b"" if dec.ld_similarity is None else f"{dec.ld_similarity:.4f}".encode()))
+        out.append(("dedup.matched", (dec.matched or "").encode()))
+    return out
+
+
+def _dead_headers(stage: str, reason: str, source: str) -> list[tuple[str, bytes]]:
+    return [("dedup.status", b"dead_letter"), ("dedup.stage", stage.encode()),
+            ("dedup.reason", reason.encode("utf-8", "replace")[:4000]), ("dedup.source", source.encode())]
+
+
+def open_state_waiting(path: str, sync: bool, stop: Callable[[], bool], poll_s: float = 0.5) -> RocksStore | None:
+    """Open the state; while another processor holds its lock, wait as a standby."""
+    announced = False
+    while not stop():
+        try:
+            return RocksStore(path, sync=sync)
+        except StreamdedupError as exc:
+            if "lock" not in str(exc).lower():
+                raise
+            if not announced:
+                log.info("standby: state %s is owned by another processor; waiting to take over", path)
+                announced = True
+            time.sleep(poll_s)
+    return None
+
+
+class Processor:
+    """Consume, decide, produce. Build it with :func:`topologies.single_index.build`."""
+
+    def __init__(self, cfg: Config, state_dir: str, stop_when_idle: float | None = None):
+        self.cfg = cfg
+        self.kcfg = cfg.kafka
+        self.state_dir = state_dir
+        self.stop_when_idle = stop_when_idle
+        self.exactly_once = self.kcfg.delivery == "exactly_once"
+        self._stop = False
+        self.summary = RunSummary()
+        self.metrics = Metrics(self.kcfg.metrics_port)
+        self._topic_index = {t: i for i, t in enumerate(self.kcfg.input_topics)}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def request_stop(self, *_: object) -> None:
+        self._stop = True
+
+    def install_signal_handlers(self) -> None:
+        signal.signal(signal.SIGTERM, self.request_stop)
+        signal.signal(signal.SIGINT, self.request_stop)
+
+    def _client_conf(self) -> dict:
+        conf = {"bootstrap.servers": self.kcfg.bootstrap_servers}
+        conf.update(self.kcfg.librdkafka)
+        return conf
+
+    def _source_key(self, topic: str, partition: int) -> int:
+        return (self._topic_index.get(topic, 0) << 20) | partition
+
+    def run(self) -> RunSummary:
+        t0 = time.perf_counter()
+        store = open_state_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
+        if store is None:
+            return self.summary
+        engine = Deduplicator(self.cfg, store)
+        engine.confirm_outputs_explicitly = True
+        log.info("state open: %d documents indexed", engine.indexed_documents)
+        consumer = Consumer({
+            **self._client_conf(),
+            "group.id": self.kcfg.group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": False,
+        })
+        producer_conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
+        if self.exactly_once:
+            producer_conf["transactional.id"] = self.kcfg.transactional_id
+        producer = Producer(producer_conf)
+        log.info("connecting to %s (librdkafka overrides: %s)", self.kcfg.bootstrap_servers, redacted(dict(self.kcfg.librdkafka)))
+        if self.exactly_once:
+            producer.init_transactions(60)
+        consumer.subscribe(list(self.kcfg.input_topics))
+        replay = engine.last_batch_decisions()
+        last_data = time.monotonic()
+        try:
+            while not self._stop:
+                msgs = consumer.consume(self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0)
+                good = []
+                for m in msgs:
+                    err = m.error()
+                    if err is None:
+                        good.append(m)
+                    elif err.fatal():
+                        raise KafkaException(err)
+                    else:
+                        log.warning("consumer: %s", err)
+                if not good:
+                    if self.stop_when_idle is not None and time.monotonic() - last_data > self.stop_when_idle:
+                        log.info("idle for %.1f s: stopping", self.stop_when_idle)
+                        break
+                    self.metrics.observe_lag(consumer)
+                    continue
+                last_data = time.monotonic()
+                if not self._process(good, engine, consumer, producer, replay):
+                    replay.update(engine.last_batch_decisions())
+                self.metrics.observe_lag(consumer)
+        finally:
+            self.summary.seconds = time.perf_counter() - t0
+            try:
+                consumer.close()
+            finally:
+                producer.flush(10)
+                engine.close()
+        return self.summary
+
+    # ------------------------------------------------------------------ one micro-batch
+
+    def _process(self, msgs, engine: Deduplicator, consumer: Consumer, producer: Producer, replay: dict) -> bool:
+        """Decide and emit one batch; False if its transaction was aborted (batch rewound)."""
+        started = time.perf_counter()
+        positions_before = engine.positions
+        max_text = self.cfg.fingerprint.max_text_bytes
+        outputs: list[tuple[str, object, object, list]] = []
+        docs: list[Document] = []
+        doc_slots: list[int] = []
+        next_offsets: dict[tuple[str, int], int] = {}
+        counts = {"unique": 0, "duplicate": 0, "dead_letter": 0, "replayed": 0}
+        relations: dict[str, int] = {}
+        for m in msgs:
+            topic, part, off = m.topic(), m.partition(), m.offset()
+            next_offsets[(topic, part)] = off + 1
+            headers = list(m.headers() or [])
+            source = f"{topic}:{part}:{off}"
+            ts_type, ts = m.timestamp()
+            res = decode_record(m.value() or b"", self.cfg.input, source, ts if ts_type else int(time.time() * 1000), max_text)
+            if isinstance(res, Rejected):
+                outputs.append((self.kcfg.dead_letter_topic, m.key(), m.value(), headers + _dead_headers(res.stage, res.reason, source)))
+                counts["dead_letter"] += 1
+                continue
+            key = self._source_key(topic, part)
+            if off < int(positions_before.get(f"{topic}:{part}", -1)):
+                # already decided and in the state: re-emit the stored decision
+                counts["replayed"] += 1
+                dec = replay.get((key, off))
+                if dec is None:
+                    outputs.append((self.kcfg.dead_letter_topic, m.key(), m.value(), headers + _dead_headers("text", EMPTY_TEXT_REASON, source)))
+                    counts["dead_letter"] += 1
+                else:
+                    outputs.append(self._routed(m, headers, dec, counts, relations))
+                continue
+            doc_slots.append(len(outputs))
+            outputs.append((m, headers, None, []))  # filled after the engine decides
+            docs.append(Document(res.id, res.text, res.event_time_ms, key, off))
+        new_positions = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
+        decisions = engine.process(docs, new_positions)
+        for slot, dec in zip(doc_slots, decisions):
+            m, headers, _, _ = outputs[slot]
+            if dec.status == "rejected":
+                outputs[slot] = (self.kcfg.dead_letter_topic, m.key(), m.value(),
+                                 headers + _dead_headers("text", dec.reason or EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}"))
+                counts["dead_letter"] += 1
+            else:
+                outputs[slot] = self._routed(m, headers, dec, counts, relations)
+        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
+        ok = self._emit(outputs, offsets, consumer, producer)
+        if not ok:
+            self.summary.aborted_batches += 1
+            return False
+        engine.confirm_outputs()
+        s = self.summary
+        s.records += len(msgs)
+        s.unique += counts["unique"]
+        s.duplicates += counts["duplicate"]
+        s.dead_letter += counts["dead_letter"]
+        s.replayed += counts["replayed"]
+        s.batches += 1
+        for k, v in relations.items():
+            s.by_relation[k] = s.by_relation.get(k, 0) + v
+        self.metrics.batch(len(msgs), counts, time.perf_counter() - started, engine.indexed_documents)
+        return True
+
+    def _routed(self, m, headers: list, dec: Decision, counts: dict, relations: dict):
+        if dec.status == "unique":
+            counts["unique"] += 1
+            return (self.kcfg.unique_topic, m.key(), m.value(), headers + _headers(dec))
+        counts["duplicate"] += 1
+        relations[dec.relation] = relations.get(dec.relation, 0) + 1
+        return (self.kcfg.duplicates_topic, m.key(), m.value(), headers + _headers(dec))
+
+    def _emit(self, outputs, offsets: list[TopicPartition], consumer: Consumer, producer: Producer) -> bool:
+        if not self.exactly_once:
+            for topic, key, value, headers in outputs:
+                self._produce(producer, topic, key, value, headers)
+            remaining = producer.flush(60)
+            if remaining:
+                raise StreamdedupError(f"{remaining} records not delivered within 60 s")
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return True
+        try:
+            producer.begin_transaction()
+            for topic, key, value, headers in outputs:
+                self._produce(producer, topic, key, value, headers)
+            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
+            self._commit_with_retry(producer)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.txn_requires_abort():
+                log.warning("transaction aborted (%s); rewinding the batch", err)
+                producer.abort_transaction(60)
+                self._rewind(consumer)
+                return False
+            raise
+
+    @staticmethod
+    def _produce(producer: Producer, topic: str, key, value, headers) -> None:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, headers=headers)
+                return
+            except BufferError:
+                producer.poll(0.1)
+
+    @staticmethod
+    def _commit_with_retry(producer: Producer) -> None:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                producer.commit_transaction(60)
+                return
+            except KafkaException as exc:
+                err = exc.args[0]
+                if err.retriable() and time.monotonic() < deadline:
+                    log.warning("commit_transaction retriable error (%s); retrying", err)
+                    time.sleep(0.5)
+                    continue
+                raise
+
+    @staticmethod
+    def _rewind(consumer: Consumer) -> None:
+        """Seek every assigned partition back to its committed offset."""
+        assigned = consumer.assignment()
+        if not assigned:
+            return
+        for tp in consumer.committed(assigned, timeout=30):
+            offset = tp.offset if tp.offset >= 0 else 0
+            consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+
+
+def is_retriable(err: KafkaError) -> bool:
+    return bool(err.retriable())
