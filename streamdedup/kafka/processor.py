@@ -142,6 +142,12 @@ class Processor:
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
             "enable.partition.eof": False,
+            # Static membership: a restarted (or standby) owner rejoins under the same member id
+            # and gets its partitions back at once, instead of waiting out the dead member's
+            # session (45 s by default) and a rebalance.
+            "group.instance.id": self.kcfg.transactional_id,
+            "session.timeout.ms": 10000,
+            **self.kcfg.librdkafka,
         })
         producer_conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
         if self.exactly_once:
@@ -152,7 +158,7 @@ class Processor:
             producer.init_transactions(60)
         consumer.subscribe(list(self.kcfg.input_topics))
         replay = engine.last_batch_decisions()
-        last_data = time.monotonic()
+        last_data = None  # the idle clock starts once partitions are assigned
         try:
             while not self._stop:
                 msgs = consumer.consume(self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0)
@@ -166,7 +172,10 @@ class Processor:
                     else:
                         log.warning("consumer: %s", err)
                 if not good:
-                    if self.stop_when_idle is not None and time.monotonic() - last_data > self.stop_when_idle:
+                    if last_data is None and consumer.assignment():
+                        last_data = time.monotonic()
+                    if (self.stop_when_idle is not None and last_data is not None
+                            and time.monotonic() - last_data > self.stop_when_idle):
                         log.info("idle for %.1f s: stopping", self.stop_when_idle)
                         break
                     self.metrics.observe_lag(consumer)

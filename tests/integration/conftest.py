@@ -1,0 +1,38 @@
+"""The integration tier: a real Apache Kafka broker from scripts/kafka-local, never a mock.
+
+A broker that cannot be started is an error, not a skip (also outside CI): these tests are
+the only evidence that the processor works on Kafka.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .kafka_helpers import Topics, start_broker, stop_broker
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/integration" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap():
+    given = os.environ.get("STREAMDEDUP_TEST_BOOTSTRAP")
+    if given:
+        yield given
+        return
+    address = start_broker()
+    yield address
+    if os.environ.get("STREAMDEDUP_KEEP_BROKER") != "1":
+        stop_broker()
+
+
+@pytest.fixture
+def topics(kafka_bootstrap):
+    t = Topics(kafka_bootstrap)
+    t.create()
+    return t
