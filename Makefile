@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv test test-unit test-integration demo bench bench-fingerprint calibrate clean
+.PHONY: help venv system-deps test test-unit test-integration demo demo-file bench bench-fingerprint calibrate clean
 
 help:
 	@echo "make demo   - run the main job (see README)"
@@ -21,14 +21,26 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# The integration tests and the demo need a JDK and Maven (the broker is assembled from Maven
+# Central by scripts/kafka-local) and Debian's kcat (an external client in the tests).
+system-deps:
+	@command -v java >/dev/null || { echo "java 17+ is needed (Debian: apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@command -v mvn >/dev/null || { echo "Maven is needed (Debian: apt-get install maven)"; exit 1; }
+	@command -v kcat >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat >/dev/null; }
+
+test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests streamdedup
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit streamdedup
 
-demo: $(STAMP)
-	$(BIN)/streamdedup demo
+# The main job: a real local Kafka broker, the topics, a news feed, the processor until idle.
+demo: $(STAMP) system-deps
+	@BOOT=$$(scripts/kafka-local start | tail -n 1) && \
+	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT; rc=$$?; scripts/kafka-local stop; exit $$rc
+
+demo-file: $(STAMP)
+	$(BIN)/streamdedup demo --mode file
 
 bench-fingerprint: $(STAMP)
 	$(BIN)/streamdedup bench fingerprint

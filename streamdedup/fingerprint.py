@@ -109,8 +109,15 @@ class Fingerprinter:
         if not isinstance(text, str):
             raise InputError(f"text {index}: expected str or UTF-8 bytes, got {type(text).__name__}")
         limit = self.cfg.max_text_bytes
-        # len(str) <= UTF-8 length <= 4 * len(str): encode only when it could be over the limit.
-        if len(text) * 4 > limit and len(text.encode("utf-8", "surrogatepass")) > limit:
+        if text.isascii():
+            if len(text) > limit:
+                raise InputError(f"text {index}: over fingerprint.max_text_bytes ({limit} bytes)")
+            return text
+        try:
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise InputError(f"text {index}: not encodable as UTF-8 ({exc.reason} at {exc.start})") from None
+        if size > limit:
             raise InputError(f"text {index}: over fingerprint.max_text_bytes ({limit} bytes)")
         return text
 

@@ -37,63 +37,47 @@ def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
 
 @click.command()
 @config_option
-@click.option("--mode", type=click.Choice(["file", "fingerprint"]), default="file", show_default=True)
+@click.option("--mode", type=click.Choice(["kafka", "file", "fingerprint"]), default="file", show_default=True)
+@click.option("--bootstrap-servers", default=None, help="kafka mode: the broker (scripts/kafka-local start prints it)")
 @click.option("--stories", type=click.IntRange(1, 20000), default=None, help="stories in the feed (file) or shown (fingerprint)")
 @click.option("--output-dir", type=click.Path(file_okay=False), default="out/demo", show_default=True)
 @click.option("--seed", type=int, default=3, show_default=True)
-def demo(config_path: str | None, mode: str, stories: int | None, output_dir: str, seed: int) -> None:
+def demo(config_path: str | None, mode: str, bootstrap_servers: str | None, stories: int | None, output_dir: str, seed: int) -> None:
     """Run the main job on real Reuters news and show the results."""
     cfg = get_config(config_path)
-    if mode == "file":
+    if mode == "kafka":
+        _kafka_demo(cfg, stories or 4000, bootstrap_servers or cfg.kafka.bootstrap_servers, seed)
+    elif mode == "file":
         _file_demo(cfg, stories or 4000, output_dir, seed)
     else:
         _fingerprint_demo(cfg, stories or 2, seed)
 
 
-def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
-    import json
-    import shutil
-    from pathlib import Path
-
+def build_feed(n_stories: int, seed: int) -> tuple[list[bytes], int]:
+    """A news feed: Reuters stories in date order, wire variants of some, a few broken records."""
     import orjson
 
     from ..bench.synthetic import EDIT_KINDS
-    from ..filemode import run_file
 
     rng = random.Random(seed)
-    console = make_console()
     stories = sorted((s for s in load_reuters() if s.date is not None), key=lambda s: s.date)[:n_stories]
     lines: list[bytes] = []
     kinds = list(EDIT_KINDS.items())
     for k, s in enumerate(stories):
-        rec = {"id": f"reuters-{s.id}", "title": s.title, "text": s.body, "time": s.date.isoformat()}
-        lines.append(orjson.dumps(rec))
+        lines.append(orjson.dumps({"id": f"reuters-{s.id}", "title": s.title, "text": s.body, "time": s.date.isoformat()}))
         if k % 12 == 5 and len(s.body) > 400:
             name, edit = kinds[(k // 12) % len(kinds)]
             text = edit(s.title, s.body, rng.choice(stories).body, rng)
             if text is not None:
                 title, _, body = text.partition("\n")
-                lines.append(orjson.dumps({"id": f"copy-{k}-{name.replace(' ', '-')}", "title": title, "text": body, "time": s.date.isoformat()}))
+                lines.append(orjson.dumps({"id": f"copy-{k}-{name.replace(' ', '-')}", "title": title, "text": body,
+                                           "time": s.date.isoformat()}))
         if k % 500 == 250:
             lines.append(rng.choice([b"{not json", b'{"id": "x", "text": null}', b'{"id": "y", "text": 7}', b"\xff\xfe broken bytes"]))
-    out = Path(output_dir)
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    feed = out / "feed.jsonl"
-    feed.write_bytes(b"\n".join(lines) + b"\n")
-    demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
-    console.print(f"feed: {len(lines):,} records ({len(stories):,} Reuters stories in date order, wire variants, broken records) -> {feed}")
-    summary = run_file(demo_cfg, str(feed), str(out))
-    console.print(
-        f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "
-        f"duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,} (reconciles: {summary.reconciles()})"
-    )
-    console.print("duplicates by relation: " + ", ".join(f"{k} {v}" for k, v in summary.relations.most_common()))
-    originals = {}
-    for line in (out / "unique.jsonl").read_text().splitlines():
-        o = json.loads(line)
-        originals[o["id"]] = o
-    dups = [json.loads(x) for x in (out / "duplicates.jsonl").read_text().splitlines()]
+    return lines, len(stories)
+
+
+def _side_by_side(console, dups: list[dict], originals: dict) -> None:
     table = Table(title="some duplicates next to their originals", show_lines=True)
     table.add_column("duplicate", width=48)
     table.add_column("original (duplicate_of)", width=48)
@@ -111,6 +95,98 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
         if len(shown) >= 6:
             break
     console.print(table)
+
+
+def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
+    import json
+    import tempfile
+    import uuid
+
+    from confluent_kafka import Consumer, Producer
+
+    from ..kafka.admin import create_topics
+    from ..logs import setup_logging
+    from topologies.single_index import build
+
+    console = make_console()
+    run = uuid.uuid4().hex[:6]
+    kcfg = cfg.kafka.model_copy(update={
+        "bootstrap_servers": bootstrap, "input_topics": (f"news-{run}",), "unique_topic": f"news-{run}.unique",
+        "duplicates_topic": f"news-{run}.duplicates", "dead_letter_topic": f"news-{run}.dead-letter",
+        "group_id": f"demo-{run}", "transactional_id": f"demo-{run}", "partitions": 1})
+    demo_cfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
+    for topic, outcome in create_topics(kcfg).items():
+        console.print(f"topic {topic}: {outcome}")
+    lines, n = build_feed(n_stories, seed)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
+    for line in lines:
+        producer.produce(kcfg.input_topics[0], value=line)
+    producer.flush(60)
+    console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
+    setup_logging()
+    with tempfile.TemporaryDirectory() as state:
+        processor = build(demo_cfg, state, stop_when_idle=3.0)
+        s = processor.run()
+    console.print(f"processor: {s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
+                  f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
+                         "isolation.level": "read_committed"})
+    consumer.subscribe([kcfg.unique_topic, kcfg.duplicates_topic, kcfg.dead_letter_topic])
+    per_topic: dict[str, list] = {}
+    idle = 0
+    while idle < 6 and sum(len(v) for v in per_topic.values()) < len(lines):
+        msgs = consumer.consume(1000, 0.5)
+        idle = idle + 1 if not msgs else 0
+        for m in msgs:
+            if m.error() is None:
+                per_topic.setdefault(m.topic(), []).append(m)
+    consumer.close()
+    for topic in (kcfg.unique_topic, kcfg.duplicates_topic, kcfg.dead_letter_topic):
+        console.print(f"{topic}: {len(per_topic.get(topic, [])):,} records (read_committed)")
+
+    def obj(m):
+        o = json.loads(m.value())
+        h = {k: v.decode() for k, v in (m.headers() or [])}
+        o["_dedup"] = {"relation": h.get("dedup.relation"), "similarity": h.get("dedup.similarity"),
+                       "ld_similarity": h.get("dedup.ld_similarity"), "duplicate_of": h.get("dedup.duplicate_of")}
+        return o
+
+    originals = {o["id"]: o for o in map(obj, per_topic.get(kcfg.unique_topic, []))}
+    _side_by_side(console, [obj(m) for m in per_topic.get(kcfg.duplicates_topic, [])], originals)
+    dead = per_topic.get(kcfg.dead_letter_topic, [])
+    for m in dead[:3]:
+        h = {k: v.decode() for k, v in (m.headers() or [])}
+        console.print(f"dead-letter {h.get('dedup.source')}: {h.get('dedup.stage')}: {h.get('dedup.reason')}")
+
+
+def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
+    import json
+    import shutil
+    from pathlib import Path
+
+    from ..filemode import run_file
+
+    console = make_console()
+    lines, n = build_feed(n_stories, seed)
+    out = Path(output_dir)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    feed = out / "feed.jsonl"
+    feed.write_bytes(b"\n".join(lines) + b"\n")
+    demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
+    console.print(f"feed: {len(lines):,} records ({n:,} Reuters stories in date order, wire variants, broken records) -> {feed}")
+    summary = run_file(demo_cfg, str(feed), str(out))
+    console.print(
+        f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "
+        f"duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,} (reconciles: {summary.reconciles()})"
+    )
+    console.print("duplicates by relation: " + ", ".join(f"{k} {v}" for k, v in summary.relations.most_common()))
+    originals = {}
+    for line in (out / "unique.jsonl").read_text().splitlines():
+        o = json.loads(line)
+        originals[o["id"]] = o
+    dups = [json.loads(x) for x in (out / "duplicates.jsonl").read_text().splitlines()]
+    _side_by_side(console, dups, originals)
     dead = (out / "dead_letter.jsonl").read_text().splitlines()
     if dead:
         console.print("dead-letter examples: " + "; ".join(f"line {json.loads(x)['line']}: {json.loads(x)['reason']}" for x in dead[:3]))

@@ -149,13 +149,8 @@ class Processor:
             "session.timeout.ms": 10000,
             **self.kcfg.librdkafka,
         })
-        producer_conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
-        if self.exactly_once:
-            producer_conf["transactional.id"] = self.kcfg.transactional_id
-        producer = Producer(producer_conf)
         log.info("connecting to %s (librdkafka overrides: %s)", self.kcfg.bootstrap_servers, redacted(dict(self.kcfg.librdkafka)))
-        if self.exactly_once:
-            producer.init_transactions(60)
+        self.producer = self._new_producer()
         consumer.subscribe(list(self.kcfg.input_topics))
         replay = engine.last_batch_decisions()
         last_data = None  # the idle clock starts once partitions are assigned
@@ -181,7 +176,7 @@ class Processor:
                     self.metrics.observe_lag(consumer)
                     continue
                 last_data = time.monotonic()
-                if not self._process(good, engine, consumer, producer, replay):
+                if not self._process(good, engine, consumer, replay):
                     replay.update(engine.last_batch_decisions())
                 self.metrics.observe_lag(consumer)
         finally:
@@ -189,13 +184,31 @@ class Processor:
             try:
                 consumer.close()
             finally:
-                producer.flush(10)
+                self.producer.flush(10)
                 engine.close()
         return self.summary
 
     # ------------------------------------------------------------------ one micro-batch
 
-    def _process(self, msgs, engine: Deduplicator, consumer: Consumer, producer: Producer, replay: dict) -> bool:
+    def _new_producer(self) -> Producer:
+        conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
+        if self.exactly_once:
+            conf["transactional.id"] = self.kcfg.transactional_id
+        producer = Producer(conf)
+        if self.exactly_once:
+            deadline = time.monotonic() + 300
+            while True:
+                try:
+                    producer.init_transactions(60)
+                    break
+                except KafkaException as exc:
+                    if exc.args[0].retriable() and time.monotonic() < deadline:
+                        log.warning("init_transactions: %s; retrying", exc.args[0])
+                        continue
+                    raise
+        return producer
+
+    def _process(self, msgs, engine: Deduplicator, consumer: Consumer, replay: dict) -> bool:
         """Decide and emit one batch; False if its transaction was aborted (batch rewound)."""
         started = time.perf_counter()
         positions_before = engine.positions
@@ -242,7 +255,7 @@ class Processor:
             else:
                 outputs[slot] = self._routed(m, headers, dec, counts, relations)
         offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
-        ok = self._emit(outputs, offsets, consumer, producer)
+        ok = self._emit(outputs, offsets, consumer)
         if not ok:
             self.summary.aborted_batches += 1
             return False
@@ -267,7 +280,8 @@ class Processor:
         relations[dec.relation] = relations.get(dec.relation, 0) + 1
         return (self.kcfg.duplicates_topic, m.key(), m.value(), headers + _headers(dec))
 
-    def _emit(self, outputs, offsets: list[TopicPartition], consumer: Consumer, producer: Producer) -> bool:
+    def _emit(self, outputs, offsets: list[TopicPartition], consumer: Consumer) -> bool:
+        producer = self.producer
         if not self.exactly_once:
             for topic, key, value, headers in outputs:
                 self._produce(producer, topic, key, value, headers)
@@ -288,6 +302,13 @@ class Processor:
             if err.txn_requires_abort():
                 log.warning("transaction aborted (%s); rewinding the batch", err)
                 producer.abort_transaction(60)
+                self._rewind(consumer)
+                return False
+            if err.fatal():
+                # e.g. fenced after a broker restart aborted the open transaction: the batch's
+                # outputs never became visible; start a new producer and replay the batch
+                log.warning("producer failed (%s); new producer, rewinding the batch", err)
+                self.producer = self._new_producer()
                 self._rewind(consumer)
                 return False
             raise
@@ -318,11 +339,21 @@ class Processor:
 
     @staticmethod
     def _rewind(consumer: Consumer) -> None:
-        """Seek every assigned partition back to its committed offset."""
+        """Seek every assigned partition back to its committed offset (retrying while the broker is away)."""
         assigned = consumer.assignment()
         if not assigned:
             return
-        for tp in consumer.committed(assigned, timeout=30):
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                committed = consumer.committed(assigned, timeout=30)
+                break
+            except KafkaException as exc:
+                if time.monotonic() > deadline:
+                    raise
+                log.warning("reading committed offsets: %s; retrying", exc.args[0])
+                time.sleep(1)
+        for tp in committed:
             offset = tp.offset if tp.offset >= 0 else 0
             consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 

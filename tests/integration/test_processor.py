@@ -159,6 +159,12 @@ def test_sigkill_at_random_moments_changes_nothing(kafka_bootstrap, tmp_path) ->
 
 
 def test_broker_restart_mid_stream(tmp_path) -> None:
+    """The broker goes away and comes back while the processor runs; it recovers by itself.
+
+    A broker of its own (other ports), so the shared one stays up for the other tests. Half
+    the records are produced before the restart and half after, so the processor must both
+    finish its in-flight work and keep consuming afterwards.
+    """
     port, cport = 19092, 19093
     bootstrap = start_broker(port, cport)
     try:
@@ -166,17 +172,21 @@ def test_broker_restart_mid_stream(tmp_path) -> None:
         t.create()
         n = 20000
         records = news_records(n, seed=13)
-        produce(bootstrap, t.input, records)
-        proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=25)
-        time.sleep(4)
+        produce(bootstrap, t.input, records[: n // 2])
+        proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=30)
+        time.sleep(3)
+        before = len(consume_all(bootstrap, list(t.outputs.values()), n // 2, timeout=2, quiet=0))
         data = broker_data_dir(port)
         stop_broker(port, keep_data=True)
         time.sleep(3)
+        assert proc.poll() is None, "processor died with the broker"
         start_broker(port, cport, data_dir=data)
+        produce(bootstrap, t.input, records[n // 2:])
         assert proc.wait(600) == 0, "processor did not recover by itself"
         out = consume_all(bootstrap, list(t.outputs.values()), n)
         keys = [k for _, k, _, _ in out]
         assert len(keys) == n and len(set(keys)) == n
+        assert before < n  # the restart really happened mid-stream
     finally:
         stop_broker(port)
 
