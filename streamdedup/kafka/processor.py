@@ -51,6 +51,9 @@ class RunSummary:
     aborted_batches: int = 0
     seconds: float = 0.0
     by_relation: dict = field(default_factory=dict)
+    #: perf_counter() when the first batch started and the last one committed (busy time)
+    first_batch_at: float = 0.0
+    last_batch_at: float = 0.0
 
     def reconciles(self) -> bool:
         return self.unique + self.duplicates + self.dead_letter == self.records
@@ -267,6 +270,8 @@ class Processor:
         s.dead_letter += counts["dead_letter"]
         s.replayed += counts["replayed"]
         s.batches += 1
+        s.first_batch_at = s.first_batch_at or started
+        s.last_batch_at = time.perf_counter()
         for k, v in relations.items():
             s.by_relation[k] = s.by_relation.get(k, 0) + v
         self.metrics.batch(len(msgs), counts, time.perf_counter() - started, engine.indexed_documents)

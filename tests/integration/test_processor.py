@@ -10,36 +10,14 @@ import subprocess
 import time
 from collections import Counter
 
-import orjson
 import pytest
 
-from streamdedup.bench.synthetic import EDIT_KINDS
-from streamdedup.corpus import load_reuters
+from streamdedup.bench.feeds import news_records
 
 from .kafka_helpers import Topics, broker_data_dir, consume_all, produce, run_processor, start_broker, stop_broker
 
 MALFORMED = [b"not json", b'{"id": "m", "text": 12}', b"\xff\xfe\xfa", b'{"id": "e", "text": "  "}', b"[1, 2]",
              b'{"id": "n"}', b'{"id": "p", "text": "?!?!"}', b'{"id": "big", "text": "' + b"w " * 60_000 + b'"}']
-
-
-def news_records(n: int, seed: int = 1, variant_every: int = 7) -> list[tuple[bytes, bytes]]:
-    """``n`` JSON records: Reuters stories in order, with wire variants of earlier ones mixed in."""
-    rng = random.Random(seed)
-    stories = [s for s in load_reuters() if len(s.body) > 300]
-    kinds = list(EDIT_KINDS.values())
-    out = []
-    k = 0
-    while len(out) < n:
-        s = stories[k % len(stories)]
-        rec = {"id": f"n{len(out)}", "title": s.title, "text": s.body}
-        if k % variant_every == 3 and k > 10:
-            src = stories[rng.randrange(max(1, k % len(stories)))]
-            text = rng.choice(kinds)(src.title, src.body, s.body, rng)
-            if text is not None:
-                rec = {"id": f"n{len(out)}", "title": "", "text": text}
-        out.append((rec["id"].encode(), orjson.dumps(rec)))
-        k += 1
-    return out
 
 
 def _env(topics: Topics):
@@ -199,3 +177,42 @@ def test_at_least_once_delivers_everything(topics, tmp_path, delivery: str) -> N
     assert proc.wait(300) == 0
     out = consume_all(topics.bootstrap, list(topics.outputs.values()), len(records))
     assert {k for _, k, _, _ in out} == {k for k, _ in records}
+
+
+def test_sigterm_finishes_the_batch_and_exits_cleanly(topics, tmp_path) -> None:
+    n = 30000
+    records = news_records(n, seed=23)
+    produce(topics.bootstrap, topics.input, records)
+    proc = run_processor(_env(topics), str(tmp_path / "state"), stop_when_idle=20)
+    time.sleep(5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 0
+    rest = run_processor(_env(topics), str(tmp_path / "state"))
+    assert rest.wait(300) == 0
+    out = consume_all(topics.bootstrap, list(topics.outputs.values()), n)
+    keys = [k for _, k, _, _ in out]
+    assert len(keys) == n and len(set(keys)) == n
+
+
+def test_standby_takes_over_when_the_owner_dies(topics, tmp_path) -> None:
+    """A second instance on the same state waits; when the owner is killed it continues."""
+    n = 30000
+    records = news_records(n, seed=29)
+    produce(topics.bootstrap, topics.input, records[: n // 2])
+    state = str(tmp_path / "state")
+    owner = run_processor(_env(topics), state, stop_when_idle=30)
+    time.sleep(4)
+    standby = run_processor(_env(topics), state, stop_when_idle=10)
+    time.sleep(2)
+    assert standby.poll() is None, "standby must wait for the state lock, not fail"
+    owner.send_signal(signal.SIGKILL)
+    owner.wait(30)
+    killed_at = time.monotonic()
+    produce(topics.bootstrap, topics.input, records[n // 2:])
+    out = consume_all(topics.bootstrap, list(topics.outputs.values()), n, timeout=180, quiet=0)
+    failover_s = time.monotonic() - killed_at
+    assert standby.wait(300) == 0
+    out = consume_all(topics.bootstrap, list(topics.outputs.values()), n)
+    keys = [k for _, k, _, _ in out]
+    assert len(keys) == n and len(set(keys)) == n
+    print(f"failover: all {n} records visible {failover_s:.1f} s after the owner was killed")

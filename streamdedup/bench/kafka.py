@@ -1,0 +1,176 @@
+"""``streamdedup bench kafka``: the processor against a transactional passthrough, same broker, same run.
+
+1. Throughput: the same Reuters-derived input (default 200k records, one partition) is read by
+   (a) a transactional passthrough (consume a batch, produce it unchanged, commit offsets in
+   the transaction: the ceiling of any exactly-once processor on this broker) and (b) the
+   exactly-once processor. Both use engine.batch_size records per transaction.
+2. Latency: records are produced at half the processor's measured rate, each carrying its send
+   time in the value; a read_committed consumer of the outputs reports p50/p99 of
+   (visible - sent), with the processor running in its own process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+
+import numpy as np
+import orjson
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from ..config import Config
+from .feeds import news_records
+
+
+def _topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for fut in admin.create_topics([NewTopic(t, partitions, 1) for t in names]).values():
+        fut.result(60)
+
+
+def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, "compression.type": "lz4"})
+    for key, value in records:
+        while True:
+            try:
+                p.produce(topic, value=value, key=key)
+                break
+            except BufferError:
+                p.poll(0.1)
+    p.flush(120)
+
+
+def passthrough(bootstrap: str, source: str, sink: str, n: int, batch: int) -> float:
+    """Transactional consume -> produce unchanged -> commit; returns records/s."""
+    run = uuid.uuid4().hex[:6]
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"pt-{run}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"pt-{run}", "linger.ms": 5})
+    p.init_transactions(60)
+    c.subscribe([source])
+    done = 0
+    start = None
+    while done < n:
+        msgs = [m for m in c.consume(batch, 0.05) if m.error() is None]
+        if not msgs:
+            continue
+        start = start or time.perf_counter()
+        p.begin_transaction()
+        for m in msgs:
+            while True:
+                try:
+                    p.produce(sink, value=m.value(), key=m.key(), headers=m.headers())
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        last = {}
+        for m in msgs:
+            last[(m.topic(), m.partition())] = m.offset() + 1
+        p.send_offsets_to_transaction([TopicPartition(t, q, o) for (t, q), o in last.items()], c.consumer_group_metadata(), 60)
+        p.commit_transaction(60)
+        done += len(msgs)
+    elapsed = time.perf_counter() - start
+    c.close()
+    return n / elapsed
+
+
+def _processor_env(cfg_env: dict, bootstrap: str, source: str, run: str) -> dict:
+    env = dict(os.environ, **cfg_env)
+    env.update({
+        "STREAMDEDUP_KAFKA__BOOTSTRAP_SERVERS": bootstrap, "STREAMDEDUP_KAFKA__INPUT_TOPICS": f"[{source}]",
+        "STREAMDEDUP_KAFKA__UNIQUE_TOPIC": f"u-{run}", "STREAMDEDUP_KAFKA__DUPLICATES_TOPIC": f"d-{run}",
+        "STREAMDEDUP_KAFKA__DEAD_LETTER_TOPIC": f"x-{run}", "STREAMDEDUP_KAFKA__GROUP_ID": f"g-{run}",
+        "STREAMDEDUP_KAFKA__TRANSACTIONAL_ID": f"t-{run}", "STREAMDEDUP_INPUT__TEXT_FIELDS": "[title, text]",
+    })
+    return env
+
+
+def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[float, dict]:
+    """Run the exactly-once processor in-process over ``n`` records; returns records/s."""
+    from topologies.single_index import build
+
+    run = uuid.uuid4().hex[:6]
+    _topics(bootstrap, [f"u-{run}", f"d-{run}", f"x-{run}"])
+    kcfg = cfg.kafka.model_copy(update={
+        "bootstrap_servers": bootstrap, "input_topics": (source,), "unique_topic": f"u-{run}", "duplicates_topic": f"d-{run}",
+        "dead_letter_topic": f"x-{run}", "group_id": f"g-{run}", "transactional_id": f"t-{run}"})
+    pcfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update={"text_fields": ("title", "text")})})
+    with tempfile.TemporaryDirectory() as state:
+        proc = build(pcfg, state, stop_when_idle=3.0)
+        summary = proc.run()
+    busy = summary.last_batch_at - summary.first_batch_at
+    return summary.records / busy, {"records": summary.records, "unique": summary.unique, "duplicates": summary.duplicates,
+                                    "dead_letter": summary.dead_letter, "batches": summary.batches}
+
+
+def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0) -> dict:
+    """p50/p99 ms from send to read_committed visibility at ``rate`` records/s."""
+    run = uuid.uuid4().hex[:6]
+    source = f"lat-{run}"
+    _topics(bootstrap, [source, f"u-{run}", f"d-{run}", f"x-{run}"])
+    records = news_records(int(rate * seconds) + 10, seed=21)
+    env = _processor_env({}, bootstrap, source, run)
+    with tempfile.TemporaryDirectory() as state:
+        # idle stop well above the start-up pause below, or the processor leaves before the load
+        proc = subprocess.Popen([sys.executable, "-m", "streamdedup.cli", "run", "--state-dir", state, "--stop-when-idle", "20"],
+                                env=env, stderr=subprocess.DEVNULL)
+        seen: list[float] = []
+        stop = threading.Event()
+
+        def consume() -> None:
+            c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-read-{run}", "auto.offset.reset": "earliest",
+                          "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+            c.subscribe([f"u-{run}", f"d-{run}", f"x-{run}"])
+            while not stop.is_set():
+                for m in c.consume(500, 0.05):
+                    if m.error() is None:
+                        sent = orjson.loads(m.value())["sent_ms"]
+                        seen.append(time.time() * 1000 - sent)
+            c.close()
+
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
+        time.sleep(8)  # processor start-up (imports, kernels, group join) is not latency
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+        t0 = time.perf_counter()
+        for i, (key, value) in enumerate(records):
+            due = t0 + i / rate
+            while (remaining := due - time.perf_counter()) > 0:
+                time.sleep(min(0.001, remaining))
+            obj = orjson.loads(value)
+            obj["sent_ms"] = time.time() * 1000
+            p.produce(source, value=orjson.dumps(obj), key=key)
+            p.poll(0)
+        p.flush(60)
+        deadline = time.time() + 60
+        while len(seen) < len(records) and time.time() < deadline:
+            time.sleep(0.2)
+        stop.set()
+        reader.join(10)
+        proc.wait(120)
+    if not seen:
+        raise RuntimeError("no output record became visible: the processor did not run (see its stderr)")
+    lat = np.array(seen)
+    return {"rate": rate, "records": len(records), "seen": len(seen), "p50_ms": float(np.percentile(lat, 50)),
+            "p99_ms": float(np.percentile(lat, 99)), "max_ms": float(lat.max())}
+
+
+def run(cfg: Config, bootstrap: str, n: int = 200_000, with_latency: bool = True) -> dict:
+    run_id = uuid.uuid4().hex[:6]
+    source, sink = f"bench-in-{run_id}", f"bench-pt-{run_id}"
+    _topics(bootstrap, [source, sink])
+    _produce(bootstrap, source, news_records(n, seed=19))
+    out: dict = {"records": n, "batch_size": cfg.engine.batch_size}
+    out["passthrough_docs_per_s"] = passthrough(bootstrap, source, sink, n, cfg.engine.batch_size)
+    out["processor_docs_per_s"], out["processor_counts"] = processor_rate(cfg, bootstrap, source, n)
+    out["ratio"] = out["processor_docs_per_s"] / out["passthrough_docs_per_s"]
+    print(f"throughput: {out}", file=sys.stderr, flush=True)
+    if with_latency:
+        out["latency"] = latency(cfg, bootstrap, out["processor_docs_per_s"] / 2)
+    return out
