@@ -9,11 +9,28 @@ little, but the cell tables are touched at random and are paid for in full once 
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._kernels import index as K
+
+
+def _zeros(n: int, dtype) -> np.ndarray:
+    """Zeroed array; large ones on transparent huge pages.
+
+    Every lookup touches one random cell per band in tables of hundreds of MB: with 4 KiB pages
+    nearly each of those is also a TLB miss. Anonymous mmap memory is zero and is only paid for
+    when touched, like np.zeros.
+    """
+    dtype = np.dtype(dtype)
+    nbytes = n * dtype.itemsize
+    if nbytes < (8 << 20) or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return np.zeros(n, dtype=dtype)
+    buf = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    buf.madvise(mmap.MADV_HUGEPAGE)
+    return np.frombuffer(buf, dtype=dtype)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -40,13 +57,13 @@ class CandidateIndex:
         self.hot_threshold = hot_threshold
         self.log2n = _pow2_at_least(2 * capacity).bit_length() - 1
         n_cells = 1 << self.log2n
-        self.cells = np.zeros(bands * n_cells, dtype=np.uint32)
-        self.hot = np.zeros(bands * n_cells, dtype=np.uint8)
-        self.digest_cells = np.zeros(n_cells, dtype=np.uint32)
+        self.cells = _zeros(bands * n_cells, np.uint32)
+        self.hot = _zeros(bands * n_cells, np.uint8)
+        self.digest_cells = _zeros(n_cells, np.uint32)
         self.slot_seq = np.full(capacity, -1, dtype=np.int64)
         self.slot_time = np.zeros(capacity, dtype=np.int64)
         self.slot_root = np.zeros(capacity, dtype=np.int64)
-        self.slot_keys = np.zeros((capacity, bands), dtype=np.uint32)
+        self.slot_keys = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
         self.slot_digest = np.zeros(capacity, dtype=np.uint64)
         self._cand = np.empty(max_candidates, dtype=np.int64)
         self._shared = np.empty(max_candidates, dtype=np.int64)

@@ -29,3 +29,35 @@ def news_records(n: int, seed: int = 1, variant_every: int = 7) -> list[tuple[by
         out.append((rec["id"].encode(), orjson.dumps(rec)))
         k += 1
     return out
+
+
+def mixed_records(n: int, duplicate_share: float = 0.2, seed: int = 1) -> list[tuple[bytes, bytes]]:
+    """``n`` records like a live wire: new stories plus ``duplicate_share`` resends and variants.
+
+    Reuters has only ~19k stories, so a long stream of *new* stories is made by recombining its
+    sentences (4-9 sentences drawn from random stories, titles likewise): vocabulary, lengths and
+    phrasing stay those of real news while the texts are distinct. Duplicates re-send an earlier
+    record, exact or through one of the synthetic edit kinds.
+    """
+    import re
+
+    rng = random.Random(seed)
+    stories = [s for s in load_reuters() if len(s.body) > 300]
+    sentences = [x.strip() for s in stories for x in re.split(r"(?<=[.!?])\s+", s.body) if len(x.strip()) > 40]
+    titles = [s.title for s in stories if s.title]
+    kinds = list(EDIT_KINDS.values())
+    out: list[tuple[bytes, bytes]] = []
+    made: list[tuple[str, str]] = []
+    while len(out) < n:
+        rid = f"n{len(out)}"
+        if made and rng.random() < duplicate_share:
+            title, body = rng.choice(made[-5000:])
+            text = None if rng.random() < 0.3 else rng.choice(kinds)(title, body, rng.choice(sentences), rng)
+            rec = {"id": rid, "title": title, "text": body} if text is None else {"id": rid, "title": "", "text": text}
+        else:
+            title = rng.choice(titles)
+            body = "\n    ".join(rng.sample(sentences, rng.randint(4, 9)))
+            made.append((title, body))
+            rec = {"id": rid, "title": title, "text": body}
+        out.append((rid.encode(), orjson.dumps(rec)))
+    return out

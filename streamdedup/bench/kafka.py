@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..config import Config
-from .feeds import news_records
+from .feeds import mixed_records, news_records
 
 
 def _topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
@@ -109,12 +109,12 @@ def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[fl
                                     "dead_letter": summary.dead_letter, "batches": summary.batches}
 
 
-def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0) -> dict:
+def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0, kind: str = "wire") -> dict:
     """p50/p99 ms from send to read_committed visibility at ``rate`` records/s."""
     run = uuid.uuid4().hex[:6]
     source = f"lat-{run}"
     _topics(bootstrap, [source, f"u-{run}", f"d-{run}", f"x-{run}"])
-    records = news_records(int(rate * seconds) + 10, seed=21)
+    records = feed(kind, int(rate * seconds) + 10, 21)
     env = _processor_env({}, bootstrap, source, run)
     with tempfile.TemporaryDirectory() as state:
         # idle stop well above the start-up pause below, or the processor leaves before the load
@@ -161,16 +161,21 @@ def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0) -> 
             "p99_ms": float(np.percentile(lat, 99)), "max_ms": float(lat.max())}
 
 
-def run(cfg: Config, bootstrap: str, n: int = 200_000, with_latency: bool = True) -> dict:
+def feed(kind: str, n: int, seed: int) -> list[tuple[bytes, bytes]]:
+    """``wire``: new stories with 20% resends/variants; ``resends``: Reuters cycled (~90% duplicates)."""
+    return mixed_records(n, 0.2, seed) if kind == "wire" else news_records(n, seed=seed)
+
+
+def run(cfg: Config, bootstrap: str, n: int = 200_000, with_latency: bool = True, kind: str = "wire") -> dict:
     run_id = uuid.uuid4().hex[:6]
     source, sink = f"bench-in-{run_id}", f"bench-pt-{run_id}"
     _topics(bootstrap, [source, sink])
-    _produce(bootstrap, source, news_records(n, seed=19))
-    out: dict = {"records": n, "batch_size": cfg.engine.batch_size}
+    _produce(bootstrap, source, feed(kind, n, 19))
+    out: dict = {"records": n, "feed": kind, "batch_size": cfg.engine.batch_size}
     out["passthrough_docs_per_s"] = passthrough(bootstrap, source, sink, n, cfg.engine.batch_size)
     out["processor_docs_per_s"], out["processor_counts"] = processor_rate(cfg, bootstrap, source, n)
     out["ratio"] = out["processor_docs_per_s"] / out["passthrough_docs_per_s"]
     print(f"throughput: {out}", file=sys.stderr, flush=True)
     if with_latency:
-        out["latency"] = latency(cfg, bootstrap, out["processor_docs_per_s"] / 2)
+        out["latency"] = latency(cfg, bootstrap, out["processor_docs_per_s"] / 2, kind=kind)
     return out

@@ -162,21 +162,23 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
 @config_option
 @click.option("--bootstrap-servers", default=None, help="broker to use (default kafka.bootstrap_servers; scripts/kafka-local start)")
 @click.option("--records", type=click.IntRange(1000, 10_000_000), default=200_000, show_default=True)
+@click.option("--feed", type=click.Choice(["wire", "resends"]), default="wire", show_default=True,
+              help="wire: new stories + 20% resends/variants; resends: Reuters cycled (~90% duplicates, worst case)")
 @click.option("--no-latency", is_flag=True)
 @click.option("--json", "as_json", is_flag=True)
-def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, no_latency: bool, as_json: bool) -> None:
+def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
     from ..bench.kafka import run as run_kafka
     from ..logs import setup_logging
 
     setup_logging(30)
     cfg = get_config(config_path)
-    res = run_kafka(cfg, bootstrap_servers or cfg.kafka.bootstrap_servers, records, not no_latency)
+    res = run_kafka(cfg, bootstrap_servers or cfg.kafka.bootstrap_servers, records, not no_latency, feed)
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
     console = make_console()
-    console.print(f"{res['records']:,} Reuters-derived records, batches of {res['batch_size']}, one partition, exactly-once")
+    console.print(f"{res['records']:,} Reuters-derived records ({res['feed']} feed), batches of {res['batch_size']}, one partition, exactly-once")
     console.print(f"transactional passthrough: {res['passthrough_docs_per_s']:,.0f} docs/s")
     console.print(f"streamdedup processor:     {res['processor_docs_per_s']:,.0f} docs/s ({res['ratio'] * 100:.0f}% of passthrough) "
                   f"{res['processor_counts']}")
