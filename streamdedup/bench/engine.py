@@ -138,7 +138,6 @@ def index_size(cfg: Config, documents: int = 5_000_000, checkpoint: int = 100_00
                 filled += n
 
         def probe_rate(tag: str) -> float:
-            nonlocal seq
             docs = [Document(f"{tag}{j}", t, 0) for j, t in enumerate(probes[tag])]
             gc.collect()
             t0 = time.perf_counter()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import calibration, signature
+from .. import calibration
 from ..canonical import canonicalize
 from ..config import Config
 from ..corpus import load_reuters
@@ -143,7 +143,6 @@ def jaccard_report(cfg: Config, docs: list[str], n_pairs: int, rng: random.Rando
     """MinHash estimate vs exact word-shingle Jaccard over pairs spanning J in [0.2, 1]."""
     fp = Fingerprinter(cfg.fingerprint)
     w = cfg.fingerprint.shingle.size
-    pairs = []
     # Variants made by dropping/replacing a random fraction of sentences-sized chunks give a
     # spread of Jaccard values; pairs are then bucketed so that every tenth of [0.2, 1] counts.
     buckets: dict[int, list[tuple[str, str, float]]] = {k: [] for k in range(2, 10)}

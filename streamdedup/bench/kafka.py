@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..config import Config
+from ..kafka.admin import produce_all
 from .feeds import mixed_records, news_records
 
 
@@ -32,18 +33,6 @@ def _topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for fut in admin.create_topics([NewTopic(t, partitions, 1) for t in names]).values():
         fut.result(60)
-
-
-def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, "compression.type": "lz4"})
-    for key, value in records:
-        while True:
-            try:
-                p.produce(topic, value=value, key=key)
-                break
-            except BufferError:
-                p.poll(0.1)
-    p.flush(120)
 
 
 def passthrough(bootstrap: str, source: str, sink: str, n: int, batch: int) -> float:
@@ -175,7 +164,7 @@ def run(cfg: Config, bootstrap: str, n: int = 200_000, with_latency: bool = True
     run_id = uuid.uuid4().hex[:6]
     source, sink = f"bench-in-{run_id}", f"bench-pt-{run_id}"
     _topics(bootstrap, [source, sink])
-    _produce(bootstrap, source, feed(kind, n, 19))
+    produce_all(bootstrap, source, feed(kind, n, 19), **{"compression.type": "lz4"})
     out: dict = {"records": n, "feed": kind, "batch_size": cfg.engine.batch_size}
     out["passthrough_docs_per_s"] = passthrough(bootstrap, source, sink, n, cfg.engine.batch_size)
     out["processor_docs_per_s"], out["processor_counts"] = processor_rate(cfg, bootstrap, source, n)

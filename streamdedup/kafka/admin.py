@@ -24,3 +24,22 @@ def create_topics(cfg: KafkaConfig, timeout: float = 30.0) -> dict[str, str]:
             else:
                 raise
     return out
+
+
+def produce_all(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]], timeout: float = 120.0, **conf) -> None:
+    """Produce (key, value) records, waiting out a full local queue; raises if any is undelivered."""
+    from confluent_kafka import Producer
+
+    from ..errors import StreamdedupError
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, **conf})
+    for key, value in records:
+        while True:
+            try:
+                p.produce(topic, value=value, key=key)
+                break
+            except BufferError:
+                p.poll(0.1)
+    left = p.flush(timeout)
+    if left:
+        raise StreamdedupError(f"{left} records to {topic} not delivered within {timeout} s")

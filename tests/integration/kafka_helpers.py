@@ -10,8 +10,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from streamdedup.kafka.admin import produce_all
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_LOCAL = REPO / "scripts" / "kafka-local"
@@ -73,15 +75,7 @@ class Topics:
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]], **conf) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, **conf})
-    for key, value in records:
-        while True:
-            try:
-                p.produce(topic, value=value, key=key)
-                break
-            except BufferError:
-                p.poll(0.1)
-    assert p.flush(60) == 0
+    produce_all(bootstrap, topic, records, **conf)
 
 
 def consume_all(bootstrap: str, topics: list[str], expected: int, timeout: float = 120.0, quiet: float = 3.0) -> list:

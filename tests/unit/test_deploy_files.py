@@ -35,5 +35,5 @@ def test_dockerfile_installs_the_package_and_runs_the_processor() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert text.startswith("# ") and "FROM python:3.11" in text
     for path in ("streamdedup", "topologies", "config", "pyproject.toml"):
-        assert f"COPY {path}" in text or f"COPY pyproject.toml" in text
+        assert f"COPY {path}" in text or "COPY pyproject.toml" in text
     assert 'ENTRYPOINT ["streamdedup"]' in text and '"run"' in text
