@@ -231,6 +231,9 @@ class KafkaConfig(_Frozen):
     replication_factor: int = Field(1, ge=1)
     #: Prometheus metrics on this port (0 = off)
     metrics_port: int = Field(0, ge=0, le=65535)
+    #: seconds without progress in the main loop after which the processor restarts itself
+    #: (a client call that never returns); 0 = never
+    stall_restart_s: float = Field(180.0, ge=0.0)
     #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); values are never logged
     librdkafka: dict[str, str | int | float | bool] = Field(default_factory=dict)
 

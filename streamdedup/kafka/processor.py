@@ -22,7 +22,10 @@ started with the same state directory waits as a standby and takes over when the
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -110,6 +113,7 @@ class Processor:
         self.exactly_once = self.kcfg.delivery == "exactly_once"
         self._stop = False
         self.summary = RunSummary()
+        self._alive = time.monotonic()
         self.metrics = Metrics(self.kcfg.metrics_port)
         self._topic_index = {t: i for i, t in enumerate(self.kcfg.input_topics)}
 
@@ -130,8 +134,31 @@ class Processor:
     def _source_key(self, topic: str, partition: int) -> int:
         return (self._topic_index.get(topic, 0) << 20) | partition
 
+    def _touch(self) -> None:
+        self._alive = time.monotonic()
+
+    def _watchdog(self, limit_s: float) -> None:
+        """Restart the process if the main loop stops making progress for ``limit_s``.
+
+        librdkafka's transactional calls take a timeout, yet after a broker restart
+        send_offsets_to_transaction was seen blocking for minutes (1 of 3 broker-restart test
+        runs). Nothing is lost by starting over: the state is committed and the open
+        transaction is aborted by the next producer, so the restarted process replays it.
+        """
+        while not self._stop:
+            time.sleep(2)
+            stalled = time.monotonic() - self._alive
+            if stalled > limit_s:
+                log.error("main loop stalled for %.0f s (a Kafka client call did not return); restarting the process", stalled)
+                for h in logging.getLogger("streamdedup").handlers:
+                    h.flush()
+                os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
+        self._touch()
+        if self.kcfg.stall_restart_s:
+            threading.Thread(target=self._watchdog, args=(self.kcfg.stall_restart_s,), daemon=True, name="watchdog").start()
         store = open_state_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
         if store is None:
             return self.summary
@@ -159,6 +186,7 @@ class Processor:
         last_data = None  # the idle clock starts once partitions are assigned
         try:
             while not self._stop:
+                self._touch()
                 msgs = consumer.consume(self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0)
                 good = []
                 for m in msgs:
@@ -207,6 +235,7 @@ class Processor:
                 except KafkaException as exc:
                     if exc.args[0].retriable() and time.monotonic() < deadline:
                         log.warning("init_transactions: %s; retrying", exc.args[0])
+                        self._touch()
                         continue
                     raise
         return producer
@@ -327,8 +356,7 @@ class Processor:
             except BufferError:
                 producer.poll(0.1)
 
-    @staticmethod
-    def _commit_with_retry(producer: Producer) -> None:
+    def _commit_with_retry(self, producer: Producer) -> None:
         deadline = time.monotonic() + 120
         while True:
             try:
@@ -338,12 +366,12 @@ class Processor:
                 err = exc.args[0]
                 if err.retriable() and time.monotonic() < deadline:
                     log.warning("commit_transaction retriable error (%s); retrying", err)
+                    self._touch()
                     time.sleep(0.5)
                     continue
                 raise
 
-    @staticmethod
-    def _rewind(consumer: Consumer) -> None:
+    def _rewind(self, consumer: Consumer) -> None:
         """Seek every assigned partition back to its committed offset (retrying while the broker is away)."""
         assigned = consumer.assignment()
         if not assigned:
@@ -357,6 +385,7 @@ class Processor:
                 if time.monotonic() > deadline:
                     raise
                 log.warning("reading committed offsets: %s; retrying", exc.args[0])
+                self._touch()
                 time.sleep(1)
         for tp in committed:
             offset = tp.offset if tp.offset >= 0 else 0
