@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
@@ -55,11 +55,13 @@ class MinHashConfig(_Frozen):
     #: bits kept per slot in the stored record (b-bit minwise hashing, seed 004)
     storage_bits: Literal[1, 2, 4, 8, 16, 32] = 8
 
-    @model_validator(mode="after")
-    def _power_of_two(self) -> "MinHashConfig":
-        if self.num_perm & (self.num_perm - 1):
-            raise ValueError(f"num_perm must be a power of two, got {self.num_perm}")
-        return self
+    @field_validator("num_perm")
+    @classmethod
+    def _power_of_two(cls, v: int) -> int:
+        # a field validator, so the error is located at fingerprint.minhash.num_perm
+        if v & (v - 1):
+            raise ValueError(f"must be a power of two, got {v}")
+        return v
 
 
 class LSHConfig(_Frozen):

@@ -83,6 +83,8 @@ def pack_bbit(slots: np.ndarray, bits: int) -> bytes:
 
 def unpack_bbit(data: bytes, bits: int, num_perm: int) -> np.ndarray:
     """Inverse of :func:`pack_bbit` (the low ``bits`` of each slot)."""
+    if bits not in (1, 2, 4, 8, 16, 32):
+        raise ValueError(f"bits must be one of 1, 2, 4, 8, 16, 32, got {bits}")
     if bits == 32:
         return np.frombuffer(data, dtype="<u4", count=num_perm).astype(np.uint32)
     if bits in (8, 16):

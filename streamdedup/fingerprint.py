@@ -27,6 +27,12 @@ from .lsh import LSHChoice, choose
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
 FORMAT_VERSION = 1
+#: Signatures are cut after this many symbols. About 1 window in C emits on ordinary text
+#: (4096 symbols ~ 64 KB at C=16), but a repetitive text ("i i i ...") can emit at every
+#: repeat of a selected window: uncapped, a 140 KB text gave 70,000 symbols, overflowed the
+#: record's length prefix and would make each O(n*m) comparison take seconds. Past the cap the
+#: LD estimate covers the beginning of the text; MinHash still covers all of it.
+MAX_SIGNATURE_SYMBOLS = 4096
 DIGEST_BYTES = 16
 
 
@@ -63,7 +69,9 @@ class FingerprintBatch:
         band_keys: ``(n, bands)`` uint64 LSH keys.
         lead_keys: ``(n, lead bands)`` uint64 LSH keys of the lead MinHash (first shingles).
         signatures: fine-resolution Coates LD signature per text.
-        coarse_signatures: the coarse resolution (C * coarse_factor), a subsequence of the fine.
+        coarse_signatures: the coarse resolution (C * coarse_factor); its window positions are a
+            subset of the fine ones (its symbols come from other hash bits).
+            Both are cut at ``MAX_SIGNATURE_SYMBOLS``.
         digests: 16-byte digest of the canonical UTF-8 text (the exact-duplicate fast path).
         lengths: canonical text length in UTF-8 bytes.
         n_shingles: number of shingles (positions, not distinct) per text.
@@ -175,8 +183,8 @@ class Fingerprinter:
             minhash=minhash,
             band_keys=band_out,
             lead_keys=lead_out,
-            signatures=_split(fine_buf[: fine_off[-1]].tobytes(), fine_off),
-            coarse_signatures=_split(coarse_buf[: coarse_off[-1]].tobytes(), coarse_off),
+            signatures=_split(fine_buf[: fine_off[-1]].tobytes(), fine_off, MAX_SIGNATURE_SYMBOLS),
+            coarse_signatures=_split(coarse_buf[: coarse_off[-1]].tobytes(), coarse_off, MAX_SIGNATURE_SYMBOLS),
             digests=[dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(n)],
             lengths=np.diff(canon_off),
             n_shingles=n_shingles,
@@ -184,7 +192,9 @@ class Fingerprinter:
             canonical=_split(canon[: canon_off[-1]].tobytes(), canon_off) if keep_canonical else [],
         )
 
-def _split(raw: bytes, offsets: np.ndarray) -> list[bytes]:
+def _split(raw: bytes, offsets: np.ndarray, cap: int | None = None) -> list[bytes]:
     # list indexing is several times cheaper than numpy scalar indexing in this per-text loop
     off = offsets.tolist()
-    return [raw[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+    if cap is None:
+        return [raw[off[i]:off[i + 1]] for i in range(len(off) - 1)]
+    return [raw[off[i]:min(off[i + 1], off[i] + cap)] for i in range(len(off) - 1)]

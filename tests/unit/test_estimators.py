@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
@@ -39,9 +39,12 @@ def _text(rng: random.Random, chars: int) -> str:
 # ----------------------------------------------------------------------------- b-bit storage
 
 
-@given(st.sampled_from(BITS), st.sampled_from([8, 64, 128, 1024]), st.data())
-def test_bbit_pack_unpack_round_trip(bits: int, num_perm: int, data: st.DataObject) -> None:
-    slots = np.array(data.draw(st.lists(st.integers(0, 2**32 - 1), min_size=num_perm, max_size=num_perm)), dtype=np.uint32)
+@given(st.sampled_from(BITS), st.sampled_from([8, 64, 128, 1024]), st.integers(0, 2**32 - 1), st.sampled_from(["random", "zeros", "ones"]))
+def test_bbit_pack_unpack_round_trip(bits: int, num_perm: int, seed: int, kind: str) -> None:
+    if kind == "random":
+        slots = np.random.default_rng(seed).integers(0, 2**32, num_perm, dtype=np.uint64).astype(np.uint32)
+    else:
+        slots = np.full(num_perm, 0 if kind == "zeros" else 0xFFFFFFFF, dtype=np.uint32)
     packed = pack_bbit(slots, bits)
     assert isinstance(packed, bytes) and len(packed) == num_perm * bits // 8
     back = unpack_bbit(packed, bits, num_perm)
@@ -67,9 +70,9 @@ def test_pack_refuses_slot_counts_that_do_not_fill_bytes(bits: int, n: int) -> N
         pack_bbit(np.zeros(n, np.uint32), bits)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: unpack_bbit does not validate bits (3 -> silent garbage, 0 -> ZeroDivisionError)")
-@pytest.mark.parametrize("bits", [0, 3])
+@pytest.mark.parametrize("bits", [0, 3, 5, 64])
 def test_unpack_refuses_unsupported_widths(bits: int) -> None:
+    """A corrupt bits byte in a stored record must not decode to garbage slots."""
     with pytest.raises(ValueError, match="bits"):
         unpack_bbit(bytes(128), bits, 128)
 
@@ -111,16 +114,18 @@ def test_bbit_jaccard_is_close_to_the_full_estimate(bits: int) -> None:
 
 def test_bbit_jaccard_of_unrelated_slots_is_near_zero() -> None:
     """Random b-bit slots agree at the chance rate c; the correction removes it. Before the
-    clip at 0 the estimate has mean 0 and sd sqrt(c / (K (1 - c))); after it, a half-normal
-    with mean ~0.4 sd."""
+    clip at 0 the estimate has mean 0 and sd sqrt(c / (K (1 - c))); after it, about a
+    half-normal with mean ~0.4 sd. At b = 8 only ~0.5 chance matches are expected per pair, so
+    the normal approximation is coarse: a couple of slots (1/K each) of slack cover the
+    Poisson tail."""
     rng = np.random.default_rng(5)
     for bits in (1, 2, 8):
         c = 2.0**-bits
         sd = math.sqrt(c / (K * (1 - c)))
         ests = [jaccard_bbit(rng.integers(0, 2**bits, K).astype(np.uint32), rng.integers(0, 2**bits, K).astype(np.uint32), bits)
                 for _ in range(300)]
-        assert max(ests) <= 4.5 * sd, bits
-        assert float(np.mean(ests)) <= 0.6 * sd, bits
+        assert max(ests) <= 4.5 * sd + 3.0 / K, bits
+        assert float(np.mean(ests)) <= 0.6 * sd + 1.0 / K, bits
 
 
 # ----------------------------------------------------------------------------- containment
