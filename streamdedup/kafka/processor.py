@@ -202,8 +202,11 @@ class Processor:
                         last_data = time.monotonic()
                     if (self.stop_when_idle is not None and last_data is not None
                             and time.monotonic() - last_data > self.stop_when_idle):
-                        log.info("idle for %.1f s: stopping", self.stop_when_idle)
-                        break
+                        if self._caught_up(consumer):
+                            log.info("idle for %.1f s and caught up: stopping", self.stop_when_idle)
+                            break
+                        # quiet but behind (a slow fetch, a loaded machine): not idle
+                        last_data = time.monotonic()
                     self.metrics.observe_lag(consumer)
                     continue
                 last_data = time.monotonic()
@@ -220,6 +223,22 @@ class Processor:
         return self.summary
 
     # ------------------------------------------------------------------ one micro-batch
+
+    @staticmethod
+    def _caught_up(consumer: Consumer) -> bool:
+        """True when every assigned partition's position is at its high watermark."""
+        try:
+            for tp in consumer.assignment():
+                _, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
+                pos = consumer.position([tp])[0].offset
+                if pos < 0:
+                    committed = consumer.committed([tp], timeout=5)[0].offset
+                    pos = committed if committed >= 0 else 0
+                if high >= 0 and pos < high:
+                    return False
+        except KafkaException:
+            return False
+        return True
 
     def _new_producer(self) -> Producer:
         conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
