@@ -24,7 +24,7 @@ import numpy as np
 
 from . import record
 from .config import Config
-from .errors import IncompatibleFingerprintError, InputError
+from .errors import IncompatibleFingerprintError
 from .fingerprint import FingerprintBatch, Fingerprinter
 from .index import CandidateIndex
 from .state.base import StateBatch, Store
@@ -388,9 +388,4 @@ def _digest_lo(digest: bytes) -> int:
     return int.from_bytes(digest[:8], "little")
 
 
-def check_document_text(fp: Fingerprinter, text: object, index: int = 0) -> str:
-    """Validate one text for :meth:`Deduplicator.process` (raises InputError)."""
-    return fp.check_text(text, index)
-
-
-__all__ = ["Decision", "Deduplicator", "Document", "InputError", "check_document_text"]
+__all__ = ["Decision", "Deduplicator", "Document"]

@@ -16,7 +16,6 @@ lose one (at-least-once).
 from __future__ import annotations
 
 import base64
-import os
 import sys
 import time
 from collections import Counter
@@ -168,7 +167,3 @@ def run_file(
             stream.close()
         engine.close()
     return summary
-
-
-def stdin_is_terminal() -> bool:
-    return os.isatty(sys.stderr.fileno())

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from ..config import Config
 from ..decode import Rejected, decode_record
@@ -409,7 +409,3 @@ class Processor:
         for tp in committed:
             offset = tp.offset if tp.offset >= 0 else 0
             consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
-
-
-def is_retriable(err: KafkaError) -> bool:
-    return bool(err.retriable())
