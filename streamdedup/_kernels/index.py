@@ -90,6 +90,16 @@ def lookup(
     return n, exact
 
 
+@njit(cache=True, inline="always")
+def _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest):
+    """The per-document part of an insertion, shared by insert and restore."""
+    digest_cells[digest_lo & mask] = uint32(slot + 1)
+    slot_seq[slot] = seq
+    slot_time[slot] = event_time
+    slot_root[slot] = root
+    slot_digest[slot] = digest_lo
+
+
 @njit(cache=True)
 def insert(
     seq, root, event_time, digest_lo, keys, bands, log2n, capacity, seq_lo, min_time,
@@ -117,11 +127,7 @@ def insert(
         hot_out[b] = count
         cells[idx] = uint32(slot + 1)
         slot_keys[slot, b] = key32
-    digest_cells[digest_lo & mask] = uint32(slot + 1)
-    slot_seq[slot] = seq
-    slot_time[slot] = event_time
-    slot_root[slot] = root
-    slot_digest[slot] = digest_lo
+    _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)
@@ -137,11 +143,7 @@ def restore(
         hot[idx] = hot_counts[b]
         cells[idx] = uint32(slot + 1)
         slot_keys[slot, b] = keys[b]
-    digest_cells[digest_lo & mask] = uint32(slot + 1)
-    slot_seq[slot] = seq
-    slot_time[slot] = event_time
-    slot_root[slot] = root
-    slot_digest[slot] = digest_lo
+    _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)

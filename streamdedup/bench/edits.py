@@ -38,8 +38,9 @@ def blocks(text: str, count: int, size: int, donor: str, rng: random.Random) -> 
     return "".join(chars)
 
 
-def word_shingles(text: str, w: int) -> set[tuple[str, ...]]:
-    """Exact word w-shingle set of canonical text (short texts give one shingle), the reference."""
+def word_shingles(text, w: int) -> set[tuple]:
+    """Exact word w-shingle set of canonical text, ``str`` or UTF-8 ``bytes`` (short texts give
+    one shingle): the reference for the kernels' word shingles."""
     words = text.split()
     if not words:
         return set()

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from ..bench.edits import word_shingles
 from ..errors import InputError
 from ..fingerprint import Fingerprinter
 from ..verify import Fingerprint, compare
@@ -20,9 +21,7 @@ TRUE_LD_LIMIT = 100_000
 def exact_shingles(canonical: bytes, kind: str, size: int) -> set:
     """Exact shingle set of canonical text, the same units the kernels hash."""
     if kind == "word":
-        words = canonical.split(b" ") if canonical else []
-        w = min(size, len(words))
-        return {tuple(words[i:i + w]) for i in range(len(words) - w + 1)} if words else set()
+        return word_shingles(canonical, size)
     k = min(size, len(canonical))
     return {canonical[i:i + k] for i in range(len(canonical) - k + 1)} if canonical else set()
 

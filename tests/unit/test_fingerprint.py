@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS
+from streamdedup.bench.edits import exact_jaccard, word_shingles
 from streamdedup import (
     FingerprintBatch,
     Fingerprinter,
@@ -70,19 +71,6 @@ def _text_of_chars(rng: random.Random, min_chars: int, vocab: list[str] = ASCII_
         words.append(w)
         size += len(w) + 1
     return " ".join(words)
-
-
-def _word_shingles(canonical: bytes, w: int = 5) -> set[tuple[bytes, ...]]:
-    """Exact word w-shingle set of a canonical text (fewer than w words: one shingle of all)."""
-    words = canonical.split()
-    if not words:
-        return set()
-    w = min(w, len(words))
-    return {tuple(words[i:i + w]) for i in range(len(words) - w + 1)}
-
-
-def _exact_jaccard(a: set, b: set) -> float:
-    return len(a & b) / len(a | b) if a | b else 0.0
 
 
 def _assert_same_row(x: FingerprintBatch, i: int, y: FingerprintBatch, j: int) -> None:
@@ -333,7 +321,7 @@ def test_fingerprint_jaccard_estimate_is_within_tolerance(method: str) -> None:
         for _ in range(12):
             a, b = _related_texts(rng, target)
             batch = fp.fingerprint_batch([a, b], keep_canonical=True)
-            true = _exact_jaccard(_word_shingles(batch.canonical[0]), _word_shingles(batch.canonical[1]))
+            true = exact_jaccard(word_shingles(batch.canonical[0], 5), word_shingles(batch.canonical[1], 5))
             est = jaccard(batch.minhash[0], batch.minhash[1])
             # exact Jaccards land near the targets; the floor only guards a degenerate 0 or 1
             assert abs(est - true) <= 4.5 * math.sqrt(max(true * (1 - true), 1.0 / K_SLOTS) / K_SLOTS), (method, true, est)
