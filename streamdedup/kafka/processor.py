@@ -164,6 +164,7 @@ class Processor:
             return self.summary
         engine = Deduplicator(self.cfg, store)
         engine.confirm_outputs_explicitly = True
+        engine.warm_up()
         log.info("state open: %d documents indexed", engine.indexed_documents)
         consumer = Consumer({
             **self._client_conf(),

@@ -168,3 +168,13 @@ def test_state_from_other_parameters_is_refused(tmp_path) -> None:
     e.close()
     with pytest.raises(IncompatibleFingerprintError, match="new state directory"):
         Deduplicator(cfg(FINGERPRINT__MINHASH__NUM_PERM="64"), RocksStore(path))
+
+
+def test_prefault_and_warm_up_change_no_decision() -> None:
+    docs = _stream(120)
+    lazy = run(Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__PREFAULT_INDEX="false"), MemoryStore()), docs, batch=16)
+    warm = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore())
+    assert not warm.index.cells.any()  # prefaulting writes zeros only
+    warm.warm_up()
+    assert warm.indexed_documents == 0 and warm.meta.next_seq == 0  # the warm-up used a scratch index
+    assert [_key(d) for d in run(warm, docs, batch=16)] == [_key(d) for d in lazy]
