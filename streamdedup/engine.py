@@ -174,9 +174,10 @@ class Deduplicator:
             self._rebuild()
         self._committed_lo = self.meta.seq_lo
         #: set by callers whose outputs can fail after the state commit (the Kafka processor):
-        #: they call confirm_outputs() once the outputs of a batch are durable
+        #: they call confirm_outputs(through) once the outputs of batches are durable
         self.confirm_outputs_explicitly = False
-        self._outputs_confirmed = True
+        #: every document below this seq has durable outputs (replays start here)
+        self._confirmed_through = self.meta.last_batch_seq
 
     def warm_up(self) -> None:
         """Load every kernel this engine uses (Numba's cache load is ~1 s on the first call).
@@ -309,10 +310,9 @@ class Deduplicator:
         roots = np.zeros(n, dtype=np.int64)
         hots = np.zeros((n, self.index_bands), dtype=np.uint8)
         meta = self.meta
-        if self._outputs_confirmed:
-            # replays after a crash start at the first batch whose outputs are not confirmed
-            meta.last_batch_seq = meta.next_seq
-            self._outputs_confirmed = not self.confirm_outputs_explicitly
+        # replays after a crash start at the first document whose outputs are not confirmed:
+        # this batch's first one, or an earlier one the caller has not confirmed yet
+        meta.last_batch_seq = self._confirmed_through if self.confirm_outputs_explicitly else meta.next_seq
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
         found: dict[int, tuple[_Stored, Comparison | None]] = {}
         i = 0
@@ -370,9 +370,14 @@ class Deduplicator:
         self._committed_lo = meta.seq_lo
         return decisions
 
-    def confirm_outputs(self) -> None:
-        """The outputs of every batch processed so far are durable (e.g. their transaction committed)."""
-        self._outputs_confirmed = True
+    def confirm_outputs(self, through: int | None = None) -> None:
+        """The outputs of every document below seq ``through`` are durable (default: all so far).
+
+        A caller that overlaps a batch's output commit with deciding the next batch confirms
+        only up to the batch whose commit it saw succeed.
+        """
+        through = self.meta.next_seq if through is None else through
+        self._confirmed_through = max(self._confirmed_through, min(through, self.meta.next_seq))
 
     def last_batch_decisions(self) -> dict[tuple[int, int], Decision]:
         """Decisions of the batches whose outputs are not confirmed, by (partition, offset) of their source.

@@ -14,6 +14,14 @@ the stored records and emitted again instead of being decided a second time, so 
 are those of an uninterrupted run. Step 1 before step 2 means the state is never behind what
 Kafka has committed.
 
+Pipelining: step 2's commit (send_offsets_to_transaction + commit_transaction, ~20 ms of
+waiting on the broker per batch) runs on a worker thread while the main thread consumes and
+decides the next batch; the next transaction begins only after that commit succeeded. If it
+failed, the batch decided meanwhile is not emitted: the consumer rewinds to the committed
+offsets and both batches are replayed from their stored decisions. The engine is told which
+documents have durable outputs only once the committed offsets cover their records, so the
+replay set after any crash includes every record Kafka has not committed.
+
 Single owner: the RocksDB lock on the state directory admits one processor; a second instance
 started with the same state directory waits as a standby and takes over when the owner dies
 (its consumer joins the group, the transactional id fences the dead producer).
@@ -27,6 +35,8 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -41,6 +51,21 @@ from .metrics import Metrics
 
 log = logging.getLogger("streamdedup.kafka")
 EMPTY_TEXT_REASON = "no words left after canonicalisation"
+
+
+@dataclass
+class _Batch:
+    """A decided micro-batch on its way out: what to produce and what to count once committed."""
+
+    outputs: list
+    offsets: dict  # (topic, partition) -> next offset
+    records: int
+    counts: dict
+    relations: dict
+    started: float
+    #: engine seq after this batch (confirmed once ``offsets`` are committed), or None
+    #: when the engine decided nothing new in it
+    through: int | None
 
 
 @dataclass
@@ -183,6 +208,11 @@ class Processor:
         log.info("connecting to %s (librdkafka overrides: %s)", self.kcfg.bootstrap_servers, redacted(dict(self.kcfg.librdkafka)))
         self.producer = self._new_producer()
         consumer.subscribe(list(self.kcfg.input_topics))
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-commit")
+        self._in_flight: tuple[_Batch, Future] | None = None
+        #: decided batches whose outputs are not yet covered by committed offsets
+        self._unconfirmed: deque[_Batch] = deque()
+        self._committed: dict[tuple[str, int], int] = {}
         replay = engine.last_batch_decisions()
         last_data = None  # the idle clock starts once partitions are assigned
         try:
@@ -199,6 +229,8 @@ class Processor:
                     else:
                         log.warning("consumer: %s", err)
                 if not good:
+                    if not self._settle(engine, consumer):
+                        replay.update(engine.last_batch_decisions())
                     if last_data is None and consumer.assignment():
                         last_data = time.monotonic()
                     if (self.stop_when_idle is not None and last_data is not None
@@ -211,12 +243,23 @@ class Processor:
                     self.metrics.observe_lag(consumer)
                     continue
                 last_data = time.monotonic()
-                if not self._process(good, engine, consumer, replay):
+                batch = self._decide(good, engine, replay)
+                # the previous batch's commit ran while this one was decided
+                if not self._settle(engine, consumer):
+                    # rewound: this batch is in the state and is replayed with the previous one
+                    replay.update(engine.last_batch_decisions())
+                    continue
+                if not self._emit(batch, consumer):
                     replay.update(engine.last_batch_decisions())
                 self.metrics.observe_lag(consumer)
         finally:
             self.summary.seconds = time.perf_counter() - t0
             try:
+                try:
+                    self._settle(engine, consumer)
+                except KafkaException as exc:
+                    log.warning("last transaction did not commit (%s); its batch is replayed on restart", exc.args[0])
+                self._worker.shutdown()
                 consumer.close()
             finally:
                 self.producer.flush(10)
@@ -260,8 +303,8 @@ class Processor:
                     raise
         return producer
 
-    def _process(self, msgs, engine: Deduplicator, consumer: Consumer, replay: dict) -> bool:
-        """Decide and emit one batch; False if its transaction was aborted (batch rewound)."""
+    def _decide(self, msgs, engine: Deduplicator, replay: dict) -> _Batch:
+        """Decode, decide (the engine commits its state here) and route one batch."""
         started = time.perf_counter()
         positions_before = engine.positions
         max_text = self.cfg.fingerprint.max_text_bytes
@@ -306,25 +349,10 @@ class Processor:
                 counts["dead_letter"] += 1
             else:
                 outputs[slot] = self._routed(m, headers, dec, counts, relations)
-        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
-        ok = self._emit(outputs, offsets, consumer)
-        if not ok:
-            self.summary.aborted_batches += 1
-            return False
-        engine.confirm_outputs()
-        s = self.summary
-        s.records += len(msgs)
-        s.unique += counts["unique"]
-        s.duplicates += counts["duplicate"]
-        s.dead_letter += counts["dead_letter"]
-        s.replayed += counts["replayed"]
-        s.batches += 1
-        s.first_batch_at = s.first_batch_at or started
-        s.last_batch_at = time.perf_counter()
-        for k, v in relations.items():
-            s.by_relation[k] = s.by_relation.get(k, 0) + v
-        self.metrics.batch(len(msgs), counts, time.perf_counter() - started, engine.indexed_documents)
-        return True
+        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if docs else None)
+        if docs:
+            self._unconfirmed.append(batch)
+        return batch
 
     def _routed(self, m, headers: list, dec: Decision, counts: dict, relations: dict):
         if dec.status == "unique":
@@ -334,38 +362,89 @@ class Processor:
         relations[dec.relation] = relations.get(dec.relation, 0) + 1
         return (self.kcfg.duplicates_topic, m.key(), m.value(), headers + _headers(dec))
 
-    def _emit(self, outputs, offsets: list[TopicPartition], consumer: Consumer) -> bool:
+    def _emit(self, batch: _Batch, consumer: Consumer) -> bool:
+        """Produce a batch; exactly-once: in a transaction whose commit runs on the worker thread.
+
+        Returns False if the batch was rewound before its commit started.
+        """
         producer = self.producer
+        offsets = [TopicPartition(t, p, o) for (t, p), o in batch.offsets.items()]
         if not self.exactly_once:
-            for topic, key, value, headers in outputs:
+            for topic, key, value, headers in batch.outputs:
                 self._produce(producer, topic, key, value, headers)
             remaining = producer.flush(60)
             if remaining:
                 raise StreamdedupError(f"{remaining} records not delivered within 60 s")
             consumer.commit(offsets=offsets, asynchronous=False)
+            done: Future = Future()
+            done.set_result(None)
+            self._in_flight = (batch, done)
             return True
         try:
             producer.begin_transaction()
-            for topic, key, value, headers in outputs:
+            for topic, key, value, headers in batch.outputs:
                 self._produce(producer, topic, key, value, headers)
-            producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), 60)
-            self._commit_with_retry(producer)
-            return True
         except KafkaException as exc:
-            err = exc.args[0]
-            if err.txn_requires_abort():
-                log.warning("transaction aborted (%s); rewinding the batch", err)
-                producer.abort_transaction(60)
-                self._rewind(consumer)
-                return False
-            if err.fatal():
-                # e.g. fenced after a broker restart aborted the open transaction: the batch's
-                # outputs never became visible; start a new producer and replay the batch
-                log.warning("producer failed (%s); new producer, rewinding the batch", err)
-                self.producer = self._new_producer()
-                self._rewind(consumer)
-                return False
-            raise
+            return self._failed(exc, consumer)
+        group = consumer.consumer_group_metadata()
+        self._in_flight = (batch, self._worker.submit(self._commit, producer, offsets, group))
+        return True
+
+    def _commit(self, producer: Producer, offsets: list[TopicPartition], group) -> None:
+        """Worker thread: the offsets into the transaction, then the commit."""
+        producer.send_offsets_to_transaction(offsets, group, 60)
+        self._commit_with_retry(producer)
+
+    def _settle(self, engine: Deduplicator, consumer: Consumer) -> bool:
+        """Wait for the batch in flight; count it and confirm what its offsets cover.
+
+        False if its transaction failed: the consumer was rewound, and everything decided
+        since the last commit is replayed from the state.
+        """
+        if self._in_flight is None:
+            return True
+        batch, fut = self._in_flight
+        self._in_flight = None
+        try:
+            fut.result()
+        except KafkaException as exc:
+            return self._failed(exc, consumer)
+        self._committed.update(batch.offsets)
+        through = None
+        while self._unconfirmed and all(self._committed.get(tp, -1) >= o for tp, o in self._unconfirmed[0].offsets.items()):
+            through = self._unconfirmed.popleft().through
+        if through is not None:
+            engine.confirm_outputs(through)
+        s = self.summary
+        s.records += batch.records
+        s.unique += batch.counts["unique"]
+        s.duplicates += batch.counts["duplicate"]
+        s.dead_letter += batch.counts["dead_letter"]
+        s.replayed += batch.counts["replayed"]
+        s.batches += 1
+        s.first_batch_at = s.first_batch_at or batch.started
+        s.last_batch_at = time.perf_counter()
+        for k, v in batch.relations.items():
+            s.by_relation[k] = s.by_relation.get(k, 0) + v
+        self.metrics.batch(batch.records, batch.counts, time.perf_counter() - batch.started, engine.indexed_documents)
+        return True
+
+    def _failed(self, exc: KafkaException, consumer: Consumer) -> bool:
+        """A transaction failed: abort or replace the producer, rewind. Returns False."""
+        err = exc.args[0]
+        self.summary.aborted_batches += 1
+        if err.txn_requires_abort():
+            log.warning("transaction aborted (%s); rewinding the batch", err)
+            self.producer.abort_transaction(60)
+        elif err.fatal():
+            # e.g. fenced after a broker restart aborted the open transaction: the batch's
+            # outputs never became visible; start a new producer and replay the batch
+            log.warning("producer failed (%s); new producer, rewinding the batch", err)
+            self.producer = self._new_producer()
+        else:
+            raise exc
+        self._rewind(consumer)
+        return False
 
     @staticmethod
     def _produce(producer: Producer, topic: str, key, value, headers) -> None:
