@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import signature
+from . import calibration, signature
+from ._kernels import verify as K
 from .config import SignatureConfig, VerifyConfig
-from .estimate import containment, jaccard, jaccard_bbit
 from .fingerprint import FingerprintBatch
 from .record import FingerprintRecord
 
@@ -69,21 +69,52 @@ class Comparison:
         return None if self.ld is None else self.ld.similarity
 
 
-def estimated_jaccard(a: Fingerprint, b: Fingerprint, informative: np.ndarray | None = None) -> float:
-    """Jaccard from the slots both fingerprints have; b-bit corrected when either is reduced.
+def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
+    """The thresholds and calibration constants as the verification kernel takes them."""
+    p = np.zeros(K.N_PARAMS, dtype=np.float64)
+    p[K.P_JACCARD] = verify.jaccard_threshold
+    p[K.P_LD_SIMILARITY] = verify.ld_similarity_threshold
+    p[K.P_CONTAINMENT] = verify.containment_threshold
+    p[K.P_LD_MIN_JACCARD] = verify.ld_min_jaccard
+    p[K.P_MIN_INFORMATIVE] = verify.min_informative_slots
+    p[K.P_COMPRESSION] = sig.compression
+    p[K.P_NEIGHBOURHOOD] = sig.neighbourhood
+    p[K.P_LONG_RUN] = calibration.LONG_RUN
+    p[K.P_SHORT_RUN_FACTOR] = calibration.SHORT_RUN_FACTOR
+    p[K.P_UNRELATED_MATCH_RATE] = calibration.UNRELATED_MATCH_RATE
+    p[K.P_RELATED_FRACTION] = calibration.RELATED_FRACTION
+    p[K.P_DUPLICATE_MASK] = sum(1 << K.RELATION_NAMES.index(r) for r in verify.duplicate_relations)
+    return p
 
-    ``informative`` (bool per slot) restricts the estimate to slots outside boilerplate bands.
-    """
-    if a.empty or b.empty:
-        return 0.0
-    bits = min(a.minhash_bits, b.minhash_bits)
-    ma, mb = a.minhash, b.minhash
-    if informative is not None:
-        ma, mb = ma[informative], mb[informative]
-    if bits >= 32:
-        return jaccard(ma, mb)
-    mask = np.uint32((1 << bits) - 1)
-    return jaccard_bbit(ma & mask, mb & mask, bits)
+
+def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c_ab: float, emb: float,
+            boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig) -> tuple[str, ...]:
+    """Why a pair got its relation, in words (the same text for explain, live and replayed decisions)."""
+    out = ["boilerplate bands ignored"] if boilerplate else []
+    if relation == K.REL_EXACT:
+        out.append("equal canonical digests")
+    elif relation == K.REL_NEAR:
+        if j >= verify.jaccard_threshold:
+            out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
+        else:
+            out.append(f"LD similarity {ld_similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
+    elif relation == K.REL_CONTAINED_IN:
+        out.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
+    elif relation == K.REL_CONTAINS:
+        out.append(f"containment of earlier in new {c_ab:.3f}, signature embeds at {emb:.3f}")
+    elif relation == K.REL_RELATED:
+        out.append(f"raw LD {raw:.0f} well below the unrelated expectation {expected:.0f}")
+    else:
+        out.append("no estimate reaches a threshold")
+    return tuple(out)
+
+
+def _sig(s: bytes) -> np.ndarray:
+    return np.frombuffer(s, dtype=np.uint8) if s else np.zeros(0, dtype=np.uint8)
+
+
+def _digest_words(d: bytes) -> tuple[int, int]:
+    return int.from_bytes(d[:8], "little"), int.from_bytes(d[8:16], "little")
 
 
 def compare(
@@ -100,54 +131,42 @@ def compare(
     cannot change the verdict, and ``ld`` may be None. ``shared_boilerplate`` says both texts
     carry the same boilerplate block (they share a hot band key): the signature alignment is
     then dominated by that block, so the LD similarity is no evidence at all.
+
+    The rules are those of the engine's decide loop: both run ``_kernels.verify.compare_pair``.
     """
+    if a.minhash.shape != b.minhash.shape:
+        raise ValueError(f"MinHash shapes differ: {a.minhash.shape} vs {b.minhash.shape} (different num_perm?)")
     boilerplate = informative is not None and not bool(informative.all())
-    if boilerplate and int(informative.sum()) < verify.min_informative_slots:
-        j = 0.0
-    else:
-        j = estimated_jaccard(a, b, informative if boilerplate else None)
-    c_ba = containment(j, b.n_shingles, a.n_shingles)
-    c_ab = containment(j, a.n_shingles, b.n_shingles)
-    reasons: list[str] = ["boilerplate bands ignored"] if boilerplate else []
-    exact = a.digest == b.digest and not a.empty
-    # The signature alignments are O(len^2): compute them only where they can change the
-    # verdict (or for a full explanation), not for every false candidate.
-    need_ld = full or exact or j >= verify.ld_min_jaccard
-    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig) if need_ld else None
-    need_emb = full or max(c_ba, c_ab) >= verify.containment_threshold
-    inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
-    emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0
-    if exact:
-        relation = "exact"
-        reasons.append("equal canonical digests")
-    elif j >= verify.jaccard_threshold or (
-        ld is not None and not shared_boilerplate
-        and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard
-    ):
-        relation = "near_duplicate"
-        if j >= verify.jaccard_threshold:
-            reasons.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
-        else:
-            reasons.append(f"LD similarity {ld.similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
-    elif c_ba >= verify.containment_threshold and b.length <= a.length and emb >= verify.containment_threshold:
-        relation = "contained_in"
-        reasons.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
-    elif c_ab >= verify.containment_threshold and a.length < b.length and emb >= verify.containment_threshold:
-        relation = "contains"
-        reasons.append(f"containment of earlier in new {c_ab:.3f}, signature embeds at {emb:.3f}")
-    elif ld is not None and ld.related:
-        relation = "related"
-        reasons.append(f"raw LD {ld.raw:.0f} well below the unrelated expectation {ld.expected_unrelated:.0f}")
-    else:
-        relation = "unrelated"
-        reasons.append("no estimate reaches a threshold")
+    mask = np.ascontiguousarray(informative, dtype=np.bool_) if boilerplate else np.ones(a.minhash.shape[0], dtype=np.bool_)
+    sa, sb = _sig(a.signature), _sig(b.signature)
+    runs = np.zeros(sa.shape[0] + sb.shape[0] + 1, dtype=np.int64)
+    out = np.empty(K.N_OUT, dtype=np.float64)
+    a_lo, a_hi = _digest_words(a.digest)
+    b_lo, b_hi = _digest_words(b.digest)
+    rel = int(K.compare_pair(
+        np.ascontiguousarray(a.minhash, dtype=np.uint32), a.minhash_bits, a.empty, np.uint64(a_lo), np.uint64(a_hi),
+        a.n_shingles, a.length, sa,
+        np.ascontiguousarray(b.minhash, dtype=np.uint32), b.minhash_bits, b.empty, np.uint64(b_lo), np.uint64(b_hi),
+        b.n_shingles, b.length, sb,
+        mask, boilerplate, shared_boilerplate, full, kernel_params(verify, sig), runs, out,
+    ))
+    ld = None
+    if not np.isnan(out[K.O_LD_RAW]):
+        ld = signature.LDEstimate(int(out[K.O_SIG_DISTANCE]), float(out[K.O_LD_RAW]), float(out[K.O_LD_CALIBRATED]),
+                                  a.length, b.length, float(out[K.O_LD_EXPECTED]))
+    j = float(out[K.O_JACCARD])
+    emb = 0.0 if np.isnan(out[K.O_EMBEDDING]) else float(out[K.O_EMBEDDING])
+    why = reasons(rel, j, None if ld is None else ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]),
+                  float(out[K.O_CONTAINMENT_A_IN_B]), emb, boilerplate, None if ld is None else ld.raw,
+                  None if ld is None else ld.expected_unrelated, verify)
+    relation = K.RELATION_NAMES[rel]
     return Comparison(
         relation=relation,
         is_duplicate=relation in verify.duplicate_relations,
         jaccard=j,
-        containment_b_in_a=c_ba,
-        containment_a_in_b=c_ab,
+        containment_b_in_a=float(out[K.O_CONTAINMENT_B_IN_A]),
+        containment_a_in_b=float(out[K.O_CONTAINMENT_A_IN_B]),
         ld=ld,
         embedding_similarity=emb,
-        reasons=tuple(reasons),
+        reasons=why,
     )

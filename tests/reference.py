@@ -366,3 +366,55 @@ KERNELS = {
     "semi_global": KernelCase("semi_global", semi_global_kernel, semi_global_ref),
     "edit_runs": KernelCase("edit_runs", edit_runs_distance_kernel, lambda a, b: Levenshtein.distance(a, b)),
 }
+
+# ---------------------------------------------------------------- verification of a pair
+
+
+def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerplate=False) -> dict:
+    """The verification rules in plain Python (the kernel is ``_kernels.verify.compare_pair``).
+
+    ``a``/``b`` are ``streamdedup.verify.Fingerprint``; returns every estimate and the relation.
+    """
+    from streamdedup import signature
+    from streamdedup.estimate import containment, jaccard, jaccard_bbit
+
+    def est_jaccard(mask):
+        if a.empty or b.empty:
+            return 0.0
+        bits = min(a.minhash_bits, b.minhash_bits)
+        ma, mb = a.minhash, b.minhash
+        if mask is not None:
+            ma, mb = ma[mask], mb[mask]
+        if bits >= 32:
+            return jaccard(ma, mb)
+        m = np.uint32((1 << bits) - 1)
+        return jaccard_bbit(ma & m, mb & m, bits)
+
+    boilerplate = informative is not None and not bool(informative.all())
+    if boilerplate and int(informative.sum()) < verify.min_informative_slots:
+        j = 0.0
+    else:
+        j = est_jaccard(informative if boilerplate else None)
+    c_ba = containment(j, b.n_shingles, a.n_shingles)
+    c_ab = containment(j, a.n_shingles, b.n_shingles)
+    exact = a.digest == b.digest and not a.empty
+    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig) if (full or exact or j >= verify.ld_min_jaccard) else None
+    inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
+    need_emb = full or max(c_ba, c_ab) >= verify.containment_threshold
+    emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0
+    ct = verify.containment_threshold
+    if exact:
+        relation = "exact"
+    elif j >= verify.jaccard_threshold or (ld is not None and not shared_boilerplate
+                                           and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard):
+        relation = "near_duplicate"
+    elif c_ba >= ct and b.length <= a.length and emb >= ct:
+        relation = "contained_in"
+    elif c_ab >= ct and a.length < b.length and emb >= ct:
+        relation = "contains"
+    elif ld is not None and ld.related:
+        relation = "related"
+    else:
+        relation = "unrelated"
+    return {"relation": relation, "jaccard": j, "containment_b_in_a": c_ba, "containment_a_in_b": c_ab, "ld": ld,
+            "embedding_similarity": emb, "is_duplicate": relation in verify.duplicate_relations}

@@ -1,0 +1,188 @@
+"""Verification of one candidate pair: every estimate and the verdict (the rules of ``verify.py``).
+
+One kernel serves the engine's decide loop (thousands of pairs per second, no Python per
+pair) and ``streamdedup explain`` (through :func:`streamdedup.verify.compare`), so both judge a
+pair identically. Its slow reference is ``compare_ref`` in ``tests/reference.py``.
+
+Inputs are plain arrays: ``a`` is the earlier document, ``b`` the new one. MinHash slots may be
+full 32-bit values or the low ``bits`` of them (b-bit storage); the estimate uses the smaller
+width. ``params`` packs the thresholds and calibration constants (see ``P_*``), so that one
+float array crosses the Python/Numba boundary instead of a dozen scalars.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .align import edit_runs, semi_global
+
+# relation codes; the engine stores them in records, so their values are fixed
+REL_NONE = 0
+REL_EXACT = 1
+REL_NEAR = 2
+REL_CONTAINS = 3
+REL_CONTAINED_IN = 4
+REL_RELATED = 5
+REL_UNRELATED = 6
+RELATION_NAMES = (None, "exact", "near_duplicate", "contains", "contained_in", "related", "unrelated")
+
+# params: thresholds (VerifyConfig), signature constants, calibration constants, duplicate mask
+P_JACCARD = 0
+P_LD_SIMILARITY = 1
+P_CONTAINMENT = 2
+P_LD_MIN_JACCARD = 3
+P_MIN_INFORMATIVE = 4
+P_COMPRESSION = 5
+P_NEIGHBOURHOOD = 6
+P_LONG_RUN = 7
+P_SHORT_RUN_FACTOR = 8
+P_UNRELATED_MATCH_RATE = 9
+P_RELATED_FRACTION = 10
+P_DUPLICATE_MASK = 11  # bit r set: relation code r makes a duplicate
+N_PARAMS = 12
+
+# out: the estimates (NaN where not computed)
+O_JACCARD = 0
+O_CONTAINMENT_B_IN_A = 1
+O_CONTAINMENT_A_IN_B = 2
+O_SIG_DISTANCE = 3
+O_LD_RAW = 4
+O_LD_CALIBRATED = 5
+O_LD_EXPECTED = 6
+O_LD_SIMILARITY = 7
+O_EMBEDDING = 8
+O_BOILERPLATE = 9  # 1.0 when boilerplate slots were left out of the estimates
+N_OUT = 10
+
+EMPTY = np.uint32(0xFFFFFFFF)
+
+
+@njit(cache=True)
+def jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, use_informative):
+    """Slot agreement rate, b-bit corrected when either side is reduced (Li and Koenig).
+
+    With ``use_informative`` only slots where ``informative`` is True count. Callers handle
+    empty documents (their estimate is defined as 0).
+    """
+    bits = bits_a if bits_a < bits_b else bits_b
+    mask = np.uint32(0xFFFFFFFF) if bits >= 32 else np.uint32((1 << bits) - 1)
+    total = 0
+    same = 0
+    for k in range(mh_a.shape[0]):
+        if use_informative and not informative[k]:
+            continue
+        total += 1
+        if (np.uint32(mh_a[k]) & mask) == (np.uint32(mh_b[k]) & mask):
+            same += 1
+    if total == 0:
+        return 0.0
+    rate = same / total
+    if bits >= 32:
+        return rate
+    chance = 2.0 ** -bits
+    est = (rate - chance) / (1.0 - chance)
+    return est if est > 0.0 else 0.0
+
+
+@njit(cache=True, inline="always")
+def containment(j, n_a, n_b):
+    """Containment of A in B from Jaccard and set sizes (``estimate.containment``)."""
+    if n_a <= 0 or j <= 0.0:
+        return 0.0
+    c = j * (n_a + n_b) / (1.0 + j) / n_a
+    return c if c < 1.0 else 1.0
+
+
+@njit(cache=True)
+def ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out):
+    """Coates' raw estimate, its calibration from edit runs, the unrelated expectation."""
+    d, n_runs = edit_runs(sig_a, sig_b, 0, runs)
+    c = params[P_COMPRESSION]
+    long_run = params[P_LONG_RUN]
+    cal = 0.0
+    for r in range(n_runs):
+        k = runs[r]
+        if k >= long_run:
+            cal += k * c
+        else:
+            cal += params[P_SHORT_RUN_FACTOR] * c / params[P_NEIGHBOURHOOD]
+    short = len_a if len_a < len_b else len_b
+    longest = len_b if len_a < len_b else len_a
+    out[O_SIG_DISTANCE] = d
+    out[O_LD_RAW] = d * c
+    out[O_LD_CALIBRATED] = cal
+    out[O_LD_EXPECTED] = longest - params[P_UNRELATED_MATCH_RATE] * short
+    if longest > 0:
+        s = 1.0 - cal / longest
+        out[O_LD_SIMILARITY] = s if s > 0.0 else 0.0
+    else:
+        out[O_LD_SIMILARITY] = 1.0
+
+
+@njit(cache=True)
+def compare_pair(
+    mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, sig_a,
+    mh_b, bits_b, empty_b, digest_b_lo, digest_b_hi, n_sh_b, len_b, sig_b,
+    informative, boilerplate, shared_boilerplate, full, params, runs, out,
+):
+    """Relation code of the new ``b`` against the earlier ``a``; estimates in ``out``.
+
+    ``boilerplate``: ``informative`` marks the slots outside hot (boilerplate) bands and the
+    estimates use only those. ``shared_boilerplate``: both texts carry the same hot block, so
+    their signature alignment is dominated by it and the LD similarity is no evidence. With
+    ``full`` every estimate is computed (explain); otherwise the O(n*m) signature alignments
+    run only where they can change the verdict or are reported (LD when Jaccard reaches
+    ``ld_min_jaccard``).
+    """
+    for k in range(N_OUT):
+        out[k] = np.nan
+    out[O_BOILERPLATE] = 1.0 if boilerplate else 0.0
+    if empty_a or empty_b:
+        j = 0.0
+    elif boilerplate:
+        n_inf = 0
+        for k in range(informative.shape[0]):
+            if informative[k]:
+                n_inf += 1
+        j = 0.0 if n_inf < params[P_MIN_INFORMATIVE] else jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, True)
+    else:
+        j = jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, False)
+    c_ba = containment(j, n_sh_b, n_sh_a)
+    c_ab = containment(j, n_sh_a, n_sh_b)
+    out[O_JACCARD] = j
+    out[O_CONTAINMENT_B_IN_A] = c_ba
+    out[O_CONTAINMENT_A_IN_B] = c_ab
+    exact = digest_a_lo == digest_b_lo and digest_a_hi == digest_b_hi and not empty_a
+    have_ld = full or exact or j >= params[P_LD_MIN_JACCARD]
+    if have_ld:
+        ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out)
+    ct = params[P_CONTAINMENT]
+    emb = 0.0
+    if full or max(c_ba, c_ab) >= ct:
+        if sig_b.shape[0] <= sig_a.shape[0]:
+            inner, outer = sig_b, sig_a
+        else:
+            inner, outer = sig_a, sig_b
+        if inner.shape[0] > 0:
+            d, _, _ = semi_global(inner, outer)
+            emb = 1.0 - d / inner.shape[0]
+        out[O_EMBEDDING] = emb
+    if exact:
+        return REL_EXACT
+    if j >= params[P_JACCARD] or (
+        have_ld and not shared_boilerplate and out[O_LD_SIMILARITY] >= params[P_LD_SIMILARITY] and j >= params[P_LD_MIN_JACCARD]
+    ):
+        return REL_NEAR
+    if c_ba >= ct and len_b <= len_a and emb >= ct:
+        return REL_CONTAINED_IN
+    if c_ab >= ct and len_a < len_b and emb >= ct:
+        return REL_CONTAINS
+    if have_ld and out[O_LD_RAW] < params[P_RELATED_FRACTION] * out[O_LD_EXPECTED]:
+        return REL_RELATED
+    return REL_UNRELATED
+
+
+@njit(cache=True, inline="always")
+def is_duplicate(relation, params):
+    return (np.int64(params[P_DUPLICATE_MASK]) >> relation) & 1 == 1
