@@ -190,10 +190,10 @@ class EngineConfig(_Frozen):
     max_verified: int = Field(8, ge=1, le=1024)
     #: documents per micro-batch (one fingerprint call, one state commit)
     batch_size: int = Field(512, ge=1, le=100_000)
-    #: touch the whole in-memory index at start-up: RSS is then paid at once (it is anyway
-    #: once the index is warm), and the first minutes of a stream do not pay a page fault on
-    #: nearly every band lookup (measured: ~1 s over the first 50k documents at 1M max_documents)
-    prefault_index: bool = True
+    #: size the in-memory index for max_documents at start-up and touch every page: a
+    #: long-running processor pays the memory at once instead of growth pauses and page
+    #: faults mid-stream. Off: the index starts small and grows with the stream.
+    preallocate_index: bool = False
 
 
 class InputConfig(_Frozen):

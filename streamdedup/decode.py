@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import NamedTuple
 
-import orjson
+from orjson import JSONDecodeError, loads
 
 from .config import InputConfig
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
     id: str
     text: str
     event_time_ms: int
@@ -26,6 +26,10 @@ class Decoded:
 class Rejected:
     stage: str
     reason: str
+
+
+#: ids are stored with every record; longer ones are refused (engine.MAX_ID_BYTES is the same)
+MAX_ID_BYTES = 1024
 
 
 def _event_time(value: object, field: str) -> int | Rejected:
@@ -44,59 +48,116 @@ def _event_time(value: object, field: str) -> int | Rejected:
     return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got {type(value).__name__}")
 
 
-def decode_record(raw: bytes, cfg: InputConfig, fallback_id: str, now_ms: int, max_text_bytes: int) -> Decoded | Rejected:
-    """Decode one record. ``fallback_id`` names records without an id (e.g. ``line:17``)."""
-    if len(raw) > cfg.max_record_bytes:
-        return Rejected("size", f"record of {len(raw)} bytes is over input.max_record_bytes ({cfg.max_record_bytes})")
-    if cfg.format == "text":
+def _check_id(doc_id: str) -> Rejected | None:
+    if len(doc_id) * 4 > MAX_ID_BYTES and len(doc_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
+        return Rejected("fields", f"id is over {MAX_ID_BYTES} bytes")
+    if not doc_id.isascii():
+        try:
+            doc_id.encode("utf-8")
+        except UnicodeEncodeError:
+            return Rejected("utf8", "id contains unpaired surrogates (\\ud800-\\udfff escapes)")
+    return None
+
+
+class RecordDecoder:
+    """Decodes records with one configuration; file mode and Kafka call it once per record.
+
+    ``decoder(raw, fallback_id, now_ms)`` returns :class:`Decoded` or :class:`Rejected`;
+    ``fallback_id`` (a string, or a callable making one) names a record without an id
+    (e.g. ``line:17``) and is only called when needed.
+    """
+
+    def __init__(self, cfg: InputConfig, max_text_bytes: int):
+        self.cfg = cfg
+        self.max_record = cfg.max_record_bytes
+        self.max_text = max_text_bytes
+        self.json = cfg.format == "json"
+        self.id_field = cfg.id_field
+        self.text_fields = cfg.text_fields
+        self.single_field = cfg.text_fields[0] if len(cfg.text_fields) == 1 else None
+        self.separator = cfg.text_separator
+        self.time_field = cfg.time_field
+
+    def __call__(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:
+        if len(raw) > self.max_record:
+            return Rejected("size", f"record of {len(raw)} bytes is over input.max_record_bytes ({self.max_record})")
+        if not self.json:
+            return self._text(raw, fallback_id, now_ms)
+        try:
+            obj = loads(raw)
+        except JSONDecodeError as exc:
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as uexc:
+                return Rejected("utf8", f"not valid UTF-8 ({uexc.reason} at byte {uexc.start})")
+            return Rejected("json", f"invalid JSON: {exc}")
+        if type(obj) is not dict:
+            return Rejected("json", f"expected a JSON object, got {type(obj).__name__}")
+        doc_id = obj.get(self.id_field)
+        if doc_id is None:
+            doc_id = fallback_id if isinstance(fallback_id, str) else fallback_id()
+        elif type(doc_id) is int:
+            doc_id = str(doc_id)
+        elif type(doc_id) is not str:
+            return Rejected("fields", f"{self.id_field} must be a string or integer, got {type(doc_id).__name__}")
+        elif len(doc_id) * 4 > MAX_ID_BYTES or not doc_id.isascii():
+            bad = _check_id(doc_id)
+            if bad is not None:
+                return bad
+        if self.single_field is not None:
+            text = obj.get(self.single_field)
+            if text is None:
+                return Rejected("fields", f"missing text: {self.single_field} is not present")
+            if type(text) is not str:
+                return Rejected("fields", f"{self.single_field} must be a string, got {type(text).__name__}")
+        else:
+            parts = []
+            for name in self.text_fields:
+                value = obj.get(name)
+                if value is None:
+                    continue
+                if type(value) is not str:
+                    return Rejected("fields", f"{name} must be a string, got {type(value).__name__}")
+                parts.append(value)
+            if not parts:
+                return Rejected("fields", "missing text: none of " + ", ".join(self.text_fields) + " is present")
+            text = self.separator.join(parts)
+        # the common text (ASCII, not blank, well under the limit) needs no call
+        if len(text) * 4 > self.max_text or not text.isascii() or text.isspace() or not text:
+            bad = self._check_text(text)
+            if bad is not None:
+                return bad
+        event_time = now_ms
+        if self.time_field is not None and obj.get(self.time_field) is not None:
+            t = _event_time(obj[self.time_field], self.time_field)
+            if isinstance(t, Rejected):
+                return t
+            event_time = t
+        return Decoded(doc_id, text, event_time, obj)
+
+    def _check_text(self, text: str) -> Rejected | None:
+        if not text or text.isspace():
+            return Rejected("text", "empty text")
+        if len(text) * 4 > self.max_text and len(text.encode("utf-8", "surrogatepass")) > self.max_text:
+            return Rejected("size", f"text is over fingerprint.max_text_bytes ({self.max_text} bytes)")
+        if not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                return Rejected("utf8", "text contains unpaired surrogates (\\ud800-\\udfff escapes)")
+        return None
+
+    def _text(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             return Rejected("utf8", f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-        if not text.strip():
-            return Rejected("text", "empty text")
-        return Decoded(fallback_id, text, now_ms, None)
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            return Rejected("utf8", f"not valid UTF-8 ({uexc.reason} at byte {uexc.start})")
-        return Rejected("json", f"invalid JSON: {exc}")
-    if not isinstance(obj, dict):
-        return Rejected("json", f"expected a JSON object, got {type(obj).__name__}")
-    doc_id = obj.get(cfg.id_field)
-    if doc_id is None:
-        doc_id = fallback_id
-    elif isinstance(doc_id, bool) or not isinstance(doc_id, (str, int)):
-        return Rejected("fields", f"{cfg.id_field} must be a string or integer, got {type(doc_id).__name__}")
-    else:
-        doc_id = str(doc_id)
-    parts = []
-    for name in cfg.text_fields:
-        value = obj.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            return Rejected("fields", f"{name} must be a string, got {type(value).__name__}")
-        parts.append(value)
-    if not parts:
-        return Rejected("fields", "missing text: none of " + ", ".join(cfg.text_fields) + " is present")
-    text = cfg.text_separator.join(parts)
-    if not text.strip():
-        return Rejected("text", "empty text")
-    if len(text) * 4 > max_text_bytes and len(text.encode("utf-8", "surrogatepass")) > max_text_bytes:
-        return Rejected("size", f"text is over fingerprint.max_text_bytes ({max_text_bytes} bytes)")
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return Rejected("utf8", "text contains unpaired surrogates (\\ud800-\\udfff escapes)")
-    event_time = now_ms
-    if cfg.time_field is not None and obj.get(cfg.time_field) is not None:
-        t = _event_time(obj[cfg.time_field], cfg.time_field)
-        if isinstance(t, Rejected):
-            return t
-        event_time = t
-    return Decoded(doc_id, text, event_time, obj)
+        bad = self._check_text(text)
+        if bad is not None:
+            return bad
+        return Decoded(fallback_id if isinstance(fallback_id, str) else fallback_id(), text, now_ms, None)
+
+
+def decode_record(raw: bytes, cfg: InputConfig, fallback_id: str, now_ms: int, max_text_bytes: int) -> Decoded | Rejected:
+    """Decode one record. ``fallback_id`` names records without an id (e.g. ``line:17``)."""
+    return RecordDecoder(cfg, max_text_bytes)(raw, fallback_id, now_ms)

@@ -2,39 +2,47 @@
 
 For each document, in arrival order (a document may duplicate an earlier one of the same
 batch): exact-digest fast path -> LSH band candidates from the in-memory index -> verification
-against the candidates' stored fingerprints -> decision -> insertion. ``duplicate_of`` is the
-first-seen document of the cluster (every document stores its cluster root), never the
-previous copy, so there are no chains.
+against the candidates' fingerprints in the in-memory arena -> decision -> insertion.
+``duplicate_of`` is the first-seen document of the cluster (every document stores its cluster
+root), never the previous copy, so there are no chains. One micro-batch is one Numba call
+(``_kernels.decide``): Python touches a document only to read its text and id and to write
+its record.
 
-State: every decided document becomes one record in the store; a micro-batch's records, the
-evictions it caused and the metadata (next seq, window bounds, input positions) are committed
-as one atomic batch. On start the index is rebuilt by re-inserting the stored records in seq
-order, which reproduces the in-memory state exactly, so a restarted engine makes the same
-decisions as one that never stopped.
+State: every decided document becomes one record in the store (``engine_record``); a
+micro-batch's records, the evictions it caused and the metadata (next seq, window bounds,
+input positions) are committed as one atomic batch. On start the index and the arena are
+rebuilt by re-inserting the stored records in seq order, which reproduces the in-memory state
+exactly, so a restarted engine makes the same decisions as one that never stopped.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
 
-from . import record
+from . import decisions as D
+from . import engine_record
+from ._kernels import decide as KD
+from ._kernels import records as KR
+from ._kernels.verify import N_OUT
+from .arena import Arena
 from .config import Config
-from .errors import IncompatibleFingerprintError
-from .fingerprint import FingerprintBatch, Fingerprinter
+from .decisions import BatchDecisions, Decision
+from .errors import IncompatibleFingerprintError, InputError, StreamdedupError
+from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
 from .index import CandidateIndex
-from .state.base import StateBatch, Store
-from .verify import Comparison, Fingerprint, compare
+from .state.base import MemoryStore, StateBatch, Store
+from .verify import kernel_params
 
-META_VERSION = 1
-_HEAD = struct.Struct("<BqHHBffH")
-#: relation codes stored with each record, so a replay can re-emit the same decision
-RELATIONS = (None, "exact", "near_duplicate", "contains", "contained_in")
+META_VERSION = 2
 HOUR_MS = 3_600_000
+#: ids are stored with a 16-bit length; far longer than any real document id
+MAX_ID_BYTES = 1024
+#: records read per restore call on start-up
+_RESTORE_CHUNK = 4096
 
 
 @dataclass(frozen=True)
@@ -44,80 +52,6 @@ class Document:
     event_time_ms: int
     partition: int = -1
     offset: int = -1
-
-
-@dataclass(frozen=True)
-class Decision:
-    id: str
-    status: str  # unique | duplicate | rejected
-    duplicate_of: str | None = None
-    relation: str | None = None  # exact | near_duplicate | contains | contained_in
-    similarity: float | None = None  # estimated Jaccard with the matched document
-    ld_similarity: float | None = None  # calibrated LD similarity with the matched document
-    matched: str | None = None  # the document that matched (may be a later copy of the root)
-    reason: str | None = None  # why a document was rejected, or what decided a duplicate
-    seq: int = -1
-
-    def tags(self) -> dict:
-        out: dict = {"status": self.status, "duplicate_of": self.duplicate_of, "relation": self.relation,
-                     "similarity": None if self.similarity is None else round(self.similarity, 4)}
-        if self.status == "duplicate":
-            out["ld_similarity"] = None if self.ld_similarity is None else round(self.ld_similarity, 4)
-            out["matched"] = self.matched
-            out["reason"] = self.reason
-        return out
-
-
-@dataclass
-class _Stored:
-    """A decoded engine record: who the document is, its cluster, its decision, its fingerprint."""
-
-    seq: int
-    id: str
-    root_seq: int
-    root_id: str
-    hot: np.ndarray
-    fp: record.FingerprintRecord
-    decision: Decision | None = None
-
-
-def _encode(seq_root: int, doc_id: str, root_id: str, hot: np.ndarray, fp_record: bytes, dec: Decision) -> bytes:
-    idb = doc_id.encode("utf-8")
-    rb = root_id.encode("utf-8")
-    mb = (dec.matched or "").encode("utf-8")
-    nan = float("nan")
-    head = _HEAD.pack(1, seq_root, len(idb), len(rb), RELATIONS.index(dec.relation),
-                      nan if dec.similarity is None else dec.similarity,
-                      nan if dec.ld_similarity is None else dec.ld_similarity, len(mb))
-    reason = (dec.reason or "").encode("utf-8")[:65535]
-    return b"".join((head, idb, rb, mb, struct.pack("<H", len(reason)), reason, hot.tobytes(), fp_record))
-
-
-def _opt(x: float) -> float | None:
-    return None if x != x else float(x)
-
-
-def _decode(seq: int, data: bytes, bands: int, num_perm: int, params_key: int) -> _Stored:
-    version, root, n_id, n_root, rel, sim, ld, n_matched = _HEAD.unpack_from(data, 0)
-    pos = _HEAD.size
-    doc_id = data[pos:pos + n_id].decode("utf-8")
-    pos += n_id
-    root_id = data[pos:pos + n_root].decode("utf-8")
-    pos += n_root
-    matched = data[pos:pos + n_matched].decode("utf-8") or None
-    pos += n_matched
-    (n_reason,) = struct.unpack_from("<H", data, pos)
-    pos += 2
-    reason = data[pos:pos + n_reason].decode("utf-8", "replace") or None
-    pos += n_reason
-    hot = np.frombuffer(data, dtype=np.uint8, count=bands, offset=pos).copy()
-    pos += bands
-    fp = record.decode(data[pos:], num_perm, params_key)
-    if root == seq:
-        dec = Decision(doc_id, "unique", seq=seq)
-    else:
-        dec = Decision(doc_id, "duplicate", root_id, RELATIONS[rel], _opt(sim), _opt(ld), matched, reason, seq)
-    return _Stored(seq, doc_id, root, root_id, hot, fp, dec)
 
 
 @dataclass
@@ -139,8 +73,29 @@ class _Meta:
     def loads(cls, raw: bytes) -> "_Meta":
         m = json.loads(raw)
         if m.get("version") != META_VERSION:
-            raise IncompatibleFingerprintError(f"state metadata version {m.get('version')} is not {META_VERSION}")
+            raise IncompatibleFingerprintError(
+                f"state metadata version {m.get('version')} is not {META_VERSION}: this state was written by "
+                "another streamdedup version; use a new state directory")
         return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}), m.get("last_batch_seq", 0))
+
+
+def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Ids as one UTF-8 buffer and offsets; refuses ids the record cannot hold."""
+    joined = "".join(ids)
+    if joined.isascii():
+        lengths = [len(x) for x in ids]
+        data = joined.encode("ascii")
+    else:
+        parts = [x.encode("utf-8") for x in ids]
+        lengths = [len(p) for p in parts]
+        data = b"".join(parts)
+    off = np.zeros(len(ids) + 1, dtype=np.int64)
+    if lengths:
+        np.cumsum(lengths, out=off[1:])
+        if max(lengths) > MAX_ID_BYTES:
+            bad = next(x for x, n in zip(ids, lengths) if n > MAX_ID_BYTES)
+            raise InputError(f"document id {bad[:40]!r}... is over {MAX_ID_BYTES} bytes")
+    return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8), off
 
 
 class Deduplicator:
@@ -159,8 +114,6 @@ class Deduplicator:
         self.bits = cfg.fingerprint.minhash.storage_bits
         eng = cfg.engine
         self.window_ms = int(eng.window_hours * HOUR_MS)
-        self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
-                                    prefault=eng.prefault_index)
         raw = store.get_meta()
         if raw is None:
             self.meta = _Meta(self.fp.params.key)
@@ -171,6 +124,15 @@ class Deduplicator:
                     f"the state was built with fingerprint params {self.meta.params_key:08x} and this "
                     f"configuration has {self.fp.params.key:08x}; use a new state directory"
                 )
+        self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
+                                    preallocate=eng.preallocate_index, next_seq=self.meta.next_seq)
+        self.arena = Arena(eng.max_documents, self.num_perm, self.bits)
+        self._params = kernel_params(cfg.verify, cfg.fingerprint.signature)
+        self._informative = np.ones(self.num_perm, dtype=np.bool_)
+        self._runs = np.zeros(2 * MAX_SIGNATURE_SYMBOLS + 1, dtype=np.int64)
+        self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
+        self._cmp = np.zeros(N_OUT, dtype=np.float64)
+        if raw is not None:
             self._rebuild()
         self._committed_lo = self.meta.seq_lo
         #: set by callers whose outputs can fail after the state commit (the Kafka processor):
@@ -183,30 +145,45 @@ class Deduplicator:
         """Load every kernel this engine uses (Numba's cache load is ~1 s on the first call).
 
         A long-running processor calls this before it consumes, so that the first micro-batch
-        does not carry the load time in its latency. Touches no state: a scratch index is used.
+        does not carry the load time in its latency. Touches no state: a scratch engine is used.
         """
+        eng = self.cfg.engine.model_copy(update={"max_documents": 16, "preallocate_index": False})
+        scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
         text = "warm up the kernels with a short story about nothing in particular at all"
-        batch = self.fp.fingerprint_batch([text, text + " and one more sentence"])
-        keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        digests_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2].copy()
-        scratch = CandidateIndex(self.index_bands, 16, self.cfg.engine.hot_bucket_clusters, self.cfg.engine.max_candidates)
-        times = np.zeros(2, dtype=np.int64)
-        state = np.array([0, 0, 0], dtype=np.int64)
-        seqs, roots = np.full(2, -1, dtype=np.int64), np.zeros(2, dtype=np.int64)
-        hots = np.zeros((2, self.index_bands), dtype=np.uint8)
-        scratch.run_until_candidate(0, digests_lo, keys32, times, batch.empty, self.window_ms, state, seqs, roots, hots)
-        scratch.insert_into(5, 5, 0, int(digests_lo[1]), keys32[1], 0, 0, hots[1])
-        scratch.restore(6, 6, 0, int(digests_lo[1]), keys32[1], hots[1])
-        stored = record.decode(record.encode(batch, 0, self.bits, 0), self.num_perm)
-        compare(Fingerprint.from_record(stored), Fingerprint.from_batch(batch, 1), self.cfg.verify,
-                self.cfg.fingerprint.signature, np.ones(self.num_perm, dtype=bool), full=True)
+        scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])
+        Deduplicator(scratch.cfg, scratch.store)  # the restore kernel
 
     # ------------------------------------------------------------------ state
 
     def _rebuild(self) -> None:
+        seqs: list[int] = []
+        values: list[bytes] = []
         for seq, raw in self.store.iter_from(self.meta.seq_lo):
-            st = _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
-            self.index.restore(seq, st.root_seq, st.fp.event_time_ms, _digest_lo(st.fp.digest), st.fp.band_keys, st.hot)
+            seqs.append(seq)
+            values.append(raw)
+            if len(seqs) == _RESTORE_CHUNK:
+                self._restore(seqs, values)
+                seqs, values = [], []
+        if seqs:
+            self._restore(seqs, values)
+
+    def _restore(self, seqs: list[int], values: list[bytes]) -> None:
+        off = np.zeros(len(values) + 1, dtype=np.int64)
+        np.cumsum([len(v) for v in values], out=off[1:])
+        buf = np.frombuffer(b"".join(values), dtype=np.uint8)
+        meta = self.meta
+        # a record's signature is smaller than the record: reserving the chunk's bytes is enough
+        self.arena.reserve(int(off[-1]), self.index.slot_seq, self.index.slot_time, meta.seq_lo, meta.watermark - self.window_ms,
+                           seqs[0])
+        ix = self.index
+        bad = KR.restore_batch(
+            buf, off, np.asarray(seqs, dtype=np.int64), np.uint32(self.fp.params.key), self.bits, self.index_bands, ix.n_cells,
+            ix.capacity, ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_meta, ix.slot_digest,
+            *self.arena.arrays(),
+        )
+        if bad >= 0:
+            raise IncompatibleFingerprintError(
+                f"state record {seqs[bad]} is not an engine record of this version and configuration; use a new state directory")
 
     @property
     def positions(self) -> dict:
@@ -217,149 +194,108 @@ class Deduplicator:
     def indexed_documents(self) -> int:
         return int(np.count_nonzero(self.index.slot_seq >= self.meta.seq_lo))
 
-    def _min_time(self) -> int:
-        return self.meta.watermark - self.window_ms
+    def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
+        return engine_record.decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
 
-    def _records(self, seqs: list[int]) -> list[_Stored | None]:
-        return [None if raw is None else _decode(s, raw, self.index_bands, self.num_perm, self.fp.params.key)
-                for s, raw in zip(seqs, self.store.get_many(seqs))]
+    def _decision(self, st: engine_record.StoredDocument) -> Decision:
+        if st.relation == 0:
+            return Decision(st.id, "unique", seq=st.seq)
+        return D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
+                           self.cfg.verify)
 
     # ------------------------------------------------------------------ deciding
-
-    def _informative(self, hot_bands: np.ndarray) -> np.ndarray | None:
-        hot_main = hot_bands[: self.bands]
-        if not hot_main.any():
-            return None
-        mask = np.ones(self.num_perm, dtype=bool)
-        for b in np.flatnonzero(hot_main):
-            mask[b * self.rows:(b + 1) * self.rows] = False
-        return mask
-
-    def _verify(self, batch: FingerprintBatch, i: int, cands, in_batch: dict[int, int], docs: Sequence[Document],
-                roots: np.ndarray, keys32: np.ndarray, found: dict) -> tuple[_Stored, Comparison | None] | None:
-        """The best duplicate among the candidates of document ``i``, or None.
-
-        Candidates decided earlier in this batch are not stored yet; they are read from the
-        batch itself (``in_batch`` maps their seqs to batch positions).
-        """
-        def load(seq_list: list[int]) -> list[_Stored | None]:
-            out: list[_Stored | None] = [None] * len(seq_list)
-            missing = []
-            for k, sq in enumerate(seq_list):
-                j = in_batch.get(sq)
-                if j is None:
-                    missing.append(k)
-                    continue
-                rec = record.decode(record.encode(batch, j, self.bits, int(docs[j].event_time_ms)), self.num_perm)
-                root_id = found[j][0].root_id if j in found else docs[j].id
-                out[k] = _Stored(sq, docs[j].id, int(roots[j]), root_id, np.zeros(0, np.uint8), rec)
-            fetched = self._records([seq_list[k] for k in missing])
-            for k, st in zip(missing, fetched):
-                out[k] = st
-            return out
-
-        if cands.exact_slot >= 0:
-            seq = self.index.seq_of_slot(cands.exact_slot)
-            (st,) = load([seq])
-            if st is not None and st.fp.digest == batch.digests[i]:
-                return st, None
-        if len(cands) == 0:
-            return None
-        order = np.argsort(-cands.shared_bands, kind="stable")[: self.cfg.engine.max_verified]
-        seq_list = [self.index.seq_of_slot(int(cands.slots[j])) for j in order]
-        new = Fingerprint.from_batch(batch, i)
-        informative = self._informative(cands.hot_bands)
-        best: tuple[_Stored, Comparison] | None = None
-        hot_main = cands.hot_bands[: self.bands]
-        for st in load(seq_list):
-            if st is None:
-                continue
-            shared_bp = bool(informative is not None and (hot_main & (st.fp.band_keys[: self.bands] == keys32[: self.bands])).any())
-            cmp = compare(Fingerprint.from_record(st.fp), new, self.cfg.verify, self.cfg.fingerprint.signature, informative,
-                          shared_boilerplate=shared_bp)
-            if cmp.is_duplicate and (best is None or cmp.jaccard > best[1].jaccard):
-                best = (st, cmp)
-        return best
 
     def process(
         self,
         docs: Sequence[Document],
         positions: dict | None = None,
-        before_commit: Callable[[list[Decision]], None] | None = None,
-    ) -> list[Decision]:
+        before_commit: Callable[[BatchDecisions], None] | None = None,
+    ) -> BatchDecisions:
         """Decide a micro-batch in order and commit it (with ``positions``) atomically.
 
-        Texts must be valid (``Fingerprinter.check_text``); a text that is empty after
-        canonicalisation is rejected (status ``rejected``) and not indexed. ``before_commit``
-        receives the decisions before the state is committed: a caller that writes its
-        outputs there gets at-least-once output (a crash before the commit replays the batch).
+        A text that is empty after canonicalisation is rejected (status ``rejected``) and not
+        indexed; a text that is not a string, not UTF-8 or too large raises
+        :class:`~streamdedup.InputError` (callers that must keep going check texts first,
+        see :func:`streamdedup.decode.decode_record`). ``before_commit`` receives the decisions
+        before the state is committed: a caller that writes its outputs there gets
+        at-least-once output (a crash before the commit replays the batch).
         """
-        if not docs:
-            if before_commit:
-                before_commit([])
-            if positions:
-                self.meta.positions.update(positions)
-                self.store.commit(StateBatch(meta=self.meta.dumps()))
-            return []
         n = len(docs)
-        batch = self.fp.fingerprint_batch([d.text for d in docs])
-        keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-        digests_lo = np.frombuffer(b"".join(batch.digests), dtype="<u8")[::2].copy()
-        times = np.fromiter((d.event_time_ms for d in docs), dtype=np.int64, count=n)
-        seqs = np.full(n, -1, dtype=np.int64)
-        roots = np.zeros(n, dtype=np.int64)
-        hots = np.zeros((n, self.index_bands), dtype=np.uint8)
+        return self.process_columns(
+            [d.id for d in docs], [d.text for d in docs], np.fromiter((d.event_time_ms for d in docs), np.int64, n),
+            np.fromiter((d.partition for d in docs), np.int64, n), np.fromiter((d.offset for d in docs), np.int64, n),
+            positions, before_commit)
+
+    def process_columns(
+        self,
+        ids: list[str],
+        texts: list,
+        times: np.ndarray,
+        partitions: np.ndarray,
+        offsets: np.ndarray,
+        positions: dict | None = None,
+        before_commit: Callable[[BatchDecisions], None] | None = None,
+    ) -> BatchDecisions:
+        """:meth:`process` for a batch given as columns (what file mode and Kafka hold anyway)."""
+        n = len(ids)
         meta = self.meta
+        if n == 0:
+            out = BatchDecisions.empty(self.cfg.verify)
+            if before_commit:
+                before_commit(out)
+            if positions:
+                meta.positions.update(positions)
+                self.store.commit(StateBatch(meta=meta.dumps()))
+            return out
+        ids_buf, ids_off = _utf8_ids(ids)
+        batch = self.fp.fingerprint_batch(texts)
+        keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        first_seq = meta.next_seq
+        self.arena.reserve(int(batch.fine_len[~batch.empty].sum()), self.index.slot_seq, self.index.slot_time, meta.seq_lo,
+                           meta.watermark - self.window_ms, first_seq)
         # replays after a crash start at the first document whose outputs are not confirmed:
         # this batch's first one, or an earlier one the caller has not confirmed yet
-        meta.last_batch_seq = self._confirmed_through if self.confirm_outputs_explicitly else meta.next_seq
+        meta.last_batch_seq = self._confirmed_through if self.confirm_outputs_explicitly else first_seq
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
-        found: dict[int, tuple[_Stored, Comparison | None]] = {}
+        seqs = np.empty(n, dtype=np.int64)
+        roots = np.empty(n, dtype=np.int64)
+        matched = np.empty(n, dtype=np.int64)
+        relations = np.empty(n, dtype=np.uint8)
+        numbers = np.empty((n, KD.N_NUMBERS), dtype=np.float32)
+        flags = np.empty(n, dtype=np.uint8)
+        hots = np.empty((n, self.index_bands), dtype=np.uint8)
+        ix = self.index
+        times = np.ascontiguousarray(times, dtype=np.int64)
         i = 0
-        in_batch: dict[int, int] = {}
         while True:
-            start = i
-            i, cands = self.index.run_until_candidate(i, digests_lo, keys32, times, batch.empty, self.window_ms, state, seqs, roots, hots)
-            for j in range(start, i):
-                if seqs[j] >= 0:
-                    in_batch[int(seqs[j])] = j
-            if cands is None:
+            i = KD.decide_batch(
+                i, ix.grow_at, batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
+                batch.fine_buf, batch.fine_start, batch.fine_len,
+                self.index_bands, self.bands, self.rows, ix.n_cells, ix.capacity, ix.hot_threshold, self.window_ms,
+                self.cfg.engine.max_verified, self.bits, self._params, state,
+                ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_meta, ix.slot_digest,
+                *self.arena.arrays(),
+                ix.cand_slots, ix.cand_shared, ix.hot_bands, self._informative, self._runs, self._scratch, self._cmp,
+                seqs, roots, matched, relations, numbers, flags, hots,
+            )
+            if i == n:
                 break
-            seq = int(state[0])
-            hit = self._verify(batch, i, cands, in_batch, docs, roots, keys32[i], found)
-            root = seq
-            if hit is not None:
-                found[i] = hit
-                root = hit[0].root_seq
-            self.index.insert_into(seq, root, int(times[i]), int(digests_lo[i]), keys32[i], int(state[1]), int(state[2]) - self.window_ms, hots[i])
-            seqs[i], roots[i] = seq, root
-            in_batch[seq] = i
-            state[0] = seq + 1
-            i += 1
+            ix.grow(int(state[0]), int(state[1]))
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
-        parts = np.fromiter((d.partition for d in docs), dtype=np.int32, count=n)
-        offsets = np.fromiter((d.offset for d in docs), dtype=np.int64, count=n)
-        fp_records = record.encode_batch(batch, self.bits, times, parts, offsets)
-        decisions: list[Decision] = []
-        puts: list[tuple[int, bytes]] = []
-        for i, doc in enumerate(docs):
-            seq = int(seqs[i])
-            if seq < 0:
-                decisions.append(Decision(doc.id, "rejected", reason="no words left after canonicalisation"))
-                continue
-            hit = found.get(i)
-            if hit is None:
-                root_id = doc.id
-                decisions.append(Decision(doc.id, "unique", seq=seq))
-            else:
-                st, cmp = hit
-                root_id = st.root_id
-                if cmp is None:
-                    decisions.append(Decision(doc.id, "duplicate", root_id, "exact", 1.0, 1.0, st.id, "equal canonical digests", seq))
-                else:
-                    decisions.append(Decision(doc.id, "duplicate", root_id, cmp.relation, cmp.jaccard, cmp.ld_similarity,
-                                              st.id, "; ".join(cmp.reasons), seq))
-            puts.append((seq, _encode(int(roots[i]), doc.id, root_id, hots[i], fp_records[i], decisions[-1])))
+        root_ids, matched_ids = self._resolve_ids(ids, seqs, matched, relations, first_seq)
+        roots_buf, roots_off = _utf8_ids([r or "" for r in root_ids])
+        matched_buf, matched_off = _utf8_ids([m or "" for m in matched_ids])
+        buf, off = KR.encode_batch(
+            seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
+            matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
+            np.ascontiguousarray(partitions, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64),
+            batch.minhash, self.bits, keys32, self.bands, np.uint32(self.fp.params.key),
+            batch.fine_buf, batch.fine_start, batch.fine_len, batch.coarse_buf, batch.coarse_start, batch.coarse_len,
+        )
+        raw = buf.tobytes()
+        bounds = off.tolist()
+        puts = [(s, raw[bounds[i]:bounds[i + 1]]) for i, s in enumerate(seqs.tolist()) if s >= 0]
+        decisions = BatchDecisions(ids, seqs, relations, numbers, flags, root_ids, matched_ids, self.cfg.verify)
         if before_commit:
             before_commit(decisions)
         old_lo = self._committed_lo
@@ -369,6 +305,36 @@ class Deduplicator:
                                      meta=meta.dumps()))
         self._committed_lo = meta.seq_lo
         return decisions
+
+    def _resolve_ids(self, ids: list[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
+                     first_seq: int) -> tuple[list[str | None], list[str | None]]:
+        """Root id and matched id of every duplicate (None for the others).
+
+        A match decided in this batch is named by the batch itself; an earlier one by its
+        stored record, read for the duplicates only.
+        """
+        n = len(ids)
+        root_ids: list[str | None] = [None] * n
+        matched_ids: list[str | None] = [None] * n
+        dups = np.flatnonzero(relations).tolist()
+        if not dups:
+            return root_ids, matched_ids
+        in_batch = np.flatnonzero(seqs >= 0)  # seq first_seq + k is document in_batch[k]
+        match_list = matched.tolist()
+        earlier = sorted({match_list[i] for i in dups if match_list[i] < first_seq})
+        stored = dict(zip(earlier, self.store.get_many(earlier)))
+        for i in dups:
+            m = match_list[i]
+            if m >= first_seq:
+                j = int(in_batch[m - first_seq])
+                matched_ids[i] = ids[j]
+                root_ids[i] = root_ids[j] or ids[j]
+            else:
+                raw = stored[m]
+                if raw is None:
+                    raise StreamdedupError(f"state record {m} is missing although the index holds it: the state is damaged")
+                matched_ids[i], root_ids[i] = engine_record.ids(raw)
+        return root_ids, matched_ids
 
     def confirm_outputs(self, through: int | None = None) -> None:
         """The outputs of every document below seq ``through`` are durable (default: all so far).
@@ -388,8 +354,8 @@ class Deduplicator:
         """
         out = {}
         for seq, raw in self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)):
-            st = _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
-            out[(st.fp.partition, st.fp.offset)] = st.decision
+            st = self._decode(seq, raw)
+            out[(st.fp.partition, st.fp.offset)] = self._decision(st)
         return out
 
     def delete(self, doc_id: str) -> int:
@@ -398,10 +364,7 @@ class Deduplicator:
         An operator action: it scans the stored records (ids are not indexed, which saves a
         write per document on the hot path).
         """
-        seqs = []
-        for seq, raw in self.store.iter_from(self.meta.seq_lo):
-            if _decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key).id == doc_id:
-                seqs.append(seq)
+        seqs = [seq for seq, raw in self.store.iter_from(self.meta.seq_lo) if engine_record.ids(raw)[0] == doc_id]
         for seq in seqs:
             self.index.forget(seq)
         if seqs:
@@ -412,8 +375,4 @@ class Deduplicator:
         self.store.close()
 
 
-def _digest_lo(digest: bytes) -> int:
-    return int.from_bytes(digest[:8], "little")
-
-
-__all__ = ["Decision", "Deduplicator", "Document"]
+__all__ = ["BatchDecisions", "Decision", "Deduplicator", "Document"]

@@ -23,12 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
+import numpy as np
 import orjson
 
 from .config import Config
-from .decode import Decoded, Rejected, decode_record
-from .engine import Decision, Deduplicator, Document
+from .decisions import DUPLICATE, REJECTED, UNIQUE_TAGS, BatchDecisions
+from .decode import Decoded, RecordDecoder, Rejected
+from .engine import Deduplicator
 from .state import open_store
+
+#: what every unique line gets spliced in (the tags of a unique document never vary)
+_UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
+_READ_CHUNK = 1 << 20
 
 
 @dataclass
@@ -50,14 +56,14 @@ class Summary:
         return self.unique + self.duplicates + self.dead_letter == self.lines
 
 
-def _with_tags(raw: bytes, decoded: Decoded, tags: dict) -> bytes:
+def _splice(raw: bytes, decoded: Decoded, tags: bytes) -> bytes:
+    """The input line with ``"_dedup": tags`` before its closing brace (``tags`` ends with ``}``)."""
     if decoded.obj is None:
-        return orjson.dumps({"id": decoded.id, "text": decoded.text, "_dedup": tags})
+        return orjson.dumps({"id": decoded.id, "text": decoded.text, "_dedup": orjson.Fragment(tags[9:-1])})
     body = raw.rstrip()
     if "_dedup" in decoded.obj or not body.endswith(b"}"):
-        return orjson.dumps({**decoded.obj, "_dedup": tags})
-    sep = b"," if decoded.obj else b""
-    return body[:-1] + sep + b'"_dedup":' + orjson.dumps(tags) + b"}"
+        return orjson.dumps({**decoded.obj, "_dedup": orjson.Fragment(tags[9:-1])})
+    return body[:-1] + (b"," if decoded.obj else b"") + tags
 
 
 def _dead_letter(raw: bytes, line_no: int, stage: str, reason: str) -> bytes:
@@ -70,16 +76,62 @@ def _dead_letter(raw: bytes, line_no: int, stage: str, reason: str) -> bytes:
 
 
 def _lines(stream: BinaryIO) -> Iterator[bytes]:
-    for line in stream:
-        if line.endswith(b"\n"):
-            line = line[:-1]
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        yield line
+    """Lines without their end of line, read a megabyte at a time."""
+    rest = b""
+    while True:
+        chunk = stream.read(_READ_CHUNK)
+        if not chunk:
+            break
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        for line in parts:
+            yield line[:-1] if line.endswith(b"\r") else line
+    if rest:
+        yield rest[:-1] if rest.endswith(b"\r") else rest
 
 
 def input_key(path: str) -> str:
     return "stdin" if path == "-" else "file:" + str(Path(path).resolve())
+
+
+class _Writer:
+    """The three output files of a run, and the counts of what went where."""
+
+    def __init__(self, out: Path, summary: Summary):
+        self.files = {name: open(out / f"{name}.jsonl", "ab") for name in ("unique", "duplicates", "dead_letter")}
+        self.summary = summary
+        self.dead: list[bytes] = []
+
+    def dead_letter(self, raw: bytes, line_no: int, stage: str, reason: str) -> None:
+        self.dead.append(_dead_letter(raw, line_no, stage, reason))
+        self.summary.dead_letter += 1
+        self.summary.dead_letter_stages[stage] += 1
+
+    def batch(self, pending: list[tuple[int, bytes, Decoded]], decisions: BatchDecisions) -> None:
+        """Write a decided batch (and the dead letters since the last one); flushed, not synced."""
+        unique, dups = [], []
+        codes = decisions.codes.tolist()
+        for k, (line_no, raw, d) in enumerate(pending):
+            code = codes[k]
+            if code == DUPLICATE:
+                dec = decisions.decision(k)
+                dups.append(_splice(raw, d, b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"))
+                self.summary.relations[dec.relation] += 1
+            elif code == REJECTED:
+                self.dead_letter(raw, line_no, "text", decisions.decision(k).reason or "rejected")
+            else:
+                unique.append(_splice(raw, d, _UNIQUE_SPLICE))
+        self.summary.unique += len(unique)
+        self.summary.duplicates += len(dups)
+        for name, lines in (("unique", unique), ("duplicates", dups), ("dead_letter", self.dead)):
+            if lines:
+                self.files[name].write(b"\n".join(lines) + b"\n")
+                self.files[name].flush()
+        self.dead = []
+
+    def close(self) -> None:
+        for f in self.files.values():
+            f.close()
 
 
 def run_file(
@@ -97,41 +149,26 @@ def run_file(
     key = input_key(input_path)
     done_before = int(engine.positions.get(key, 0)) if key != "stdin" else 0
     summary = Summary(skipped_resumed=done_before)
-    files = {name: open(out / f"{name}.jsonl", "ab") for name in ("unique", "duplicates", "dead_letter")}
+    writer = _Writer(out, summary)
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
-    max_text = cfg.fingerprint.max_text_bytes
+    decoder = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)
     batch_size = cfg.engine.batch_size
     t0 = time.perf_counter()
     try:
         pending: list[tuple[int, bytes, Decoded]] = []
-        dead: list[bytes] = []
         line_no = 0
 
-        def write(decisions: list[Decision]) -> None:
-            buf_u, buf_d = [], []
-            for (n, raw, d), dec in zip(pending, decisions):
-                if dec.status == "rejected":
-                    dead.append(_dead_letter(raw, n, "text", dec.reason or "rejected"))
-                    summary.dead_letter += 1
-                    summary.dead_letter_stages["text"] += 1
-                elif dec.status == "unique":
-                    buf_u.append(_with_tags(raw, d, dec.tags()))
-                    summary.unique += 1
-                else:
-                    buf_d.append(_with_tags(raw, d, dec.tags()))
-                    summary.duplicates += 1
-                    summary.relations[dec.relation] += 1
-            for name, lines in (("unique", buf_u), ("duplicates", buf_d), ("dead_letter", dead)):
-                if lines:
-                    files[name].write(b"\n".join(lines) + b"\n")
-                    files[name].flush()
-
         def flush() -> None:
-            docs = [Document(d.id, d.text, d.event_time_ms, -1, n) for n, _, d in pending]
-            engine.process(docs, {key: line_no} if key != "stdin" else None, before_commit=write)
-            dead.clear()
+            n = len(pending)
+            times = np.fromiter((d.event_time_ms for _, _, d in pending), np.int64, n)
+            engine.process_columns(
+                [d.id for _, _, d in pending], [d.text for _, _, d in pending], times, np.full(n, -1, np.int64),
+                np.fromiter((ln for ln, _, _ in pending), np.int64, n),
+                {key: line_no} if key != "stdin" else None,
+                before_commit=lambda decisions: writer.batch(pending, decisions))
             pending.clear()
 
+        now_ms = int(time.time() * 1000)
         for raw in _lines(stream):
             line_no += 1
             if line_no <= done_before:
@@ -141,19 +178,16 @@ def run_file(
                 break
             summary.lines += 1
             if not raw.strip():
-                dead.append(_dead_letter(raw, line_no, "json", "empty line"))
-                summary.dead_letter += 1
-                summary.dead_letter_stages["json"] += 1
+                writer.dead_letter(raw, line_no, "json", "empty line")
                 continue
-            res = decode_record(raw, cfg.input, f"line:{line_no}", int(time.time() * 1000), max_text)
-            if isinstance(res, Rejected):
-                dead.append(_dead_letter(raw, line_no, res.stage, res.reason))
-                summary.dead_letter += 1
-                summary.dead_letter_stages[res.stage] += 1
-            else:
-                pending.append((line_no, raw, res))
+            res = decoder(raw, lambda: f"line:{line_no}", now_ms)
+            if type(res) is Rejected:
+                writer.dead_letter(raw, line_no, res.stage, res.reason)
+                continue
+            pending.append((line_no, raw, res))
             if len(pending) >= batch_size:
                 flush()
+                now_ms = int(time.time() * 1000)
                 if progress:
                     progress(summary.lines)
         flush()
@@ -161,8 +195,7 @@ def run_file(
             progress(summary.lines)
     finally:
         summary.seconds = time.perf_counter() - t0
-        for f in files.values():
-            f.close()
+        writer.close()
         if stream is not sys.stdin.buffer:
             stream.close()
         engine.close()

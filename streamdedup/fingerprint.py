@@ -77,22 +77,44 @@ class FingerprintBatch:
         n_shingles: number of shingles (positions, not distinct) per text.
         empty: texts whose canonical form is empty; their MinHash is all ``EMPTY_SLOT`` and their
             band keys are 0, so callers must not index them.
+
+    The per-text ``signatures``, ``coarse_signatures`` and ``digests`` are made on first use
+    from the flat buffers the kernel wrote (``fine_buf[fine_start[i]:][:fine_len[i]]``,
+    ``digest_words[i]`` as two little-endian words): the engine reads the buffers and never
+    pays for a Python object per text.
     """
 
     params: FingerprintParams
     minhash: np.ndarray
     band_keys: np.ndarray
     lead_keys: np.ndarray
-    signatures: list[bytes]
-    coarse_signatures: list[bytes]
-    digests: list[bytes]
     lengths: np.ndarray
     n_shingles: np.ndarray
     empty: np.ndarray
+    digest_words: np.ndarray  # (n, 2) uint64
+    fine_buf: np.ndarray
+    fine_start: np.ndarray
+    fine_len: np.ndarray
+    coarse_buf: np.ndarray
+    coarse_start: np.ndarray
+    coarse_len: np.ndarray
     canonical: list[bytes] = field(default_factory=list, repr=False)
 
     def __len__(self) -> int:
         return self.minhash.shape[0]
+
+    @cached_property
+    def signatures(self) -> list[bytes]:
+        return _split(self.fine_buf, self.fine_start, self.fine_len)
+
+    @cached_property
+    def coarse_signatures(self) -> list[bytes]:
+        return _split(self.coarse_buf, self.coarse_start, self.coarse_len)
+
+    @cached_property
+    def digests(self) -> list[bytes]:
+        dig = self.digest_words.astype("<u8").tobytes()
+        return [dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(len(self))]
 
 
 class Fingerprinter:
@@ -129,6 +151,13 @@ class Fingerprinter:
             raise InputError(f"text {index}: over fingerprint.max_text_bytes ({limit} bytes)")
         return text
 
+    def _all_plain_ascii(self, texts: Sequence[object]) -> bool:
+        """True when every text is an ASCII ``str`` within the size limit (then check_text
+        would pass them all): the common batch, checked with a few C-level passes."""
+        if not all(type(t) is str for t in texts):
+            return False
+        return max(map(len, texts), default=0) <= self.cfg.max_text_bytes and "".join(texts).isascii()  # type: ignore[arg-type]
+
     def fingerprint_batch(self, texts: Sequence[object], keep_canonical: bool = False) -> FingerprintBatch:
         """Fingerprint a batch of texts (``str`` or UTF-8 ``bytes``).
 
@@ -137,9 +166,10 @@ class Fingerprinter:
                 that must keep going (file mode, Kafka) check each text with :meth:`check_text`
                 first and dead-letter the bad ones.
         """
-        checked = [self.check_text(t, i) for i, t in enumerate(texts)]
+        if not self._all_plain_ascii(texts):
+            texts = [self.check_text(t, i) for i, t in enumerate(texts)]
         try:
-            raw, offsets = prepare_batch(checked, self.cfg.canonical)
+            raw, offsets = prepare_batch(list(texts), self.cfg.canonical)
         except UnicodeEncodeError as exc:  # lone surrogates cannot be UTF-8
             raise InputError(f"text is not encodable as UTF-8: {exc.reason}") from None
         return self._run(raw, offsets, keep_canonical)
@@ -177,24 +207,35 @@ class Fingerprinter:
         empty = n_shingles == 0
         band_out[empty] = 0
         lead_out[empty] = 0
-        dig = digests.astype("<u8").tobytes()
+        # signatures are cut at MAX_SIGNATURE_SYMBOLS (see there)
+        fine_len = np.minimum(np.diff(fine_off), MAX_SIGNATURE_SYMBOLS)
+        coarse_len = np.minimum(np.diff(coarse_off), MAX_SIGNATURE_SYMBOLS)
         return FingerprintBatch(
             params=self.params,
             minhash=minhash,
             band_keys=band_out,
             lead_keys=lead_out,
-            signatures=_split(fine_buf[: fine_off[-1]].tobytes(), fine_off, MAX_SIGNATURE_SYMBOLS),
-            coarse_signatures=_split(coarse_buf[: coarse_off[-1]].tobytes(), coarse_off, MAX_SIGNATURE_SYMBOLS),
-            digests=[dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(n)],
             lengths=np.diff(canon_off),
             n_shingles=n_shingles,
             empty=empty,
-            canonical=_split(canon[: canon_off[-1]].tobytes(), canon_off) if keep_canonical else [],
+            digest_words=digests,
+            fine_buf=fine_buf,
+            fine_start=fine_off[:-1],
+            fine_len=fine_len,
+            coarse_buf=coarse_buf,
+            coarse_start=coarse_off[:-1],
+            coarse_len=coarse_len,
+            canonical=_split(canon, canon_off[:-1], np.diff(canon_off)) if keep_canonical else [],
         )
 
-def _split(raw: bytes, offsets: np.ndarray, cap: int | None = None) -> list[bytes]:
-    # list indexing is several times cheaper than numpy scalar indexing in this per-text loop
-    off = offsets.tolist()
-    if cap is None:
-        return [raw[off[i]:off[i + 1]] for i in range(len(off) - 1)]
-    return [raw[off[i]:min(off[i + 1], off[i] + cap)] for i in range(len(off) - 1)]
+
+def _split(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:
+    """Texts ``buf[starts[i]:starts[i] + lengths[i]]`` (increasing, non-overlapping) as bytes."""
+    if len(starts) == 0:
+        return []
+    # one bytes object, then slices: list indexing is several times cheaper than numpy
+    # scalar indexing in this per-text loop
+    raw = buf[:int(starts[-1] + lengths[-1])].tobytes()
+    st = starts.tolist()
+    ln = lengths.tolist()
+    return [raw[s:s + n] for s, n in zip(st, ln)]

@@ -1,16 +1,21 @@
 """Python face of the in-memory candidate index (the arrays behind ``_kernels.index``).
 
-Memory per document slot (cells = 2 x capacity, rounded up to a power of two):
-``4 * bands * 2`` (cells) ``+ bands * 2`` (hot counts) ``+ 4 * bands`` (own keys)
-``+ 8 * 2`` (digest cells) ``+ 32`` (seq, time, root, digest); 41 bands (31 + 10 lead):
-~620 bytes per slot. The cell tables are touched at random, so they are paid for in full
-once warm; with ``prefault`` (engine.prefault_index) they are paid for at start-up instead.
+Memory per document: ``4 * bands`` (slot_meta: key bits and hot count per band) + 32 (seq,
+time, root, digest), plus the cell tables, ``2 * 4 * bands + 2 * 4`` bytes per document at
+their full size (two cells per document per band keep the chance that a later document
+overwrites a live one's cell low). With 41 bands (31 + 10 lead): ~530 bytes per document.
+
+The cell tables grow with the stream: they start small and double (rehashed from the slots)
+whenever the documents seen so far reach half their cells, up to two cells per document of
+``capacity``. A short stream does not pay for a million-document index, and the size at each
+document is a function of its seq alone, so growth never changes a decision. ``preallocate``
+sizes them for ``capacity`` at once and touches every page (a long-running processor pays the
+memory at start-up instead of page faults mid-stream); the tables in use are the same.
 """
 
 from __future__ import annotations
 
 import mmap
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,105 +49,76 @@ def _prefault(a: np.ndarray) -> None:
     flat[::4096] = 0  # only for zeroed arrays (a self-assignment would be skipped by numpy)
 
 
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(4, (n - 1).bit_length())
-
-
-@dataclass
-class Candidates:
-    exact_slot: int
-    slots: np.ndarray
-    shared_bands: np.ndarray
-    hot_bands: np.ndarray
-
-    def __len__(self) -> int:
-        return self.slots.shape[0]
+#: smallest cell table (per band); below this growth steps are not worth their pauses
+MIN_CELLS = 4096
 
 
 class CandidateIndex:
-    """Ring of document slots plus per-band direct-mapped cells (see ``_kernels/index.py``)."""
+    """Ring of document slots plus per-band direct-mapped cells (see ``_kernels/index.py``).
 
-    def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int, prefault: bool = False):
+    The kernels (``_kernels.decide``, ``_kernels.records``) take the arrays directly; this
+    class owns them, sizes them and holds the per-document scratch the lookups write into.
+    """
+
+    def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int, preallocate: bool = False,
+                 next_seq: int = 0):
         self.bands = bands
         self.capacity = capacity
         self.hot_threshold = hot_threshold
-        self.log2n = _pow2_at_least(2 * capacity).bit_length() - 1
-        n_cells = 1 << self.log2n
-        self.cells = _zeros(bands * n_cells, np.uint32)
-        self.hot = _zeros(bands * n_cells, np.uint8)
-        self.digest_cells = _zeros(n_cells, np.uint32)
+        self.max_cells = 2 * capacity
         self.slot_seq = np.full(capacity, -1, dtype=np.int64)
         self.slot_time = np.zeros(capacity, dtype=np.int64)
         self.slot_root = np.zeros(capacity, dtype=np.int64)
-        self.slot_keys = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
+        self.slot_meta = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
         self.slot_digest = np.zeros(capacity, dtype=np.uint64)
-        self._cand = np.empty(max_candidates, dtype=np.int64)
-        self._shared = np.empty(max_candidates, dtype=np.int64)
-        self._hot_bands = np.empty(bands, dtype=np.bool_)
-        self._hot_out = np.empty(bands, dtype=np.uint8)
-        if prefault:
-            for a in (self.cells, self.hot, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys, self.slot_digest):
+        self.cand_slots = np.empty(max_candidates, dtype=np.int64)
+        self.cand_shared = np.empty(max_candidates, dtype=np.int64)
+        self.hot_bands = np.empty(bands, dtype=np.bool_)
+        self._cell_store: np.ndarray | None = None
+        self._digest_store: np.ndarray | None = None
+        if preallocate:
+            self._cell_store = _zeros(bands * self.max_cells, np.uint32)
+            self._digest_store = _zeros(self.max_cells, np.uint32)
+            for a in (self._cell_store, self._digest_store, self.slot_time, self.slot_root, self.slot_meta, self.slot_digest):
                 _prefault(a)
+        self._allocate(self.cells_for(next_seq))
+
+    def _allocate(self, n_cells: int) -> None:
+        """Empty tables of ``n_cells`` per band (a zeroed prefix of the preallocated memory, if any)."""
+        self.n_cells = n_cells
+        if self._cell_store is None:
+            self.cells = _zeros(self.bands * n_cells, np.uint32)
+            self.digest_cells = _zeros(n_cells, np.uint32)
+        else:
+            self.cells = self._cell_store[: self.bands * n_cells]
+            self.digest_cells = self._digest_store[:n_cells]
+            self.cells[:] = 0
+            self.digest_cells[:] = 0
+        #: the seq whose insertion needs bigger tables
+        self.grow_at = n_cells // 2 if n_cells < self.max_cells else 2**62
+
+    def cells_for(self, seq: int) -> int:
+        """Cells per band while document ``seq`` is decided: halvings of the full size, at
+        least two per document seen (and MIN_CELLS)."""
+        target = max(2 * min(seq + 1, self.capacity), MIN_CELLS)
+        n = self.max_cells
+        while n // 2 >= target:
+            n //= 2
+        return n
+
+    def grow(self, next_seq: int, seq_lo: int) -> None:
+        """Bigger tables for document ``next_seq``, refilled from the slots of the valid documents."""
+        self._allocate(self.cells_for(next_seq))
+        K.rehash(max(seq_lo, next_seq - self.capacity), next_seq, self.bands, self.n_cells, self.capacity,
+                 self.cells, self.digest_cells, self.slot_seq, self.slot_meta, self.slot_digest)
 
     @property
     def bytes_used(self) -> int:
-        arrays = (self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_digest)
+        arrays = (self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_meta, self.slot_digest)
         return sum(a.nbytes for a in arrays)
-
-    def lookup(self, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int) -> Candidates:
-        n, exact = K.lookup(
-            np.uint64(digest_lo), keys32, self.bands, self.log2n, self.hot_threshold, seq_lo, min_time,
-            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_keys, self.slot_digest,
-            self._cand, self._shared, self._hot_bands,
-        )
-        return Candidates(int(exact), self._cand[:n].copy(), self._shared[:n].copy(), self._hot_bands.copy())
-
-    def insert(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int) -> np.ndarray:
-        """Insert a decided document; returns the hot count of each of its band cells."""
-        K.insert(
-            seq, root, event_time, np.uint64(digest_lo), keys32, self.bands, self.log2n, self.capacity, seq_lo, min_time,
-            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
-            self.slot_digest, self._hot_out,
-        )
-        return self._hot_out.copy()
-
-    def run_until_candidate(self, start: int, digests_lo: np.ndarray, keys32: np.ndarray, times: np.ndarray, empty: np.ndarray,
-                            window_ms: int, state: np.ndarray, seq_out: np.ndarray, root_out: np.ndarray, hot_out: np.ndarray
-                            ) -> tuple[int, Candidates | None]:
-        """Insert candidate-free documents from ``start``; stop at the first with candidates."""
-        i, n, exact = K.run_until_candidate(
-            start, digests_lo, keys32, times, empty, self.bands, self.log2n, self.capacity, self.hot_threshold, window_ms, state,
-            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_digest,
-            seq_out, root_out, hot_out, self._cand, self._shared, self._hot_bands,
-        )
-        if i >= keys32.shape[0]:
-            return int(i), None
-        return int(i), Candidates(int(exact), self._cand[:n].copy(), self._shared[:n].copy(), self._hot_bands.copy())
-
-    def insert_into(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, seq_lo: int, min_time: int,
-                    hot_out: np.ndarray) -> None:
-        """Insert a decided document, writing its cells' hot counts into ``hot_out``."""
-        K.insert(
-            seq, root, event_time, np.uint64(digest_lo), keys32, self.bands, self.log2n, self.capacity, seq_lo, min_time,
-            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
-            self.slot_digest, hot_out,
-        )
-
-    def restore(self, seq: int, root: int, event_time: int, digest_lo: int, keys32: np.ndarray, hot_counts: np.ndarray) -> None:
-        K.restore(
-            seq, root, event_time, np.uint64(digest_lo), keys32, hot_counts, self.bands, self.log2n, self.capacity,
-            self.cells, self.hot, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
-            self.slot_digest,
-        )
 
     def forget(self, seq: int) -> None:
         """Make a document unreachable (deletion by id)."""
         slot = seq % self.capacity
         if self.slot_seq[slot] == seq:
             self.slot_seq[slot] = -1
-
-    def seq_of_slot(self, slot: int) -> int:
-        return int(self.slot_seq[slot])
-
-    def root_of_slot(self, slot: int) -> int:
-        return int(self.slot_root[slot])

@@ -2,23 +2,27 @@
 
 Documents live in a ring of ``capacity`` slots (slot = seq mod capacity), so the max-documents
 bound evicts the oldest document for free. Per band there is a direct-mapped table of
-``n_cells`` cells (a power of two); a cell holds ``slot + 1`` of the *most recent* document
-whose band key maps there, and the document's own 32-bit band keys (the low half of each
-64-bit key, as stored in records) are kept per slot to check that a cell really holds the same
-key. The cell is the top bits of ``key32 * GOLDEN`` (multiplicative hashing). Keeping only the most recent document per key is
-enough for deduplication, because a new copy only needs to reach *some* member of its cluster
-and every member points to the cluster's first document (the root). It also caps hot buckets
-at one entry by construction.
+``n_cells`` cells; a cell holds ``slot + 1`` of the *most recent* document whose band key maps
+there. Keeping only the most recent document per key is enough for deduplication, because a
+new copy only needs to reach *some* member of its cluster and every member points to the
+cluster's first document (the root). It also caps hot buckets at one entry by construction.
 
-Boilerplate: each cell counts how many distinct clusters have written the same key in a row
-(saturating at 255). A band whose cell count reaches the engine's threshold is "hot": text
-shared by many stories (a publisher footer) made it, and its matches are not evidence of
-duplication.
+Keys: the index uses 24 bits of each band key (bits 8-31 of the low half of the 64-bit key,
+as stored in records). Per slot and band, ``slot_meta`` holds those 24 bits (to check that a
+cell really holds the same key; another key passes with probability 2**-24, which costs one
+extra verification) and, in its low byte, the hot count. A cell is the multiply-high of a
+32-bit hash of the key with ``n_cells``, so a table can have any size.
+
+Boilerplate: the hot count of a (band, key) counts the distinct clusters that wrote the key in
+a row (saturating at 255), carried from the cell's previous writer to the next. A band whose
+count reaches the engine's threshold is "hot": text shared by many stories (a publisher
+footer) made it, and its matches are not evidence of duplication.
 
 A slot is valid when its seq lies in ``[seq_lo, next_seq)``, it is not deleted, and its
 event time is within the window. Validity is checked on every read, so eviction never has to
-touch the cells. Every field is rebuilt exactly by re-inserting the stored records in seq
-order (see ``restore``), which is what makes restarts give identical decisions.
+touch the cells. The cells are a function of the valid documents in seq order: ``rehash``
+(when the tables grow) and ``restore`` (on start, from the stored records) rebuild exactly the
+cells that the inserts made, which is what makes restarts give identical decisions.
 """
 
 from __future__ import annotations
@@ -29,11 +33,18 @@ from numba import njit, uint32, uint64
 from .hashing import GOLDEN
 
 NO_SLOT = np.int64(-1)
+KEY_MASK = uint32(0xFFFFFF00)
 
 
 @njit(cache=True, inline="always")
-def _cell(b, key32, log2n):
-    return (b << log2n) + np.int64((uint64(key32) * GOLDEN) >> uint64(64 - log2n))
+def _cell(b, key32, n_cells):
+    h = (uint64(key32 >> uint32(8)) * GOLDEN) >> uint64(32)
+    return np.int64(b) * n_cells + np.int64((h * uint64(n_cells)) >> uint64(32))
+
+
+@njit(cache=True, inline="always")
+def _digest_cell(digest_lo, n_cells):
+    return np.int64(((digest_lo >> uint64(32)) * uint64(n_cells)) >> uint64(32))
 
 
 @njit(cache=True, inline="always")
@@ -42,10 +53,15 @@ def _valid(slot, slot_seq, slot_time, seq_lo, min_time):
     return s >= seq_lo and slot_time[slot] >= min_time
 
 
+@njit(cache=True, inline="always")
+def _same_key(meta, key32):
+    return (meta & KEY_MASK) == (key32 & KEY_MASK)
+
+
 @njit(cache=True)
 def lookup(
-    digest_lo, keys, bands, log2n, hot_threshold, seq_lo, min_time,
-    cells, hot, digest_cells, slot_seq, slot_time, slot_keys, slot_digest,
+    digest_lo, keys, bands, n_cells, hot_threshold, seq_lo, min_time,
+    cells, digest_cells, slot_seq, slot_time, slot_meta, slot_digest,
     cand_slots, cand_shared, hot_bands,
 ):
     """Candidates of one document: the exact-digest match first (if any), then band matches.
@@ -54,9 +70,8 @@ def lookup(
     candidate slots and how many non-hot bands each shares, in first-seen band order;
     ``hot_bands[b]`` is set for bands whose cell is hot.
     """
-    mask = uint64((1 << log2n) - 1)
     exact = NO_SLOT
-    d = digest_cells[digest_lo & mask]
+    d = digest_cells[_digest_cell(digest_lo, n_cells)]
     if d != 0:
         slot = np.int64(d) - 1
         if _valid(slot, slot_seq, slot_time, seq_lo, min_time) and slot_digest[slot] == digest_lo:
@@ -65,16 +80,16 @@ def lookup(
     for b in range(bands):
         hot_bands[b] = False
         key = keys[b]
-        idx = _cell(b, key, log2n)
-        c = cells[idx]
+        c = cells[_cell(b, key, n_cells)]
         if c == 0:
             continue
         slot = np.int64(c) - 1
         if not _valid(slot, slot_seq, slot_time, seq_lo, min_time):
             continue
-        if slot_keys[slot, b] != key:
+        meta = slot_meta[slot, b]
+        if not _same_key(meta, key):
             continue
-        if hot[idx] >= hot_threshold:
+        if (meta & uint32(0xFF)) >= hot_threshold:
             hot_bands[b] = True
         found = False
         for j in range(n):
@@ -91,9 +106,9 @@ def lookup(
 
 
 @njit(cache=True, inline="always")
-def _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest):
+def _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, slot_seq, slot_time, slot_root, slot_digest):
     """The per-document part of an insertion, shared by insert and restore."""
-    digest_cells[digest_lo & mask] = uint32(slot + 1)
+    digest_cells[_digest_cell(digest_lo, n_cells)] = uint32(slot + 1)
     slot_seq[slot] = seq
     slot_time[slot] = event_time
     slot_root[slot] = root
@@ -102,87 +117,56 @@ def _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_
 
 @njit(cache=True)
 def insert(
-    seq, root, event_time, digest_lo, keys, bands, log2n, capacity, seq_lo, min_time,
-    cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest, hot_out,
+    seq, root, event_time, digest_lo, keys, bands, n_cells, capacity, seq_lo, min_time,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest, hot_out,
 ):
     """Insert one document (already decided: ``root`` is its cluster's first seq).
 
-    Writes the hot count each band's cell ends with to ``hot_out`` (stored in the record so
-    that a rebuild can restore it exactly).
+    Writes the hot count of each of its bands to ``hot_out`` (stored in the record so that a
+    rebuild can restore it exactly).
     """
-    mask = uint64((1 << log2n) - 1)
     slot = seq % capacity
     for b in range(bands):
         key32 = keys[b]
-        idx = _cell(b, key32, log2n)
+        idx = _cell(b, key32, n_cells)
         c = cells[idx]
         count = 1
         if c != 0:
             prev = np.int64(c) - 1
-            if prev != slot and _valid(prev, slot_seq, slot_time, seq_lo, min_time) and slot_keys[prev, b] == key32:
-                count = np.int64(hot[idx])
+            if prev != slot and _valid(prev, slot_seq, slot_time, seq_lo, min_time) and _same_key(slot_meta[prev, b], key32):
+                count = np.int64(slot_meta[prev, b] & uint32(0xFF))
                 if slot_root[prev] != root and count < 255:
                     count += 1
-        hot[idx] = count
         hot_out[b] = count
         cells[idx] = uint32(slot + 1)
-        slot_keys[slot, b] = key32
-    _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
+        slot_meta[slot, b] = (key32 & KEY_MASK) | uint32(count)
+    _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)
 def restore(
-    seq, root, event_time, digest_lo, keys, hot_counts, bands, log2n, capacity,
-    cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest,
+    seq, root, event_time, digest_lo, keys, hot_counts, bands, n_cells, capacity,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,
 ):
     """Re-insert a stored document during a rebuild, with the hot counts it was stored with."""
-    mask = uint64((1 << log2n) - 1)
     slot = seq % capacity
     for b in range(bands):
-        idx = _cell(b, keys[b], log2n)
-        hot[idx] = hot_counts[b]
-        cells[idx] = uint32(slot + 1)
-        slot_keys[slot, b] = keys[b]
-    _fill_slot(slot, seq, root, event_time, digest_lo, mask, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
+        cells[_cell(b, keys[b], n_cells)] = uint32(slot + 1)
+        slot_meta[slot, b] = (keys[b] & KEY_MASK) | uint32(hot_counts[b])
+    _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)
-def run_until_candidate(
-    start, digests_lo, keys, times, empty, bands, log2n, capacity, hot_threshold, window_ms, state,
-    cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest,
-    seq_out, root_out, hot_out, cand_slots, cand_shared, hot_bands,
-):
-    """Decide documents ``start..`` in order while they have no candidate at all.
+def rehash(lo_seq, next_seq, bands, n_cells, capacity, cells, digest_cells, slot_seq, slot_meta, slot_digest):
+    """Fill empty tables of ``n_cells`` cells from the slots of documents ``lo_seq..next_seq``.
 
-    Such a document is unique: it is inserted as its own cluster root here, without a trip to
-    Python. Returns ``(i, n_candidates, exact_slot)`` for the first document that has
-    candidates (the caller verifies it, inserts it and resumes at ``i + 1``), or
-    ``(len, 0, -1)`` when the batch is done. ``state`` is ``[next_seq, seq_lo, watermark]``
-    and is updated for every document looked at, including the returned one.
+    The same cells ``restore`` gives for these documents: each cell holds the last document
+    (in seq order) whose key maps there.
     """
-    n = keys.shape[0]
-    for i in range(start, n):
-        if empty[i]:
-            seq_out[i] = -1
+    for seq in range(lo_seq, next_seq):
+        slot = seq % capacity
+        if slot_seq[slot] != seq:
             continue
-        seq = state[0]
-        if times[i] > state[2]:
-            state[2] = times[i]
-        if seq + 1 - capacity > state[1]:
-            state[1] = seq + 1 - capacity
-        min_time = state[2] - window_ms
-        nc, exact = lookup(
-            digests_lo[i], keys[i], bands, log2n, hot_threshold, state[1], min_time,
-            cells, hot, digest_cells, slot_seq, slot_time, slot_keys, slot_digest,
-            cand_slots, cand_shared, hot_bands,
-        )
-        if nc > 0 or exact >= 0:
-            return i, nc, exact
-        insert(
-            seq, seq, times[i], digests_lo[i], keys[i], bands, log2n, capacity, state[1], min_time,
-            cells, hot, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_digest, hot_out[i],
-        )
-        seq_out[i] = seq
-        root_out[i] = seq
-        state[0] = seq + 1
-    return n, 0, NO_SLOT
+        for b in range(bands):
+            cells[_cell(b, slot_meta[slot, b], n_cells)] = uint32(slot + 1)
+        digest_cells[_digest_cell(slot_digest[slot], n_cells)] = uint32(slot + 1)

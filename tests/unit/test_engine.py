@@ -170,11 +170,50 @@ def test_state_from_other_parameters_is_refused(tmp_path) -> None:
         Deduplicator(cfg(FINGERPRINT__MINHASH__NUM_PERM="64"), RocksStore(path))
 
 
-def test_prefault_and_warm_up_change_no_decision() -> None:
-    docs = _stream(120)
-    lazy = run(Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__PREFAULT_INDEX="false"), MemoryStore()), docs, batch=16)
-    warm = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore())
-    assert not warm.index.cells.any()  # prefaulting writes zeros only
+def test_preallocation_growth_and_warm_up_change_no_decision() -> None:
+    docs = _stream(240)
+    # 16 + 32 documents per growth step at most: the tables grow several times in this stream
+    grown = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore())
+    assert grown.index.n_cells < grown.index.max_cells
+    lazy = run(grown, docs, batch=16)
+    warm = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__PREALLOCATE_INDEX="true"), MemoryStore())
+    assert not warm.index.cells.any()  # preallocating writes zeros only
     warm.warm_up()
-    assert warm.indexed_documents == 0 and warm.meta.next_seq == 0  # the warm-up used a scratch index
+    assert warm.indexed_documents == 0 and warm.meta.next_seq == 0  # the warm-up used a scratch engine
     assert [_key(d) for d in run(warm, docs, batch=16)] == [_key(d) for d in lazy]
+
+
+def test_tables_grow_mid_batch_like_one_document_at_a_time(monkeypatch) -> None:
+    from streamdedup import index
+
+    monkeypatch.setattr(index, "MIN_CELLS", 16)
+    docs = _stream(240)
+    c = cfg(ENGINE__MAX_DOCUMENTS="200")
+    big_batches = Deduplicator(c, MemoryStore())
+    sizes = set()
+    out = []
+    for i in range(0, len(docs), 100):
+        out.extend(big_batches.process(docs[i:i + 100]))
+        sizes.add(big_batches.index.n_cells)
+    assert len(sizes) >= 2 and big_batches.index.n_cells == 400
+    one_by_one = run(Deduplicator(c, MemoryStore()), docs, batch=1)
+    assert [_key(d) for d in out] == [_key(d) for d in one_by_one]
+
+
+@pytest.mark.parametrize("split", [30, 99, 101, 170])
+def test_restart_across_table_growth_gives_identical_decisions(tmp_path, monkeypatch, split: int) -> None:
+    from streamdedup import index
+
+    monkeypatch.setattr(index, "MIN_CELLS", 16)  # tables of 16, 32, ... 256 cells: growth at seqs 8, 16, ... 64
+    c = cfg(ENGINE__MAX_DOCUMENTS="128", ENGINE__BATCH_SIZE="16")
+    docs = _stream()
+    whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
+    path = str(tmp_path / f"state-{split}")
+    first = Deduplicator(c, RocksStore(path))
+    part1 = run(first, docs[:split], batch=16)
+    first.close()
+    second = Deduplicator(c, RocksStore(path))
+    part2 = run(second, docs[split:], batch=9)
+    assert second.index.n_cells == 256
+    second.close()
+    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]

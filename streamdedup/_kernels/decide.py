@@ -1,0 +1,147 @@
+"""The engine's decide loop: a whole micro-batch in arrival order, without Python per document.
+
+Per document: advance the window, look up the exact-digest cell and the band cells, verify the
+candidates (most shared bands first, at most ``max_verified``) against their arena data, keep
+the best duplicate (highest Jaccard among pairs whose relation counts as a duplicate), insert
+the document as a member of that cluster or as a new root, and store its verification data.
+A document decided earlier in the same batch is already in the index and the arena, so a
+batch behaves exactly like the same documents one at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import arena
+from .index import insert, lookup
+from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
+from .verify import REL_EXACT, compare_pair, is_duplicate
+
+# columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
+D_JACCARD = 0
+D_LD_SIMILARITY = 1
+D_CONTAINMENT_B_IN_A = 2
+D_CONTAINMENT_A_IN_B = 3
+D_EMBEDDING = 4
+N_NUMBERS = 5
+
+# flags per document
+F_BOILERPLATE = 1
+
+
+@njit(cache=True)
+def decide_batch(
+    start, grow_at, digests, keys, times, empty, minhash, n_shingles, lengths, sig_buf, sig_start, sig_len,
+    bands, main_bands, rows, n_cells, capacity, hot_threshold, window_ms, max_verified, bits, params, state,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,
+    a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state,
+    cand_slots, cand_shared, hot_bands, informative, runs, scratch, cmp_out,
+    seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
+):
+    """Decide the documents of a batch from ``start``; ``state`` is ``[next_seq, seq_lo, watermark]``.
+
+    Returns the batch length, or the position of the first document that would get seq
+    ``grow_at``: the caller grows the index tables and calls again from there.
+
+    Outputs per document i: ``seq_out`` (-1 for a text without words: not indexed),
+    ``root_out`` (its cluster's first seq), ``match_out`` (the seq it was matched to, or -1),
+    ``rel_out`` (0 for unique, else the relation code), ``num_out`` (the estimates of the
+    match, see ``D_*``), ``flag_out`` and ``hot_out`` (its band cells' hot counts).
+    """
+    n = keys.shape[0]
+    order = np.empty(cand_slots.shape[0], dtype=np.int64)
+    for i in range(start, n):
+        if not empty[i] and state[0] >= grow_at:
+            return i
+        seq_out[i] = -1
+        match_out[i] = -1
+        rel_out[i] = 0
+        flag_out[i] = 0
+        for c in range(N_NUMBERS):
+            num_out[i, c] = np.nan
+        if empty[i]:
+            continue
+        seq = state[0]
+        if times[i] > state[2]:
+            state[2] = times[i]
+        if seq + 1 - capacity > state[1]:
+            state[1] = seq + 1 - capacity
+        min_time = state[2] - window_ms
+        nc, exact = lookup(
+            digests[i, 0], keys[i], bands, n_cells, hot_threshold, state[1], min_time,
+            cells, digest_cells, slot_seq, slot_time, slot_meta, slot_digest,
+            cand_slots, cand_shared, hot_bands,
+        )
+        best = np.int64(-1)
+        best_rel = 0
+        best_j = -1.0
+        if exact >= 0 and a_digest_hi[exact] == digests[i, 1]:
+            best = exact
+            best_rel = REL_EXACT
+            num_out[i, D_JACCARD] = 1.0
+            num_out[i, D_LD_SIMILARITY] = 1.0
+        elif nc > 0:
+            # most shared bands first; a stable insertion sort keeps first-seen order on ties
+            for k in range(nc):
+                order[k] = k
+            for k in range(1, nc):
+                x = order[k]
+                m = k - 1
+                while m >= 0 and cand_shared[order[m]] < cand_shared[x]:
+                    order[m + 1] = order[m]
+                    m -= 1
+                order[m + 1] = x
+            boilerplate = False
+            for b in range(main_bands):
+                if hot_bands[b]:
+                    boilerplate = True
+            if boilerplate:
+                for k in range(informative.shape[0]):
+                    informative[k] = True
+                for b in range(main_bands):
+                    if hot_bands[b]:
+                        for r in range(b * rows, (b + 1) * rows):
+                            informative[r] = False
+            sig_b = sig_buf[sig_start[i]:sig_start[i] + sig_len[i]]
+            n_check = nc if nc < max_verified else max_verified
+            for k in range(n_check):
+                c = cand_slots[order[k]]
+                shared_bp = False
+                if boilerplate:
+                    for b in range(main_bands):
+                        if hot_bands[b] and (slot_meta[c, b] >> 8) == (keys[i, b] >> 8):
+                            shared_bp = True
+                sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, scratch)
+                rel = compare_pair(
+                    a_minhash[c], bits, False, slot_digest[c], a_digest_hi[c], a_n_sh[c], a_len[c], sig_a,
+                    minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], sig_b,
+                    informative, boilerplate, shared_bp, False, params, runs, cmp_out,
+                )
+                if is_duplicate(rel, params) and cmp_out[O_JACCARD] > best_j:
+                    best = c
+                    best_rel = rel
+                    best_j = cmp_out[O_JACCARD]
+                    num_out[i, D_JACCARD] = cmp_out[O_JACCARD]
+                    num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
+                    num_out[i, D_CONTAINMENT_B_IN_A] = cmp_out[O_CONTAINMENT_B_IN_A]
+                    num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
+                    num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
+                    flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
+        root = seq
+        if best >= 0:
+            root = slot_root[best]
+            match_out[i] = slot_seq[best]
+            rel_out[i] = best_rel
+        insert(
+            seq, root, times[i], digests[i, 0], keys[i], bands, n_cells, capacity, state[1], min_time,
+            cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest, hot_out[i],
+        )
+        slot = seq % capacity
+        arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],
+                  a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
+        seq_out[i] = seq
+        root_out[i] = root
+        state[0] = seq + 1
+    return n
+

@@ -1,0 +1,80 @@
+"""The engine record: the Numba batch encoder against a plain encoder, and decoding back."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from streamdedup import Fingerprinter, load_config, record
+from streamdedup._kernels import records as KR
+from streamdedup.engine_record import HEAD, decode, ids
+from tests.unit.test_engine import story, typo
+
+TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900)]
+IDS = ["a", "empty", "b-\u00e9", "c" * 300, "d"]
+
+
+def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, matched_seq: int, numbers, hot, doc_id: str,
+              root_id: str, matched_id: str, time: int, part: int, off: int) -> bytes:
+    """The layout of ``engine_record`` written field by field."""
+    hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
+    idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
+    head = HEAD.pack(2, rel, flags, len(idb), len(rb), root_seq, matched_seq, *(float(np.float32(x)) for x in numbers),
+                     len(hot_entries), len(mb))
+    return b"".join([head, idb, rb, mb] + [struct.pack("<HB", b, c) for b, c in hot_entries]
+                    + [record.encode(batch, i, bits, time, part, off)])
+
+
+@pytest.mark.parametrize("bits", [1, 2, 4, 8, 16, 32])
+def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
+    cfg = load_config()
+    fp = Fingerprinter(cfg.fingerprint)
+    batch = fp.fingerprint_batch(TEXTS)
+    n = len(TEXTS)
+    keys = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    bands = keys.shape[1]
+    rng = np.random.default_rng(bits)
+    seqs = np.array([10, -1, 11, 12, 13], dtype=np.int64)
+    roots = np.array([10, -1, 10, 12, 10], dtype=np.int64)
+    matched = np.array([-1, -1, 10, -1, 11], dtype=np.int64)
+    rels = np.array([0, 0, 2, 0, 4], dtype=np.uint8)
+    numbers = rng.random((n, 5)).astype(np.float32)
+    numbers[0] = np.nan
+    flags = np.array([0, 0, 1, 0, 0], dtype=np.uint8)
+    hots = np.ones((n, bands), dtype=np.uint8)
+    hots[2, 3] = 4
+    hots[4, bands - 1] = 255
+    root_ids = ["", "", "a", "", "a"]
+    matched_ids = ["", "", "a", "", "b-\u00e9"]
+    times = np.array([5, 6, 7, -8, 2**40], dtype=np.int64)
+    parts = np.array([0, 1, 2, -1, 7], dtype=np.int64)
+    offs = np.array([100, 101, -1, 2**35, 0], dtype=np.int64)
+
+    def buf(strs):
+        data = [s.encode() for s in strs]
+        o = np.zeros(len(data) + 1, dtype=np.int64)
+        np.cumsum([len(d) for d in data], out=o[1:])
+        return np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8), o
+
+    out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
+                               batch.digest_words, batch.lengths, batch.n_shingles, times, parts, offs, batch.minhash, bits,
+                               keys, batch.band_keys.shape[1], np.uint32(fp.params.key), batch.fine_buf, batch.fine_start,
+                               batch.fine_len, batch.coarse_buf, batch.coarse_start, batch.coarse_len)
+    raw = out.tobytes()
+    for i in range(n):
+        got = raw[off[i]:off[i + 1]]
+        if seqs[i] < 0:
+            assert got == b""
+            continue
+        want = reference(batch, i, bits, int(rels[i]), int(flags[i]), int(roots[i]), int(matched[i]), numbers[i], hots[i],
+                         IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]))
+        assert got == want, i
+        st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm, fp.params.key)
+        assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], roots[i], matched[i], rels[i], flags[i])
+        assert st.root_id == (root_ids[i] or IDS[i]) and st.matched_id == (matched_ids[i] or None)
+        assert np.array_equal(st.hot, hots[i])
+        assert (st.fp.event_time_ms, st.fp.partition, st.fp.offset) == (times[i], parts[i], offs[i])
+        assert st.fp.signature == batch.signatures[i] and st.fp.digest == batch.digests[i]
+        assert ids(got) == (IDS[i], root_ids[i] or IDS[i])
