@@ -68,6 +68,12 @@ def oph_minhash(hashes, n, num_perm, log2k, seed, out):
     sequence that depends only on the bin index (Shrivastava 2017), so two documents fill a
     given empty bin the same way and slot-wise equality still estimates Jaccard.
     """
+    _oph(hashes, n, num_perm, log2k, seed, out, np.empty(num_perm, dtype=np.uint32))
+
+
+@njit(cache=True, inline="always")
+def _oph(hashes, n, num_perm, log2k, seed, out, filled):
+    """:func:`oph_minhash` with the caller's scratch ``filled`` (no allocation per document)."""
     for j in range(num_perm):
         out[j] = EMPTY_SLOT
     if n == 0:
@@ -83,7 +89,8 @@ def oph_minhash(hashes, n, num_perm, log2k, seed, out):
         if v < out[b]:
             out[b] = v
     mask = uint64(num_perm - 1)
-    filled = out.copy()
+    for j in range(num_perm):
+        filled[j] = out[j]
     for j in range(num_perm):
         if filled[j] != EMPTY_SLOT:
             continue
@@ -116,8 +123,22 @@ def classic_minhash(hashes, n, num_perm, seed, out):
 @njit(cache=True)
 def band_keys(slots, bands, rows, seed, out):
     """One 64-bit key per band; the band index is mixed in so bands never share keys."""
+    _band_keys(slots, bands, rows, band_seeds(bands, seed), out)
+
+
+@njit(cache=True)
+def band_seeds(bands, seed):
+    """The per-band starting value of :func:`band_keys` (the same for every document)."""
+    out = np.empty(bands, dtype=np.uint64)
     for b in range(bands):
-        h = fmix64(seed ^ (uint64(b + 1) * GOLDEN))
+        out[b] = fmix64(seed ^ (uint64(b + 1) * GOLDEN))
+    return out
+
+
+@njit(cache=True, inline="always")
+def _band_keys(slots, bands, rows, seeds, out):
+    for b in range(bands):
+        h = seeds[b]
         for r in range(rows):
             h = fmix64(h ^ uint64(slots[b * rows + r]))
         out[b] = h
@@ -144,34 +165,16 @@ def canonical_byte_map(lower: bool, punct: bool) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _canonicalise(raw, lo, hi, cmap, canon, pos):
-    """Map ``raw[lo:hi]`` through ``cmap`` into ``canon[pos:]``, collapsing and trimming spaces.
+def _canonical_words_signature(raw, lo, hi, cmap, canon, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
+                               words, fine, nf, coarse, nc, counts):
+    """Canonical form, word hashes and LD-signature symbols of ``raw[lo:hi]`` in one pass.
 
-    Branch-free: every byte is written and the write position advances unless the byte is a
-    space following a space (or the start). Word boundaries are unpredictable, and the
-    branchy version of this loop spent half its time in mispredictions (2.7 vs 1.3 ns/byte).
-    Returns the new end position.
-    """
-    start = pos
-    prev_space = True
-    for i in range(lo, hi):
-        c = cmap[raw[i]]
-        is_space = c == 32
-        canon[pos] = c
-        keep = not (is_space and prev_space)
-        pos += 1 if keep else 0
-        prev_space = is_space or (prev_space and not keep)
-    if pos > start and canon[pos - 1] == 32:
-        pos -= 1
-    return pos
+    Bytes map through ``cmap`` into ``canon[pos:]``; a run of spaces is written as one space
+    only when a non-space follows it, so leading and trailing spaces never exist and the
+    word and window logic see exactly the canonical text. One pass instead of two (a
+    canonical pass, then words and signature over its output) saves the second read and the
+    loop overhead: measured 4.8 -> ~3.5 us per Reuters story.
 
-
-@njit(cache=True, inline="always")
-def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
-                         words, fine, nf, coarse, nc, counts):
-    """Word hashes and LD-signature symbols of canonical text in one pass.
-
-    Two independent dependency chains per byte (word hash, window) overlap in the CPU.
     Word hash: bytes are packed eight at a time (shift-or) and only whole 8-byte chunks go
     through an FNV multiply. Window: the last N <= 8 bytes as one big-endian integer (exact:
     no window-hash collisions). Coates emits where ``h mod C == k``; we emit where the top 32
@@ -180,32 +183,54 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     (width 1/(C*F)) starts where the fine one does, so coarse positions are a subset of fine
     ones. Symbols come from ``fmix64(window ^ seed)``: low half fine, high half coarse, each
     mapped onto the alphabet by ``(x * len(alphabet)) >> 32``.
-    Writes the word count, fine end and coarse end to ``counts``.
+
+    Returns the canonical end position; writes the word count, fine end and coarse end to
+    ``counts``.
     """
     n_alpha = uint64(alphabet.shape[0])
     win_mask = (uint64(1) << uint64(8 * n_hood)) - uint64(1) if n_hood < 8 else ~uint64(0)
+    start = pos
     nw = 0
     acc = uint64(0)
     wh = FNV_OFFSET
     fill = 0
     win = uint64(0)
-    for p in range(lo, hi):
-        c = uint64(canon[p])
+    pending = False
+    for i in range(lo, hi):
+        c = uint64(cmap[raw[i]])
         if c == uint64(32):
+            pending = pos > start
+            continue
+        if pending:
+            # the space between two words: end the word, shift it into the window
+            canon[pos] = 32
+            pos += 1
             words[nw] = fmix64((wh ^ acc) * FNV_PRIME + uint64(fill))
             nw += 1
             wh = FNV_OFFSET
             acc = uint64(0)
             fill = 0
-        else:
-            acc = (acc << uint64(8)) | c
-            fill += 1
-            if fill == 8:
-                wh = (wh ^ acc) * FNV_PRIME
-                acc = uint64(0)
-                fill = 0
+            win = ((win << uint64(8)) | uint64(32)) & win_mask
+            if pos - start >= n_hood:
+                u = (((win ^ sig_seed) * GOLDEN) >> uint64(32)) - fine_lo
+                if u < fine_w:
+                    m = fmix64(win ^ sig_seed)
+                    fine[nf] = alphabet[((m & uint64(0xFFFFFFFF)) * n_alpha) >> uint64(32)]
+                    nf += 1
+                    if u < coarse_w:
+                        coarse[nc] = alphabet[((m >> uint64(32)) * n_alpha) >> uint64(32)]
+                        nc += 1
+            pending = False
+        canon[pos] = np.uint8(c)
+        pos += 1
+        acc = (acc << uint64(8)) | c
+        fill += 1
+        if fill == 8:
+            wh = (wh ^ acc) * FNV_PRIME
+            acc = uint64(0)
+            fill = 0
         win = ((win << uint64(8)) | c) & win_mask
-        if p - lo >= n_hood - 1:
+        if pos - start >= n_hood:
             u = (((win ^ sig_seed) * GOLDEN) >> uint64(32)) - fine_lo
             if u < fine_w:
                 m = fmix64(win ^ sig_seed)
@@ -215,12 +240,13 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
                 if u < coarse_w:
                     coarse[nc] = alphabet[((m >> uint64(32)) * n_alpha) >> uint64(32)]
                     nc += 1
-    if hi > lo:
+    if pos > start:
         words[nw] = fmix64((wh ^ acc) * FNV_PRIME + uint64(fill))
         nw += 1
     counts[0] = nw
     counts[1] = nf
     counts[2] = nc
+    return pos
 
 
 @njit(cache=True)
@@ -253,6 +279,9 @@ def fingerprint_batch(
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(3, dtype=np.int64)
     lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
+    filled = np.empty(max(num_perm, lead_perm), dtype=np.uint32)
+    main_seeds = band_seeds(bands, mh_seed)
+    lead_seeds = band_seeds(lead_bands, mh_seed ^ LEAD_SALT)
     span = uint64(1) << uint64(32)
     fine_lo = uint64(residue) * span // uint64(compression)
     fine_w = span // uint64(compression)
@@ -263,10 +292,10 @@ def fingerprint_batch(
     coarse_offsets[0] = 0
     for d in range(n_docs):
         start = pos
-        pos = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
+        pos = _canonical_words_signature(raw, offsets[d], offsets[d + 1], cmap, canon, pos, n_hood, fine_lo, fine_w, coarse_w,
+                                         sig_seed, alphabet, words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d],
+                                         counts)
         canon_offsets[d + 1] = pos
-        _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
-                             words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts)
         fine_offsets[d + 1] = counts[1]
         coarse_offsets[d + 1] = counts[2]
         digest128(canon, start, pos, digest_out[d])
@@ -278,14 +307,14 @@ def fingerprint_batch(
         if classic:
             classic_minhash(hashes, n, num_perm, mh_seed, minhash_out[d])
         else:
-            oph_minhash(hashes, n, num_perm, log2k, mh_seed, minhash_out[d])
-        band_keys(minhash_out[d], bands, rows, mh_seed, band_out[d])
+            _oph(hashes, n, num_perm, log2k, mh_seed, minhash_out[d], filled)
+        _band_keys(minhash_out[d], bands, rows, main_seeds, band_out[d])
         if lead_bands > 0:
             # The lead: a small MinHash of the first shingles only, so that a short version
             # (teaser, brief) of a long story becomes a candidate even when its Jaccard with
             # the whole story is far below the LSH threshold.
             lead_n = n if n < lead_shingles else lead_shingles
-            oph_minhash(hashes, lead_n, lead_perm, lead_log2k, mh_seed ^ LEAD_SALT, lead_slots)
-            band_keys(lead_slots, lead_bands, lead_rows, mh_seed ^ LEAD_SALT, lead_out[d])
+            _oph(hashes, lead_n, lead_perm, lead_log2k, mh_seed ^ LEAD_SALT, lead_slots, filled)
+            _band_keys(lead_slots, lead_bands, lead_rows, lead_seeds, lead_out[d])
 
 
