@@ -209,7 +209,7 @@ class Deduplicator:
         self,
         docs: Sequence[Document],
         positions: dict | None = None,
-        before_commit: Callable[[BatchDecisions], None] | None = None,
+        before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
     ) -> BatchDecisions:
         """Decide a micro-batch in order and commit it (with ``positions``) atomically.
 
@@ -217,8 +217,10 @@ class Deduplicator:
         indexed; a text that is not a string, not UTF-8 or too large raises
         :class:`~streamdedup.InputError` (callers that must keep going check texts first,
         see :func:`streamdedup.decode.decode_record`). ``before_commit`` receives the decisions
-        before the state is committed: a caller that writes its outputs there gets
-        at-least-once output (a crash before the commit replays the batch).
+        before the state is committed and may return an action that the store runs right
+        before it applies the batch (on the store's thread, see ``state.pipelined``): a
+        caller that writes its outputs there gets at-least-once output (a crash before the
+        commit replays the batch).
         """
         n = len(docs)
         return self.process_columns(
@@ -234,18 +236,17 @@ class Deduplicator:
         partitions: np.ndarray,
         offsets: np.ndarray,
         positions: dict | None = None,
-        before_commit: Callable[[BatchDecisions], None] | None = None,
+        before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
     ) -> BatchDecisions:
         """:meth:`process` for a batch given as columns (what file mode and Kafka hold anyway)."""
         n = len(ids)
         meta = self.meta
         if n == 0:
             out = BatchDecisions.empty(self.cfg.verify)
-            if before_commit:
-                before_commit(out)
-            if positions:
-                meta.positions.update(positions)
-                self.store.commit(StateBatch(meta=meta.dumps()))
+            action = before_commit(out) if before_commit else None
+            if positions or action:
+                meta.positions.update(positions or {})
+                self.store.commit(StateBatch(meta=meta.dumps(), before=action))
             return out
         ids_buf, ids_off = _utf8_ids(ids)
         batch = self.fp.fingerprint_batch(texts)
@@ -296,13 +297,12 @@ class Deduplicator:
         bounds = off.tolist()
         puts = [(s, raw[bounds[i]:bounds[i + 1]]) for i, s in enumerate(seqs.tolist()) if s >= 0]
         decisions = BatchDecisions(ids, seqs, relations, numbers, flags, root_ids, matched_ids, self.cfg.verify)
-        if before_commit:
-            before_commit(decisions)
+        action = before_commit(decisions) if before_commit else None
         old_lo = self._committed_lo
         if positions:
             meta.positions.update(positions)
         self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, meta.seq_lo) if meta.seq_lo > old_lo else None,
-                                     meta=meta.dumps()))
+                                     meta=meta.dumps(), before=action))
         self._committed_lo = meta.seq_lo
         return decisions
 

@@ -9,13 +9,15 @@ State lives in the state directory (default ``OUTPUT_DIR/state``) and outputs ar
 running again continues the same index: a second run on the rest of the input decides exactly
 as one uninterrupted run would. The state commit records how many lines of each input file
 were done; running again on the *same* file resumes after them. Outputs of a micro-batch are
-flushed before its state commit, so a crash can repeat the last batch's output lines but never
-lose one (at-least-once).
+written before its state commit (and fsynced first when ``state.sync`` is on), so a crash, or
+with ``state.sync`` a power loss, can repeat the last batches' output lines but never lose one
+(at-least-once). The commit itself runs on a worker thread while the next batch is decided.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import sys
 import time
 from collections import Counter
@@ -31,6 +33,7 @@ from .decisions import DUPLICATE, REJECTED, UNIQUE_TAGS, BatchDecisions
 from .decode import Decoded, RecordDecoder, Rejected
 from .engine import Deduplicator
 from .state import open_store
+from .state.pipelined import PipelinedStore
 
 #: what every unique line gets spliced in (the tags of a unique document never vary)
 _UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
@@ -95,11 +98,18 @@ def input_key(path: str) -> str:
 
 
 class _Writer:
-    """The three output files of a run, and the counts of what went where."""
+    """The three output files of a run, and the counts of what went where.
 
-    def __init__(self, out: Path, summary: Summary):
+    The main thread turns decisions into output lines; the lines are written (and, with
+    ``sync``, fsynced) by the action :meth:`batch` returns, which the store runs right before
+    the batch's state commit, on its commit thread: a write never waits on an fsync of the
+    same file, and the main thread never waits on either.
+    """
+
+    def __init__(self, out: Path, summary: Summary, sync: bool):
         self.files = {name: open(out / f"{name}.jsonl", "ab") for name in ("unique", "duplicates", "dead_letter")}
         self.summary = summary
+        self.sync = sync
         self.dead: list[bytes] = []
 
     def dead_letter(self, raw: bytes, line_no: int, stage: str, reason: str) -> None:
@@ -107,8 +117,8 @@ class _Writer:
         self.summary.dead_letter += 1
         self.summary.dead_letter_stages[stage] += 1
 
-    def batch(self, pending: list[tuple[int, bytes, Decoded]], decisions: BatchDecisions) -> None:
-        """Write a decided batch (and the dead letters since the last one); flushed, not synced."""
+    def batch(self, pending: list[tuple[int, bytes, Decoded]], decisions: BatchDecisions) -> Callable[[], None]:
+        """Output lines of a decided batch (and the dead letters since the last one), to write."""
         unique, dups = [], []
         codes = decisions.codes.tolist()
         for k, (line_no, raw, d) in enumerate(pending):
@@ -123,11 +133,17 @@ class _Writer:
                 unique.append(_splice(raw, d, _UNIQUE_SPLICE))
         self.summary.unique += len(unique)
         self.summary.duplicates += len(dups)
-        for name, lines in (("unique", unique), ("duplicates", dups), ("dead_letter", self.dead)):
-            if lines:
-                self.files[name].write(b"\n".join(lines) + b"\n")
-                self.files[name].flush()
+        chunks = [(self.files[name], b"\n".join(lines) + b"\n") for name, lines in
+                  (("unique", unique), ("duplicates", dups), ("dead_letter", self.dead)) if lines]
         self.dead = []
+        return lambda: self._write(chunks)
+
+    def _write(self, chunks: list) -> None:
+        for f, data in chunks:
+            f.write(data)
+            f.flush()
+            if self.sync:
+                os.fsync(f.fileno())
 
     def close(self) -> None:
         for f in self.files.values():
@@ -145,11 +161,20 @@ def run_file(
     """Deduplicate a JSONL (or text) file; returns the counts. ``stop_after`` lines (tests)."""
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    engine = Deduplicator(cfg, open_store(state_dir or cfg.state.dir or str(out / "state"), sync=cfg.state.sync))
+    summary = Summary()
+    writer = _Writer(out, summary, cfg.state.sync)
+    # state commits (and the output writes before each) run on a worker while the next batch
+    # is decided
+    store = PipelinedStore(open_store(state_dir or cfg.state.dir or str(out / "state"), sync=cfg.state.sync))
+    try:
+        engine = Deduplicator(cfg, store)
+    except BaseException:
+        store.close()
+        writer.close()
+        raise
     key = input_key(input_path)
     done_before = int(engine.positions.get(key, 0)) if key != "stdin" else 0
-    summary = Summary(skipped_resumed=done_before)
-    writer = _Writer(out, summary)
+    summary.skipped_resumed = done_before
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
     decoder = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)
     batch_size = cfg.engine.batch_size
@@ -194,9 +219,11 @@ def run_file(
         if progress:
             progress(summary.lines)
     finally:
-        summary.seconds = time.perf_counter() - t0
-        writer.close()
-        if stream is not sys.stdin.buffer:
-            stream.close()
-        engine.close()
+        try:
+            engine.close()  # waits for the last commit, which syncs the outputs first
+        finally:
+            summary.seconds = time.perf_counter() - t0
+            writer.close()
+            if stream is not sys.stdin.buffer:
+                stream.close()
     return summary

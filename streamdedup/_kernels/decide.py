@@ -30,7 +30,7 @@ N_NUMBERS = 5
 F_BOILERPLATE = 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decide_batch(
     start, grow_at, digests, keys, times, empty, minhash, n_shingles, lengths, sig_buf, sig_start, sig_len,
     bands, main_bands, rows, n_cells, capacity, hot_threshold, window_ms, max_verified, bits, params, state,

@@ -249,7 +249,7 @@ def _canonical_words_signature(raw, lo, hi, cmap, canon, pos, n_hood, fine_lo, f
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fingerprint_batch(
     raw, offsets, cmap,
     kind_word, shingle_size,

@@ -67,7 +67,7 @@ def _pack_minhash(buf, pos, row, bits):
     return pos + k // per_byte
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off,
@@ -181,7 +181,7 @@ def _unpack_minhash(buf, pos, bits, out):
             out[j * per_byte + t] = (byte >> (t * bits)) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def restore_batch(
     buf, off, seqs, params_key, bits, bands, n_cells, capacity,
     cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,

@@ -10,7 +10,7 @@ idempotent (the input positions say where to resume).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol
+from typing import Callable, Iterator, Protocol
 
 
 @dataclass
@@ -20,6 +20,9 @@ class StateBatch:
     delete_range: tuple[int, int] | None = None
     deletes: list[int] = field(default_factory=list)
     meta: bytes | None = None
+    #: run by the store right before it applies the batch (possibly on its commit thread):
+    #: file mode writes and syncs the batch's outputs there, so they are durable first
+    before: Callable[[], None] | None = None
 
 
 class Store(Protocol):
@@ -59,6 +62,8 @@ class MemoryStore:
     def commit(self, batch: StateBatch) -> None:
         if self.closed:
             raise RuntimeError("store is closed")
+        if batch.before is not None:
+            batch.before()
         if batch.delete_range is not None:
             lo, hi = batch.delete_range
             for s in [k for k in self._records if lo <= k < hi]:

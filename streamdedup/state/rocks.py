@@ -59,6 +59,8 @@ class RocksStore:
             it.next()
 
     def commit(self, batch: StateBatch) -> None:
+        if batch.before is not None:
+            batch.before()
         wb = WriteBatch(raw_mode=True)
         if batch.delete_range is not None:
             lo, hi = batch.delete_range

@@ -5,15 +5,39 @@ from __future__ import annotations
 import pytest
 
 from streamdedup.state import MemoryStore, StateBatch
+from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import RocksStore
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=["memory", "rocksdb", "pipelined-memory", "pipelined-rocksdb"])
 def make_store(request, tmp_path):
     def make():
-        return MemoryStore() if request.param == "memory" else RocksStore(str(tmp_path / "db"))
+        inner = MemoryStore() if request.param.endswith("memory") else RocksStore(str(tmp_path / "db"))
+        return PipelinedStore(inner) if request.param.startswith("pipelined") else inner
 
     return make
+
+
+def test_pipelined_reads_see_the_batch_in_flight_and_commits_keep_their_order(tmp_path) -> None:
+    store = PipelinedStore(RocksStore(str(tmp_path / "db")))
+    for k in range(20):
+        store.commit(StateBatch(puts=[(k, bytes([k]))], meta=bytes([k])))
+        assert store.get_many([k, max(0, k - 1)]) == [bytes([k]), bytes([max(0, k - 1)])]
+    store.commit(StateBatch(delete_range=(0, 10)))
+    assert [s for s, _ in store.iter_from(0)] == list(range(10, 20))
+    assert store.get_meta() == bytes([19])
+    store.close()
+
+
+def test_pipelined_commit_failure_surfaces_at_the_next_call() -> None:
+    class Failing(MemoryStore):
+        def commit(self, batch: StateBatch) -> None:
+            raise OSError("disk full")
+
+    store = PipelinedStore(Failing())
+    store.commit(StateBatch(meta=b"m"))
+    with pytest.raises(OSError, match="disk full"):
+        store.commit(StateBatch(meta=b"n"))
 
 
 def test_empty_store_has_no_meta_and_no_records(make_store) -> None:
