@@ -192,7 +192,9 @@ class Deduplicator:
 
     @property
     def indexed_documents(self) -> int:
-        return int(np.count_nonzero(self.index.slot_seq >= self.meta.seq_lo))
+        """Documents in the index ring (those left by event time or deleted count until the ring
+        evicts them: a metric that costs nothing per batch)."""
+        return self.meta.next_seq - self.meta.seq_lo
 
     def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
         return engine_record.decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)

@@ -40,17 +40,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from ..config import Config
-from ..decode import Rejected, decode_record
-from ..engine import Decision, Deduplicator, Document
+from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE
+from ..decode import RecordDecoder, Rejected
+from ..engine import Decision, Deduplicator
 from ..errors import StreamdedupError
+from ..state.pipelined import PipelinedStore
 from ..state.rocks import RocksStore
 from .metrics import Metrics
 
 log = logging.getLogger("streamdedup.kafka")
-EMPTY_TEXT_REASON = "no words left after canonicalisation"
+#: the tags of every unique record (constant: one list shared by all of them)
+UNIQUE_HEADERS = [("dedup.status", b"unique"), ("dedup.duplicate_of", b""), ("dedup.relation", b""), ("dedup.similarity", b"")]
 
 
 @dataclass
@@ -66,6 +70,8 @@ class _Batch:
     #: engine seq after this batch (confirmed once ``offsets`` are committed), or None
     #: when the engine decided nothing new in it
     through: int | None
+    #: the state commit that covers this batch (its transaction must not commit before it)
+    state_commit: Future | None = None
 
 
 @dataclass
@@ -92,7 +98,14 @@ def redacted(conf: dict) -> dict:
     return {k: "***" for k in conf}
 
 
+def _with(headers: list | None, tags: list) -> list:
+    """The record's own headers, then the tags (the tags list itself when it has none)."""
+    return tags if not headers else headers + tags
+
+
 def _headers(dec: Decision) -> list[tuple[str, bytes]]:
+    if dec.status == "unique":
+        return UNIQUE_HEADERS
     sim = "" if dec.similarity is None else f"{dec.similarity:.4f}"
     out = [
         ("dedup.status", dec.status.encode()),
@@ -184,9 +197,13 @@ class Processor:
         self._touch()
         if self.kcfg.stall_restart_s:
             threading.Thread(target=self._watchdog, args=(self.kcfg.stall_restart_s,), daemon=True, name="watchdog").start()
-        store = open_state_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
-        if store is None:
+        rocks = open_state_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
+        if rocks is None:
             return self.summary
+        # state commits run on their own worker; a batch's transaction commits only after its
+        # state commit landed (see _commit), so the state is never behind Kafka
+        self._store = store = PipelinedStore(rocks)
+        self._decoder = RecordDecoder(self.cfg.input, self.cfg.fingerprint.max_text_bytes)
         engine = Deduplicator(self.cfg, store)
         engine.confirm_outputs_explicitly = True
         engine.warm_up()
@@ -304,63 +321,84 @@ class Processor:
         return producer
 
     def _decide(self, msgs, engine: Deduplicator, replay: dict) -> _Batch:
-        """Decode, decide (the engine commits its state here) and route one batch."""
+        """Decode, decide (the engine submits its state commit here) and route one batch."""
         started = time.perf_counter()
-        positions_before = engine.positions
-        max_text = self.cfg.fingerprint.max_text_bytes
-        outputs: list[tuple[str, object, object, list]] = []
-        docs: list[Document] = []
-        doc_slots: list[int] = []
+        kc = self.kcfg
+        positions_before = engine.meta.positions
+        decode = self._decoder
+        outputs: list = [None] * len(msgs)
+        ids: list[str] = []
+        texts: list[str] = []
+        times: list[int] = []
+        sources: list[int] = []
+        offsets: list[int] = []
+        slots: list[int] = []
         next_offsets: dict[tuple[str, int], int] = {}
+        partitions: dict[tuple[str, int], tuple[int, int]] = {}  # -> (source key, first offset not in the state)
         counts = {"unique": 0, "duplicate": 0, "dead_letter": 0, "replayed": 0}
         relations: dict[str, int] = {}
-        for m in msgs:
+        now_ms = int(time.time() * 1000)
+        for k, m in enumerate(msgs):
             topic, part, off = m.topic(), m.partition(), m.offset()
-            next_offsets[(topic, part)] = off + 1
-            headers = list(m.headers() or [])
-            source = f"{topic}:{part}:{off}"
+            tp = (topic, part)
+            next_offsets[tp] = off + 1
+            known = partitions.get(tp)
+            if known is None:
+                known = partitions[tp] = (self._source_key(topic, part), int(positions_before.get(f"{topic}:{part}", -1)))
+            value = m.value()
             ts_type, ts = m.timestamp()
-            res = decode_record(m.value() or b"", self.cfg.input, source, ts if ts_type else int(time.time() * 1000), max_text)
-            if isinstance(res, Rejected):
-                outputs.append((self.kcfg.dead_letter_topic, m.key(), m.value(), headers + _dead_headers(res.stage, res.reason, source)))
+            res = decode(value or b"", lambda: f"{topic}:{part}:{off}", ts if ts_type else now_ms)
+            if type(res) is Rejected:
+                outputs[k] = (kc.dead_letter_topic, m.key(), value,
+                              _with(m.headers(), _dead_headers(res.stage, res.reason, f"{topic}:{part}:{off}")))
                 counts["dead_letter"] += 1
                 continue
-            key = self._source_key(topic, part)
-            if off < int(positions_before.get(f"{topic}:{part}", -1)):
+            if off < known[1]:
                 # already decided and in the state: re-emit the stored decision
                 counts["replayed"] += 1
-                dec = replay.get((key, off))
+                dec = replay.get((known[0], off))
                 if dec is None:
-                    outputs.append((self.kcfg.dead_letter_topic, m.key(), m.value(), headers + _dead_headers("text", EMPTY_TEXT_REASON, source)))
+                    outputs[k] = (kc.dead_letter_topic, m.key(), value,
+                                  _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{topic}:{part}:{off}")))
                     counts["dead_letter"] += 1
                 else:
-                    outputs.append(self._routed(m, headers, dec, counts, relations))
+                    outputs[k] = self._routed(m, dec, counts, relations)
                 continue
-            doc_slots.append(len(outputs))
-            outputs.append((m, headers, None, []))  # filled after the engine decides
-            docs.append(Document(res.id, res.text, res.event_time_ms, key, off))
+            slots.append(k)
+            ids.append(res.id)
+            texts.append(res.text)
+            times.append(res.event_time_ms)
+            sources.append(known[0])
+            offsets.append(off)
         new_positions = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
-        decisions = engine.process(docs, new_positions)
-        for slot, dec in zip(doc_slots, decisions):
-            m, headers, _, _ = outputs[slot]
-            if dec.status == "rejected":
-                outputs[slot] = (self.kcfg.dead_letter_topic, m.key(), m.value(),
-                                 headers + _dead_headers("text", dec.reason or EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}"))
-                counts["dead_letter"] += 1
+        decisions = engine.process_columns(ids, texts, np.array(times, dtype=np.int64), np.array(sources, dtype=np.int64),
+                                           np.array(offsets, dtype=np.int64), new_positions)
+        codes = decisions.codes.tolist()
+        for j, k in enumerate(slots):
+            m = msgs[k]
+            code = codes[j]
+            if code == UNIQUE:
+                outputs[k] = (kc.unique_topic, m.key(), m.value(), _with(m.headers(), UNIQUE_HEADERS))
+                counts["unique"] += 1
+            elif code == DUPLICATE:
+                outputs[k] = self._routed(m, decisions.decision(j), counts, relations)
             else:
-                outputs[slot] = self._routed(m, headers, dec, counts, relations)
-        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if docs else None)
-        if docs:
+                outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
+                              _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}")))
+                counts["dead_letter"] += 1
+        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if ids else None,
+                       self._store.last_commit())
+        if ids:
             self._unconfirmed.append(batch)
         return batch
 
-    def _routed(self, m, headers: list, dec: Decision, counts: dict, relations: dict):
+    def _routed(self, m, dec: Decision, counts: dict, relations: dict):
         if dec.status == "unique":
             counts["unique"] += 1
-            return (self.kcfg.unique_topic, m.key(), m.value(), headers + _headers(dec))
+            return (self.kcfg.unique_topic, m.key(), m.value(), _with(m.headers(), UNIQUE_HEADERS))
         counts["duplicate"] += 1
         relations[dec.relation] = relations.get(dec.relation, 0) + 1
-        return (self.kcfg.duplicates_topic, m.key(), m.value(), headers + _headers(dec))
+        return (self.kcfg.duplicates_topic, m.key(), m.value(), _with(m.headers(), _headers(dec)))
 
     def _emit(self, batch: _Batch, consumer: Consumer) -> bool:
         """Produce a batch; exactly-once: in a transaction whose commit runs on the worker thread.
@@ -375,6 +413,7 @@ class Processor:
             remaining = producer.flush(60)
             if remaining:
                 raise StreamdedupError(f"{remaining} records not delivered within 60 s")
+            self._store.wait()  # the state before the offsets, as with transactions
             consumer.commit(offsets=offsets, asynchronous=False)
             done: Future = Future()
             done.set_result(None)
@@ -387,11 +426,13 @@ class Processor:
         except KafkaException as exc:
             return self._failed(exc, consumer)
         group = consumer.consumer_group_metadata()
-        self._in_flight = (batch, self._worker.submit(self._commit, producer, offsets, group))
+        self._in_flight = (batch, self._worker.submit(self._commit, producer, offsets, group, batch.state_commit))
         return True
 
-    def _commit(self, producer: Producer, offsets: list[TopicPartition], group) -> None:
-        """Worker thread: the offsets into the transaction, then the commit."""
+    def _commit(self, producer: Producer, offsets: list[TopicPartition], group, state_commit: Future | None) -> None:
+        """Worker thread: once the batch's state is committed, the offsets into the transaction, then the commit."""
+        if state_commit is not None:
+            state_commit.result()
         producer.send_offsets_to_transaction(offsets, group, 60)
         self._commit_with_retry(producer)
 
@@ -450,7 +491,7 @@ class Processor:
     def _produce(producer: Producer, topic: str, key, value, headers) -> None:
         while True:
             try:
-                producer.produce(topic, value=value, key=key, headers=headers)
+                producer.produce(topic, value, key, headers=headers)
                 return
             except BufferError:
                 producer.poll(0.1)

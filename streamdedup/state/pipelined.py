@@ -33,6 +33,10 @@ class PipelinedStore:
             self._pending_puts = {}
             fut.result()
 
+    def last_commit(self) -> Future | None:
+        """The future of the latest submitted commit (None once it was waited for)."""
+        return self._pending
+
     def commit(self, batch: StateBatch) -> None:
         self.wait()
         self._pending_puts = dict(batch.puts)
