@@ -43,8 +43,18 @@ _NON_WORD = re.compile(r"[\W_]+")
 _SPACES = re.compile(r"\s+")
 
 
+def _might_be_html(text: str) -> bool:
+    """Cheap substring tests that every text :data:`_LOOKS_HTML` matches passes.
+
+    Most texts with a "<" are wire copy with tickers ("<IBM>"), which the regex (alternation
+    over element names, case-insensitive) scanned in ~3 us per story; these C-level substring
+    searches rule them out in a fraction of that.
+    """
+    return "</" in text or "<!--" in text or "<br" in text or "<BR" in text or "<Br" in text or "<bR" in text
+
+
 def _strip_html(text: str) -> str:
-    if "<" in text and _LOOKS_HTML.search(text):
+    if "<" in text and _might_be_html(text) and _LOOKS_HTML.search(text):
         text = _TAG.sub(" ", text)
     if "&" in text:
         text = html.unescape(text)
@@ -81,17 +91,19 @@ def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, n
     The common case, an all-ASCII batch without markup, costs one join and one encode.
     """
     joined = "".join(texts)
-    lengths = [len(t) for t in texts]
-    if not joined.isascii() or (cfg.strip_html and ("<" in joined or "&" in joined)):
+    ascii_ = joined.isascii()
+    if not ascii_ or (cfg.strip_html and ("<" in joined or "&" in joined)):
         parts = []
         for text in texts:
             if cfg.strip_html and ("<" in text or "&" in text):
                 text = _strip_html(text)
-            if not text.isascii():
+            if not text.isascii():  # entities can decode to non-ASCII ("&nbsp;")
                 text = _canonical_unicode(text, cfg)
             parts.append(text)
+        texts = parts
         joined = "".join(parts)
-        lengths = [len(p.encode("utf-8")) for p in parts]
+        ascii_ = joined.isascii()
+    lengths = [len(t) for t in texts] if ascii_ else [len(t.encode("utf-8")) for t in texts]
     offsets = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
     return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), offsets

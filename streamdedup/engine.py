@@ -79,9 +79,11 @@ class _Meta:
         return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}), m.get("last_batch_seq", 0))
 
 
-def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Ids as one UTF-8 buffer and offsets; refuses ids the record cannot hold."""
-    joined = "".join(ids)
+def _utf8_ids(ids: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
+    """Ids as one UTF-8 buffer and offsets (None: empty); refuses ids the record cannot hold."""
+    if None in ids:
+        ids = [x or "" for x in ids]
+    joined = "".join(ids)  # type: ignore[arg-type]
     if joined.isascii():
         lengths = [len(x) for x in ids]
         data = joined.encode("ascii")
@@ -286,8 +288,8 @@ class Deduplicator:
             ix.grow(int(state[0]), int(state[1]))
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         root_ids, matched_ids = self._resolve_ids(ids, seqs, matched, relations, first_seq)
-        roots_buf, roots_off = _utf8_ids([r or "" for r in root_ids])
-        matched_buf, matched_off = _utf8_ids([m or "" for m in matched_ids])
+        roots_buf, roots_off = _utf8_ids(root_ids)
+        matched_buf, matched_off = _utf8_ids(matched_ids)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,

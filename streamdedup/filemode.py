@@ -37,6 +37,7 @@ from .state.pipelined import PipelinedStore
 
 #: what every unique line gets spliced in (the tags of a unique document never vary)
 _UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
+_UNIQUE_TAIL = b"," + _UNIQUE_SPLICE + b"\n"
 _READ_CHUNK = 1 << 20
 
 
@@ -117,24 +118,32 @@ class _Writer:
         self.summary.dead_letter += 1
         self.summary.dead_letter_stages[stage] += 1
 
-    def batch(self, pending: list[tuple[int, bytes, Decoded]], decisions: BatchDecisions) -> Callable[[], None]:
+    def batch(self, line_nos: list[int], raws: list[bytes], decoded: list[Decoded], decisions: BatchDecisions
+              ) -> Callable[[], None]:
         """Output lines of a decided batch (and the dead letters since the last one), to write."""
-        unique, dups = [], []
+        unique: list = []
+        dups: list[bytes] = []
         codes = decisions.codes.tolist()
-        for k, (line_no, raw, d) in enumerate(pending):
-            code = codes[k]
+        for k, code in enumerate(codes):
+            raw = raws[k]
             if code == DUPLICATE:
                 dec = decisions.decision(k)
-                dups.append(_splice(raw, d, b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"))
+                dups.append(_splice(raw, decoded[k], b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"))
                 self.summary.relations[dec.relation] += 1
             elif code == REJECTED:
-                self.dead_letter(raw, line_no, "text", decisions.decision(k).reason or "rejected")
+                self.dead_letter(raw, line_nos[k], "text", decisions.decision(k).reason or "rejected")
+            elif raw[-1:] == b"}" and decoded[k].obj and "_dedup" not in decoded[k].obj:
+                # the common line: its bytes up to the closing brace, then the constant tags
+                # (a view, so the line is copied once, into the chunk)
+                unique.append(memoryview(raw)[:-1])
+                unique.append(_UNIQUE_TAIL)
             else:
-                unique.append(_splice(raw, d, _UNIQUE_SPLICE))
-        self.summary.unique += len(unique)
+                unique.append(_splice(raw, decoded[k], _UNIQUE_SPLICE) + b"\n")
+        self.summary.unique += len(codes) - len(dups) - sum(1 for c in codes if c == REJECTED)
         self.summary.duplicates += len(dups)
-        chunks = [(self.files[name], b"\n".join(lines) + b"\n") for name, lines in
-                  (("unique", unique), ("duplicates", dups), ("dead_letter", self.dead)) if lines]
+        chunks = [(self.files[name], data) for name, data in
+                  (("unique", b"".join(unique)), ("duplicates", b"".join(d + b"\n" for d in dups)),
+                   ("dead_letter", b"".join(d + b"\n" for d in self.dead))) if data]
         self.dead = []
         return lambda: self._write(chunks)
 
@@ -180,44 +189,52 @@ def run_file(
     batch_size = cfg.engine.batch_size
     t0 = time.perf_counter()
     try:
-        pending: list[tuple[int, bytes, Decoded]] = []
+        line_nos: list[int] = []
+        raws: list[bytes] = []
+        decoded: list[Decoded] = []
         line_no = 0
+        lines = 0
 
         def flush() -> None:
-            n = len(pending)
-            times = np.fromiter((d.event_time_ms for _, _, d in pending), np.int64, n)
+            n = len(decoded)
             engine.process_columns(
-                [d.id for _, _, d in pending], [d.text for _, _, d in pending], times, np.full(n, -1, np.int64),
-                np.fromiter((ln for ln, _, _ in pending), np.int64, n),
-                {key: line_no} if key != "stdin" else None,
-                before_commit=lambda decisions: writer.batch(pending, decisions))
-            pending.clear()
+                [d.id for d in decoded], [d.text for d in decoded], np.fromiter((d.event_time_ms for d in decoded), np.int64, n),
+                np.full(n, -1, np.int64), np.array(line_nos, dtype=np.int64), {key: line_no} if key != "stdin" else None,
+                before_commit=lambda decisions: writer.batch(line_nos, raws, decoded, decisions))
+            line_nos.clear()
+            raws.clear()
+            decoded.clear()
 
         now_ms = int(time.time() * 1000)
+        fallback_id = lambda: f"line:{line_no}"  # noqa: E731 (read when a record has no id)
         for raw in _lines(stream):
             line_no += 1
             if line_no <= done_before:
                 continue
-            if stop_after is not None and summary.lines >= stop_after:
+            if stop_after is not None and lines >= stop_after:
                 line_no -= 1
                 break
-            summary.lines += 1
-            if not raw.strip():
+            lines += 1
+            if not raw or raw.isspace():
                 writer.dead_letter(raw, line_no, "json", "empty line")
                 continue
-            res = decoder(raw, lambda: f"line:{line_no}", now_ms)
+            res = decoder(raw, fallback_id, now_ms)
             if type(res) is Rejected:
                 writer.dead_letter(raw, line_no, res.stage, res.reason)
                 continue
-            pending.append((line_no, raw, res))
-            if len(pending) >= batch_size:
+            line_nos.append(line_no)
+            raws.append(raw)
+            decoded.append(res)
+            if len(decoded) >= batch_size:
+                summary.lines = lines
                 flush()
                 now_ms = int(time.time() * 1000)
                 if progress:
-                    progress(summary.lines)
+                    progress(lines)
+        summary.lines = lines
         flush()
         if progress:
-            progress(summary.lines)
+            progress(lines)
     finally:
         try:
             engine.close()  # waits for the last commit, which syncs the outputs first

@@ -154,9 +154,11 @@ class Fingerprinter:
     def _all_plain_ascii(self, texts: Sequence[object]) -> bool:
         """True when every text is an ASCII ``str`` within the size limit (then check_text
         would pass them all): the common batch, checked with a few C-level passes."""
-        if not all(type(t) is str for t in texts):
+        try:
+            joined = "".join(texts)  # type: ignore[arg-type]
+        except TypeError:  # not all str
             return False
-        return max(map(len, texts), default=0) <= self.cfg.max_text_bytes and "".join(texts).isascii()  # type: ignore[arg-type]
+        return joined.isascii() and max(map(len, texts), default=0) <= self.cfg.max_text_bytes  # type: ignore[arg-type]
 
     def fingerprint_batch(self, texts: Sequence[object], keep_canonical: bool = False) -> FingerprintBatch:
         """Fingerprint a batch of texts (``str`` or UTF-8 ``bytes``).

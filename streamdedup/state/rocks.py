@@ -30,6 +30,11 @@ class RocksStore:
         os.makedirs(path, exist_ok=True)
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
+        # The hot path never reads the store (the index and the verification arena are in
+        # memory), so a large memtable buys nothing: 8 MB instead of 64 keeps RSS down (two
+        # memtables of 64 MB were ~25 bytes per document at 5 M documents) and the flush at
+        # close short (21 -> ~9 ms after a 19k-document file).
+        opts.set_write_buffer_size(8 << 20)
         try:
             self._db = Rdict(path, options=opts)
         except Exception as exc:  # rocksdict raises plain Exception with the RocksDB status

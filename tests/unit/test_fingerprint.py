@@ -618,3 +618,11 @@ def test_residue_selects_other_windows() -> None:
     assert b0.signatures[0] != b5.signatures[0]
     assert abs(len(b5.signatures[0]) - len(text) / 16) <= 0.25 * len(text) / 16
     assert b0.minhash.tolist() == b5.minhash.tolist()  # the signature setting leaves MinHash alone
+
+
+@given(st.text(alphabet=st.sampled_from(list("<>/!-brBRpP ax&;")), max_size=40))
+def test_html_prefilter_never_skips_a_text_the_html_test_matches(text: str) -> None:
+    from streamdedup.canonical import _LOOKS_HTML, _might_be_html
+
+    if _LOOKS_HTML.search(text):
+        assert _might_be_html(text)
