@@ -68,7 +68,7 @@ class BatchDecisions(Sequence[Decision]):
     rejected). ``decision(i)`` / ``self[i]`` build the full :class:`Decision`.
     """
 
-    def __init__(self, ids: list[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
+    def __init__(self, ids: Sequence[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
                  root_ids: list[str | None], matched_ids: list[str | None], verify: VerifyConfig):
         self.ids = ids
         self.seqs = seqs

@@ -32,7 +32,7 @@ from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
 from .errors import IncompatibleFingerprintError, InputError, StreamdedupError
-from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
+from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter, PreparedTexts
 from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
@@ -77,6 +77,25 @@ class _Meta:
                 f"state metadata version {m.get('version')} is not {META_VERSION}: this state was written by "
                 "another streamdedup version; use a new state directory")
         return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}), m.get("last_batch_seq", 0))
+
+
+class Ids(Sequence[str]):
+    """A batch's document ids as UTF-8 in one buffer (id i is ``buf[off[i]:off[i + 1]]``);
+    strings are made only for the ids a caller looks at (file mode's fast path)."""
+
+    def __init__(self, buf: np.ndarray, off: np.ndarray):
+        if off.shape[0] > 1 and int(np.diff(off).max()) > MAX_ID_BYTES:
+            raise InputError(f"a document id is over {MAX_ID_BYTES} bytes")
+        self.buf = buf
+        self.off = off
+
+    def __len__(self) -> int:
+        return self.off.shape[0] - 1
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        return self.buf[self.off[i]:self.off[i + 1]].tobytes().decode("utf-8")
 
 
 def _utf8_ids(ids: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
@@ -234,15 +253,19 @@ class Deduplicator:
 
     def process_columns(
         self,
-        ids: list[str],
-        texts: list,
+        ids: Sequence[str],
+        texts: Sequence | PreparedTexts,
         times: np.ndarray,
         partitions: np.ndarray,
         offsets: np.ndarray,
         positions: dict | None = None,
         before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
     ) -> BatchDecisions:
-        """:meth:`process` for a batch given as columns (what file mode and Kafka hold anyway)."""
+        """:meth:`process` for a batch given as columns (what file mode and Kafka hold anyway).
+
+        ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.fingerprint.PreparedTexts`
+        (both made without a Python object per document by file mode's JSON fast path).
+        """
         n = len(ids)
         meta = self.meta
         if n == 0:
@@ -252,8 +275,8 @@ class Deduplicator:
                 meta.positions.update(positions or {})
                 self.store.commit(StateBatch(meta=meta.dumps(), before=action))
             return out
-        ids_buf, ids_off = _utf8_ids(ids)
-        batch = self.fp.fingerprint_batch(texts)
+        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else _utf8_ids(ids)
+        batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         first_seq = meta.next_seq
         self.arena.reserve(int(batch.fine_len[~batch.empty].sum()), self.index.slot_seq, self.index.slot_time, meta.seq_lo,
@@ -379,4 +402,4 @@ class Deduplicator:
         self.store.close()
 
 
-__all__ = ["BatchDecisions", "Decision", "Deduplicator", "Document"]
+__all__ = ["BatchDecisions", "Decision", "Deduplicator", "Document", "Ids"]

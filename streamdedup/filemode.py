@@ -12,6 +12,12 @@ were done; running again on the *same* file resumes after them. Outputs of a mic
 written before its state commit (and fsynced first when ``state.sync`` is on), so a crash, or
 with ``state.sync`` a power loss, can repeat the last batches' output lines but never lose one
 (at-least-once). The commit itself runs on a worker thread while the next batch is decided.
+
+Speed: input is read in chunks of up to 8 MB (what is available, for pipes). The JSON fast
+path (``scan.LineScanner``) checks and splits the chunk's lines in Numba; the plain lines
+(ASCII, string id, text without markup) reach the engine as spans of the chunk, without a
+Python object per line, and every other line goes through the Python decoder, which accepts
+it or gives the reason for the dead letter.
 """
 
 from __future__ import annotations
@@ -28,17 +34,23 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 import orjson
 
+from ._kernels.jsonscan import assemble, gather
+from .canonical import prepare_batch
 from .config import Config
-from .decisions import DUPLICATE, REJECTED, UNIQUE_TAGS, BatchDecisions
+from .decisions import DUPLICATE, REJECTED, UNIQUE, UNIQUE_TAGS, BatchDecisions
 from .decode import Decoded, RecordDecoder, Rejected
-from .engine import Deduplicator
+from .engine import Deduplicator, Ids
+from .fingerprint import PreparedTexts
+from .scan import BLANK, FAST, LineScanner, Scanned
 from .state import open_store
 from .state.pipelined import PipelinedStore
 
 #: what every unique line gets spliced in (the tags of a unique document never vary)
 _UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
 _UNIQUE_TAIL = b"," + _UNIQUE_SPLICE + b"\n"
-_READ_CHUNK = 1 << 20
+_TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)
+_READ_CHUNK = 8 << 20
+_NONE = np.zeros(1, dtype=np.uint8)
 
 
 @dataclass
@@ -79,19 +91,21 @@ def _dead_letter(raw: bytes, line_no: int, stage: str, reason: str) -> bytes:
     return orjson.dumps(out)
 
 
-def _lines(stream: BinaryIO) -> Iterator[bytes]:
-    """Lines without their end of line, read a megabyte at a time."""
+def _chunks(stream: BinaryIO, scanner: LineScanner) -> Iterator[tuple[bytes, Scanned]]:
+    """Chunks of the input with their complete lines scanned (a partial last line waits)."""
     rest = b""
     while True:
-        chunk = stream.read(_READ_CHUNK)
-        if not chunk:
-            break
-        parts = (rest + chunk).split(b"\n")
-        rest = parts.pop()
-        for line in parts:
-            yield line[:-1] if line.endswith(b"\r") else line
-    if rest:
-        yield rest[:-1] if rest.endswith(b"\r") else rest
+        chunk = stream.read1(_READ_CHUNK) if hasattr(stream, "read1") else stream.read(_READ_CHUNK)
+        final = not chunk
+        data = rest + chunk if rest else chunk
+        if not data:
+            return
+        scanned, cut = scanner.scan(np.frombuffer(data, dtype=np.uint8), final)
+        rest = data[cut:]
+        if scanned.n:
+            yield data, scanned
+        if final:
+            return
 
 
 def input_key(path: str) -> str:
@@ -118,32 +132,60 @@ class _Writer:
         self.summary.dead_letter += 1
         self.summary.dead_letter_stages[stage] += 1
 
-    def batch(self, line_nos: list[int], raws: list[bytes], decoded: list[Decoded], decisions: BatchDecisions
-              ) -> Callable[[], None]:
-        """Output lines of a decided batch (and the dead letters since the last one), to write."""
-        unique: list = []
-        dups: list[bytes] = []
-        codes = decisions.codes.tolist()
-        for k, code in enumerate(codes):
-            raw = raws[k]
-            if code == DUPLICATE:
-                dec = decisions.decision(k)
-                dups.append(_splice(raw, decoded[k], b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"))
-                self.summary.relations[dec.relation] += 1
-            elif code == REJECTED:
-                self.dead_letter(raw, line_nos[k], "text", decisions.decision(k).reason or "rejected")
-            elif raw[-1:] == b"}" and decoded[k].obj and "_dedup" not in decoded[k].obj:
-                # the common line: its bytes up to the closing brace, then the constant tags
-                # (a view, so the line is copied once, into the chunk)
-                unique.append(memoryview(raw)[:-1])
-                unique.append(_UNIQUE_TAIL)
-            else:
-                unique.append(_splice(raw, decoded[k], _UNIQUE_SPLICE) + b"\n")
-        self.summary.unique += len(codes) - len(dups) - sum(1 for c in codes if c == REJECTED)
-        self.summary.duplicates += len(dups)
-        chunks = [(self.files[name], data) for name, data in
-                  (("unique", b"".join(unique)), ("duplicates", b"".join(d + b"\n" for d in dups)),
-                   ("dead_letter", b"".join(d + b"\n" for d in self.dead))) if data]
+    def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, tuple[bytes, Decoded]],
+              base: int, decisions: BatchDecisions) -> Callable[[], None]:
+        """Output lines of a decided batch (and the dead letters since the last one), to write.
+
+        ``docs`` are line indices in the chunk ``data``; a fast line is spliced from its span
+        by one Numba call per output file; Python makes only the tags of duplicates and the
+        lines of slow ones (in ``slow``, with their raw bytes and decoded object).
+        """
+        codes = decisions.codes
+        chunks = []
+        if len(codes):
+            slow_mask = s.slow_mask if s is not None else None
+            for k in np.flatnonzero(codes == REJECTED).tolist():
+                line = int(docs[k])
+                raw = slow[line][0] if line in slow else data[s.starts[line]:s.ends[line]]
+                self.dead_letter(raw, base + line + 1, "text", decisions.decision(k).reason or "rejected")
+            for name, code in (("unique", UNIQUE), ("duplicates", DUPLICATE)):
+                which = np.flatnonzero(codes == code)
+                if not len(which):
+                    continue
+                lines = docs[which]
+                kinds = np.zeros(len(which), np.uint8)
+                extra_len = np.zeros(len(which), np.int64)
+                extra: list[bytes] = []
+                # Python only for duplicates (their tags) and slow lines; fast unique lines
+                # are all kind 0 (span + the constant tail)
+                special = np.arange(len(which)) if code == DUPLICATE else np.flatnonzero(slow_mask[lines])
+                for j in special.tolist():
+                    k, line = int(which[j]), int(lines[j])
+                    tags = _UNIQUE_SPLICE
+                    if code == DUPLICATE:
+                        dec = decisions.decision(k)
+                        tags = b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"
+                        self.summary.relations[dec.relation] += 1
+                        kinds[j] = 1
+                    if line in slow:
+                        raw, d = slow[line]
+                        piece = _splice(raw, d, tags) + b"\n"
+                        kinds[j] = 2
+                    else:
+                        piece = b"," + tags + b"\n"
+                    extra.append(piece)
+                    extra_len[j] = len(piece)
+                extra_off = np.zeros(len(which) + 1, np.int64)
+                np.cumsum(extra_len, out=extra_off[1:])
+                out = assemble(np.frombuffer(data, np.uint8), s.starts[lines], s.close_at[lines], kinds,
+                               np.frombuffer(b"".join(extra) or b"\0", np.uint8), extra_off, _TAIL_ARRAY)
+                chunks.append((self.files[name], out))
+                if code == UNIQUE:
+                    self.summary.unique += len(which)
+                else:
+                    self.summary.duplicates += len(which)
+        if self.dead:
+            chunks.append((self.files["dead_letter"], b"".join(d + b"\n" for d in self.dead)))
         self.dead = []
         return lambda: self._write(chunks)
 
@@ -186,53 +228,50 @@ def run_file(
     summary.skipped_resumed = done_before
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
     decoder = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)
+    scanner = LineScanner(cfg.input, cfg.fingerprint.max_text_bytes, cfg.fingerprint.canonical.strip_html)
     batch_size = cfg.engine.batch_size
+    canonical = cfg.fingerprint.canonical
     t0 = time.perf_counter()
     try:
-        line_nos: list[int] = []
-        raws: list[bytes] = []
-        decoded: list[Decoded] = []
-        line_no = 0
+        line_no = 0  # lines before the current chunk
         lines = 0
-
-        def flush() -> None:
-            n = len(decoded)
-            engine.process_columns(
-                [d.id for d in decoded], [d.text for d in decoded], np.fromiter((d.event_time_ms for d in decoded), np.int64, n),
-                np.full(n, -1, np.int64), np.array(line_nos, dtype=np.int64), {key: line_no} if key != "stdin" else None,
-                before_commit=lambda decisions: writer.batch(line_nos, raws, decoded, decisions))
-            line_nos.clear()
-            raws.clear()
-            decoded.clear()
-
-        now_ms = int(time.time() * 1000)
-        fallback_id = lambda: f"line:{line_no}"  # noqa: E731 (read when a record has no id)
-        for raw in _lines(stream):
-            line_no += 1
-            if line_no <= done_before:
+        for data, s in _chunks(stream, scanner):
+            base = line_no
+            line_no += s.n
+            first = max(0, done_before - base)
+            if first >= s.n:
                 continue
-            if stop_after is not None and lines >= stop_after:
-                line_no -= 1
-                break
-            lines += 1
-            if not raw or raw.isspace():
-                writer.dead_letter(raw, line_no, "json", "empty line")
-                continue
-            res = decoder(raw, fallback_id, now_ms)
-            if type(res) is Rejected:
-                writer.dead_letter(raw, line_no, res.stage, res.reason)
-                continue
-            line_nos.append(line_no)
-            raws.append(raw)
-            decoded.append(res)
-            if len(decoded) >= batch_size:
-                summary.lines = lines
-                flush()
-                now_ms = int(time.time() * 1000)
+            last = s.n if stop_after is None else min(s.n, first + stop_after - lines)
+            lines += last - first
+            summary.lines = lines
+            now_ms = int(time.time() * 1000)
+            # the lines the fast path left: dead letters, or decoded in Python
+            doc_mask = s.status[first:last] == FAST
+            slow: dict[int, tuple[bytes, Decoded]] = {}
+            for k in (np.flatnonzero(~doc_mask) + first).tolist():
+                raw = data[s.starts[k]:s.ends[k]]
+                if s.status[k] == BLANK:
+                    writer.dead_letter(raw, base + k + 1, "json", "empty line")
+                    continue
+                res = decoder(raw, f"line:{base + k + 1}", now_ms)
+                if type(res) is Rejected:
+                    writer.dead_letter(raw, base + k + 1, res.stage, res.reason)
+                    continue
+                slow[k] = (raw, res)
+                s.slow_mask[k] = True
+                doc_mask[k - first] = True
+            docs = np.flatnonzero(doc_mask) + first
+            for b in range(0, len(docs), batch_size):
+                _flush(engine, writer, data, s, docs[b:b + batch_size], slow, base, now_ms, canonical, key)
                 if progress:
                     progress(lines)
+            if last < s.n:
+                line_no = base + last
+                break
         summary.lines = lines
-        flush()
+        # dead letters after the last document, and the final position
+        engine.process_columns([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                               {key: line_no} if key != "stdin" else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d))
         if progress:
             progress(lines)
     finally:
@@ -244,3 +283,38 @@ def run_file(
             if stream is not sys.stdin.buffer:
                 stream.close()
     return summary
+
+
+def _flush(engine: Deduplicator, writer: _Writer, data: bytes, s: Scanned, docs: np.ndarray,
+           slow: dict[int, tuple[bytes, Decoded]], base: int, now_ms: int, canonical, key: str) -> None:
+    """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store.
+
+    Ids and texts are gathered from the chunk (fast lines) or from the Python-decoded objects
+    (slow lines) into one buffer each, in line order.
+    """
+    n = len(docs)
+    doc_list = docs.tolist()
+    from_b = s.slow_mask[docs]
+    times = s.times[docs].copy()
+    times[times < 0] = now_ms
+    id_b, t_b = _NONE, _NONE
+    id_lo, id_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    t_lo, t_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    if from_b.any():
+        decs = [slow[k][1] for k, b in zip(doc_list, from_b.tolist()) if b]
+        id_parts = [d.id.encode("utf-8") for d in decs]
+        ends = np.cumsum([len(x) for x in id_parts])
+        id_hi[from_b] = ends
+        id_lo[from_b] = ends - [len(x) for x in id_parts]
+        id_b = np.frombuffer(b"".join(id_parts), dtype=np.uint8) if ends[-1] else _NONE
+        raw, t_off = prepare_batch([d.text for d in decs], canonical)
+        t_lo[from_b] = t_off[:-1]
+        t_hi[from_b] = t_off[1:]
+        t_b = raw if raw.shape[0] else _NONE
+        times[from_b] = [d.event_time_ms for d in decs]
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ids = Ids(*gather(buf, s.id_lo[docs], s.id_hi[docs], id_b, id_lo, id_hi, from_b))
+    texts = PreparedTexts(*gather(s.text_buf, s.text_off[docs], s.text_off[docs + 1], t_b, t_lo, t_hi, from_b))
+    engine.process_columns(ids, texts, times, np.full(n, -1, np.int64), docs + (base + 1),
+                           {key: base + doc_list[-1] + 1} if key != "stdin" else None,
+                           before_commit=lambda decisions: writer.batch(data, s, docs, slow, base, decisions))

@@ -117,6 +117,19 @@ class FingerprintBatch:
         return [dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(len(self))]
 
 
+@dataclass(frozen=True)
+class PreparedTexts:
+    """Texts already in the kernel's input form (what ``canonical.prepare_batch`` returns):
+    UTF-8 in one buffer, text i at ``raw[offsets[i]:offsets[i + 1]]``, HTML and non-ASCII
+    already handled. File mode's JSON fast path produces them without a Python string."""
+
+    raw: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
+
+
 class Fingerprinter:
     """Turns texts into fingerprints with fixed parameters."""
 
@@ -175,6 +188,10 @@ class Fingerprinter:
         except UnicodeEncodeError as exc:  # lone surrogates cannot be UTF-8
             raise InputError(f"text is not encodable as UTF-8: {exc.reason}") from None
         return self._run(raw, offsets, keep_canonical)
+
+    def fingerprint_prepared(self, texts: PreparedTexts) -> FingerprintBatch:
+        """Fingerprint texts already in the kernel's input form (no checks: the caller made them)."""
+        return self._run(texts.raw, texts.offsets, False)
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
         cfg = self.cfg

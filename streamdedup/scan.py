@@ -1,0 +1,95 @@
+"""Python face of the JSON-lines fast path (``_kernels.jsonscan``), for file mode (pure).
+
+:class:`LineScanner` splits a chunk of JSONL into lines and classifies each: FAST lines come
+back as spans (id, closing brace) and an unescaped text ready for the fingerprint kernel;
+SLOW lines are for :class:`streamdedup.decode.RecordDecoder`; BLANK lines are dead letters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._kernels import jsonscan as K
+from .config import InputConfig
+from .decode import MAX_ID_BYTES
+
+FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK
+
+
+def _bytes(s: str) -> np.ndarray:
+    return np.frombuffer(s.encode("ascii"), dtype=np.uint8).copy() if s else np.zeros(0, np.uint8)
+
+
+@dataclass
+class Scanned:
+    """The lines of one chunk: ``starts``/``ends`` per line and what the scan found."""
+
+    n: int
+    starts: np.ndarray
+    ends: np.ndarray
+    status: np.ndarray
+    id_lo: np.ndarray
+    id_hi: np.ndarray
+    close_at: np.ndarray
+    text_buf: np.ndarray
+    text_off: np.ndarray
+    times: np.ndarray  # -1: no event time in the line
+    #: set by the caller for the SLOW lines the Python decoder accepted
+    slow_mask: np.ndarray = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.slow_mask is None:
+            self.slow_mask = np.zeros(self.n, dtype=np.bool_)
+
+
+class LineScanner:
+    def __init__(self, cfg: InputConfig, max_text_bytes: int, strip_html: bool):
+        names = [cfg.id_field, *cfg.text_fields, cfg.time_field or "", cfg.text_separator]
+        #: the fast path handles JSON with ASCII field names and separator (one that cannot
+        #: take part in markup); anything else goes to the Python decoder
+        self.enabled = (cfg.format == "json" and all(n.isascii() for n in names)
+                        and not any(c in cfg.text_separator for c in "<&"))
+        if not self.enabled:
+            return
+        self.id_key = _bytes(cfg.id_field)
+        width = max(len(f) for f in cfg.text_fields)
+        self.text_keys = np.zeros((len(cfg.text_fields), max(width, 1)), dtype=np.uint8)
+        self.text_key_len = np.zeros(len(cfg.text_fields), dtype=np.int64)
+        for k, f in enumerate(cfg.text_fields):
+            self.text_keys[k, :len(f)] = _bytes(f)
+            self.text_key_len[k] = len(f)
+        self.sep = _bytes(cfg.text_separator)
+        self.time_key = _bytes(cfg.time_field or "")
+        self.has_time = cfg.time_field is not None
+        self.dedup_key = _bytes("_dedup")
+        self.max_record = cfg.max_record_bytes
+        self.max_text = max_text_bytes
+        self.check_html = strip_html
+
+    def scan(self, buf: np.ndarray, final: bool) -> tuple[Scanned, int]:
+        """Scan the complete lines of ``buf`` (all of it when ``final``); returns them and
+        where the incomplete last line starts (``len(buf)`` when there is none)."""
+        size = buf.shape[0]
+        starts = np.empty(size + 1, dtype=np.int64)
+        ends = np.empty_like(starts)
+        n, rest = K.split_lines(buf, starts, ends)
+        if final and rest < size:
+            starts[n], ends[n] = rest, size - (1 if buf[size - 1] == 13 else 0)
+            n += 1
+            rest = size
+        status = np.full(n, K.SLOW, dtype=np.uint8)
+        id_lo = np.empty(n, dtype=np.int64)
+        id_hi = np.empty(n, dtype=np.int64)
+        close_at = np.empty(n, dtype=np.int64)
+        text_buf = np.empty(max(size, 1), dtype=np.uint8)
+        text_off = np.zeros(n + 1, dtype=np.int64)
+        times = np.full(n, -1, dtype=np.int64)
+        if self.enabled:
+            K.scan_lines(buf, starts, ends, n, self.id_key, self.text_keys, self.text_key_len, self.sep, self.time_key,
+                         self.has_time, self.dedup_key, self.max_record, self.max_text, MAX_ID_BYTES, self.check_html,
+                         status, id_lo, id_hi, close_at, text_buf, text_off, times)
+        else:
+            K.mark_blank(buf, starts, ends, n, status)
+        return Scanned(n, starts[:n], ends[:n], status, id_lo, id_hi, close_at, text_buf, text_off, times), rest
