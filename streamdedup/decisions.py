@@ -69,7 +69,7 @@ class BatchDecisions(Sequence[Decision]):
     """
 
     def __init__(self, ids: Sequence[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
-                 root_ids: list[str | None], matched_ids: list[str | None], verify: VerifyConfig):
+                 root_ids: dict[int, str], matched_ids: dict[int, str], verify: VerifyConfig):
         self.ids = ids
         self.seqs = seqs
         self.relations = relations
@@ -108,4 +108,4 @@ class BatchDecisions(Sequence[Decision]):
     @classmethod
     def empty(cls, verify: VerifyConfig) -> "BatchDecisions":
         z = np.zeros(0, dtype=np.int64)
-        return cls([], z, z.astype(np.int8), np.zeros((0, 5), np.float32), z.astype(np.uint8), [], [], verify)
+        return cls([], z, z.astype(np.int8), np.zeros((0, 5), np.float32), z.astype(np.uint8), {}, {}, verify)

@@ -98,10 +98,18 @@ class Ids(Sequence[str]):
         return self.buf[self.off[i]:self.off[i + 1]].tobytes().decode("utf-8")
 
 
-def _utf8_ids(ids: Sequence[str | None]) -> tuple[np.ndarray, np.ndarray]:
-    """Ids as one UTF-8 buffer and offsets (None: empty); refuses ids the record cannot hold."""
-    if None in ids:
-        ids = [x or "" for x in ids]
+def _sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of some positions of ``n`` as one UTF-8 buffer and offsets (empty elsewhere)."""
+    lengths = np.zeros(n + 1, dtype=np.int64)
+    if not ids:
+        return np.zeros(1, np.uint8), lengths
+    parts = [ids[i].encode("utf-8") for i in sorted(ids)]
+    lengths[1:][sorted(ids)] = [len(p) for p in parts]
+    return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8), np.cumsum(lengths)
+
+
+def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Ids as one UTF-8 buffer and offsets; refuses ids the record cannot hold."""
     joined = "".join(ids)  # type: ignore[arg-type]
     if joined.isascii():
         lengths = [len(x) for x in ids]
@@ -311,8 +319,8 @@ class Deduplicator:
             ix.grow(int(state[0]), int(state[1]))
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         root_ids, matched_ids = self._resolve_ids(ids, seqs, matched, relations, first_seq)
-        roots_buf, roots_off = _utf8_ids(root_ids)
-        matched_buf, matched_off = _utf8_ids(matched_ids)
+        roots_buf, roots_off = _sparse_utf8(root_ids, n)
+        matched_buf, matched_off = _sparse_utf8(matched_ids, n)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
@@ -333,16 +341,15 @@ class Deduplicator:
         self._committed_lo = meta.seq_lo
         return decisions
 
-    def _resolve_ids(self, ids: list[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
-                     first_seq: int) -> tuple[list[str | None], list[str | None]]:
-        """Root id and matched id of every duplicate (None for the others).
+    def _resolve_ids(self, ids: Sequence[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
+                     first_seq: int) -> tuple[dict[int, str], dict[int, str]]:
+        """Root id and matched id of every duplicate, by position in the batch.
 
         A match decided in this batch is named by the batch itself; an earlier one by its
         stored record, read for the duplicates only.
         """
-        n = len(ids)
-        root_ids: list[str | None] = [None] * n
-        matched_ids: list[str | None] = [None] * n
+        root_ids: dict[int, str] = {}
+        matched_ids: dict[int, str] = {}
         dups = np.flatnonzero(relations).tolist()
         if not dups:
             return root_ids, matched_ids
@@ -355,7 +362,7 @@ class Deduplicator:
             if m >= first_seq:
                 j = int(in_batch[m - first_seq])
                 matched_ids[i] = ids[j]
-                root_ids[i] = root_ids[j] or ids[j]
+                root_ids[i] = root_ids[j] if j in root_ids else ids[j]
             else:
                 raw = stored[m]
                 if raw is None:

@@ -242,6 +242,7 @@ def run_file(
             if first >= s.n:
                 continue
             last = s.n if stop_after is None else min(s.n, first + stop_after - lines)
+            before = lines
             lines += last - first
             summary.lines = lines
             now_ms = int(time.time() * 1000)
@@ -262,9 +263,10 @@ def run_file(
                 doc_mask[k - first] = True
             docs = np.flatnonzero(doc_mask) + first
             for b in range(0, len(docs), batch_size):
-                _flush(engine, writer, data, s, docs[b:b + batch_size], slow, base, now_ms, canonical, key)
+                batch = docs[b:b + batch_size]
+                _flush(engine, writer, data, s, batch, slow, base, now_ms, canonical, key)
                 if progress:
-                    progress(lines)
+                    progress(before + int(batch[-1]) - first + 1)
             if last < s.n:
                 line_no = base + last
                 break
