@@ -34,14 +34,12 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 import orjson
 
-from ._kernels.jsonscan import assemble, gather
-from .canonical import prepare_batch
+from ._kernels.jsonscan import assemble
 from .config import Config
 from .decisions import DUPLICATE, REJECTED, UNIQUE, UNIQUE_TAGS, BatchDecisions
 from .decode import Decoded, RecordDecoder, Rejected
-from .engine import Deduplicator, Ids
-from .fingerprint import PreparedTexts
-from .scan import BLANK, FAST, LineScanner, Scanned
+from .engine import Deduplicator
+from .scan import BLANK, FAST, LineScanner, Scanned, gather_documents
 from .state import open_store
 from .state.pipelined import PipelinedStore
 
@@ -50,7 +48,6 @@ _UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
 _UNIQUE_TAIL = b"," + _UNIQUE_SPLICE + b"\n"
 _TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)
 _READ_CHUNK = 8 << 20
-_NONE = np.zeros(1, dtype=np.uint8)
 
 
 @dataclass
@@ -289,34 +286,8 @@ def run_file(
 
 def _flush(engine: Deduplicator, writer: _Writer, data: bytes, s: Scanned, docs: np.ndarray,
            slow: dict[int, tuple[bytes, Decoded]], base: int, now_ms: int, canonical, key: str) -> None:
-    """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store.
-
-    Ids and texts are gathered from the chunk (fast lines) or from the Python-decoded objects
-    (slow lines) into one buffer each, in line order.
-    """
-    n = len(docs)
-    doc_list = docs.tolist()
-    from_b = s.slow_mask[docs]
-    times = s.times[docs].copy()
-    times[times < 0] = now_ms
-    id_b, t_b = _NONE, _NONE
-    id_lo, id_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    t_lo, t_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
-    if from_b.any():
-        decs = [slow[k][1] for k, b in zip(doc_list, from_b.tolist()) if b]
-        id_parts = [d.id.encode("utf-8") for d in decs]
-        ends = np.cumsum([len(x) for x in id_parts])
-        id_hi[from_b] = ends
-        id_lo[from_b] = ends - [len(x) for x in id_parts]
-        id_b = np.frombuffer(b"".join(id_parts), dtype=np.uint8) if ends[-1] else _NONE
-        raw, t_off = prepare_batch([d.text for d in decs], canonical)
-        t_lo[from_b] = t_off[:-1]
-        t_hi[from_b] = t_off[1:]
-        t_b = raw if raw.shape[0] else _NONE
-        times[from_b] = [d.event_time_ms for d in decs]
-    buf = np.frombuffer(data, dtype=np.uint8)
-    ids = Ids(*gather(buf, s.id_lo[docs], s.id_hi[docs], id_b, id_lo, id_hi, from_b))
-    texts = PreparedTexts(*gather(s.text_buf, s.text_off[docs], s.text_off[docs + 1], t_b, t_lo, t_hi, from_b))
-    engine.process_columns(ids, texts, times, np.full(n, -1, np.int64), docs + (base + 1),
-                           {key: base + doc_list[-1] + 1} if key != "stdin" else None,
+    """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
+    ids, texts, times = gather_documents(data, s, docs, {k: v[1] for k, v in slow.items()}, canonical, now_ms)
+    engine.process_columns(ids, texts, times, np.full(len(docs), -1, np.int64), docs + (base + 1),
+                           {key: base + int(docs[-1]) + 1} if key != "stdin" else None,
                            before_commit=lambda decisions: writer.batch(data, s, docs, slow, base, decisions))

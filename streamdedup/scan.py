@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._kernels import jsonscan as K
-from .config import InputConfig
-from .decode import MAX_ID_BYTES
+from .canonical import prepare_batch
+from .config import CanonicalConfig, InputConfig
+from .decode import MAX_ID_BYTES, Decoded
+from .engine import Ids
+from .fingerprint import PreparedTexts
 
 FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK
+_NONE = np.zeros(1, dtype=np.uint8)
 
 
 def _bytes(s: str) -> np.ndarray:
@@ -68,6 +72,30 @@ class LineScanner:
         self.max_text = max_text_bytes
         self.check_html = strip_html
 
+    def scan_records(self, values: list[bytes]) -> tuple[bytes, Scanned]:
+        """Scan separate records (Kafka values): no line splitting, one record each."""
+        n = len(values)
+        data = b"".join(values)
+        ends = np.cumsum(np.fromiter(map(len, values), np.int64, n))
+        starts = ends - np.fromiter(map(len, values), np.int64, n)
+        return data, self._scan(np.frombuffer(data, dtype=np.uint8), starts, ends, n)
+
+    def _scan(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> Scanned:
+        status = np.full(n, K.SLOW, dtype=np.uint8)
+        id_lo = np.empty(n, dtype=np.int64)
+        id_hi = np.empty(n, dtype=np.int64)
+        close_at = np.empty(n, dtype=np.int64)
+        text_buf = np.empty(max(buf.shape[0], 1), dtype=np.uint8)
+        text_off = np.zeros(n + 1, dtype=np.int64)
+        times = np.full(n, -1, dtype=np.int64)
+        if self.enabled:
+            K.scan_lines(buf, starts, ends, n, self.id_key, self.text_keys, self.text_key_len, self.sep, self.time_key,
+                         self.has_time, self.dedup_key, self.max_record, self.max_text, MAX_ID_BYTES, self.check_html,
+                         status, id_lo, id_hi, close_at, text_buf, text_off, times)
+        else:
+            K.mark_blank(buf, starts, ends, n, status)
+        return Scanned(n, starts[:n], ends[:n], status, id_lo, id_hi, close_at, text_buf, text_off, times)
+
     def scan(self, buf: np.ndarray, final: bool) -> tuple[Scanned, int]:
         """Scan the complete lines of ``buf`` (all of it when ``final``); returns them and
         where the incomplete last line starts (``len(buf)`` when there is none)."""
@@ -79,17 +107,35 @@ class LineScanner:
             starts[n], ends[n] = rest, size - (1 if buf[size - 1] == 13 else 0)
             n += 1
             rest = size
-        status = np.full(n, K.SLOW, dtype=np.uint8)
-        id_lo = np.empty(n, dtype=np.int64)
-        id_hi = np.empty(n, dtype=np.int64)
-        close_at = np.empty(n, dtype=np.int64)
-        text_buf = np.empty(max(size, 1), dtype=np.uint8)
-        text_off = np.zeros(n + 1, dtype=np.int64)
-        times = np.full(n, -1, dtype=np.int64)
-        if self.enabled:
-            K.scan_lines(buf, starts, ends, n, self.id_key, self.text_keys, self.text_key_len, self.sep, self.time_key,
-                         self.has_time, self.dedup_key, self.max_record, self.max_text, MAX_ID_BYTES, self.check_html,
-                         status, id_lo, id_hi, close_at, text_buf, text_off, times)
-        else:
-            K.mark_blank(buf, starts, ends, n, status)
-        return Scanned(n, starts[:n], ends[:n], status, id_lo, id_hi, close_at, text_buf, text_off, times), rest
+        return self._scan(buf, starts, ends, n), rest
+
+
+def gather_documents(data: bytes, s: Scanned, docs: np.ndarray, slow: dict[int, Decoded], canonical: CanonicalConfig,
+                     default_time: int | np.ndarray) -> tuple[Ids, PreparedTexts, np.ndarray]:
+    """Ids, texts (the fingerprint kernel's input) and event times of the records ``docs`` of a
+    scan, in order: fast records from their spans, slow ones (``s.slow_mask``) from ``slow``.
+    A fast record without an event time gets ``default_time`` (one value, or one per record)."""
+    n = len(docs)
+    from_b = s.slow_mask[docs]
+    times = s.times[docs].copy()
+    missing = times < 0
+    times[missing] = default_time if np.isscalar(default_time) else np.asarray(default_time)[missing]
+    id_b, t_b = _NONE, _NONE
+    id_lo, id_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    t_lo, t_hi = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    if from_b.any():
+        decs = [slow[k] for k in docs[from_b].tolist()]
+        id_parts = [d.id.encode("utf-8") for d in decs]
+        lens = np.fromiter(map(len, id_parts), np.int64, len(id_parts))
+        id_hi[from_b] = np.cumsum(lens)
+        id_lo[from_b] = id_hi[from_b] - lens
+        id_b = np.frombuffer(b"".join(id_parts), dtype=np.uint8) if lens.sum() else _NONE
+        raw, t_off = prepare_batch([d.text for d in decs], canonical)
+        t_lo[from_b] = t_off[:-1]
+        t_hi[from_b] = t_off[1:]
+        t_b = raw if raw.shape[0] else _NONE
+        times[from_b] = [d.event_time_ms for d in decs]
+    buf = np.frombuffer(data, dtype=np.uint8)
+    ids = Ids(*K.gather(buf, s.id_lo[docs], s.id_hi[docs], id_b, id_lo, id_hi, from_b))
+    texts = PreparedTexts(*K.gather(s.text_buf, s.text_off[docs], s.text_off[docs + 1], t_b, t_lo, t_hi, from_b))
+    return ids, texts, times

@@ -45,9 +45,10 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from ..config import Config
 from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE
-from ..decode import RecordDecoder, Rejected
+from ..decode import Decoded, RecordDecoder, Rejected
 from ..engine import Decision, Deduplicator
 from ..errors import StreamdedupError
+from ..scan import FAST, LineScanner, gather_documents
 from ..state.pipelined import PipelinedStore
 from ..state.rocks import RocksStore
 from .metrics import Metrics
@@ -204,6 +205,7 @@ class Processor:
         # state commit landed (see _commit), so the state is never behind Kafka
         self._store = store = PipelinedStore(rocks)
         self._decoder = RecordDecoder(self.cfg.input, self.cfg.fingerprint.max_text_bytes)
+        self._scanner = LineScanner(self.cfg.input, self.cfg.fingerprint.max_text_bytes, self.cfg.fingerprint.canonical.strip_html)
         engine = Deduplicator(self.cfg, store)
         engine.confirm_outputs_explicitly = True
         engine.warm_up()
@@ -321,18 +323,24 @@ class Processor:
         return producer
 
     def _decide(self, msgs, engine: Deduplicator, replay: dict) -> _Batch:
-        """Decode, decide (the engine submits its state commit here) and route one batch."""
+        """Decode, decide (the engine submits its state commit here) and route one batch.
+
+        Values go through the JSON fast path in one call (``scan.LineScanner``); the records it
+        leaves go through the Python decoder, which accepts them or gives the dead-letter reason.
+        """
         started = time.perf_counter()
         kc = self.kcfg
         positions_before = engine.meta.positions
         decode = self._decoder
+        values = [m.value() or b"" for m in msgs]
+        data, scanned = self._scanner.scan_records(values)
+        status = scanned.status.tolist()
         outputs: list = [None] * len(msgs)
-        ids: list[str] = []
-        texts: list[str] = []
-        times: list[int] = []
+        slow: dict[int, Decoded] = {}
+        docs: list[int] = []
+        default_times: list[int] = []
         sources: list[int] = []
         offsets: list[int] = []
-        slots: list[int] = []
         next_offsets: dict[tuple[str, int], int] = {}
         partitions: dict[tuple[str, int], tuple[int, int]] = {}  # -> (source key, first offset not in the state)
         counts = {"unique": 0, "duplicate": 0, "dead_letter": 0, "replayed": 0}
@@ -345,36 +353,42 @@ class Processor:
             known = partitions.get(tp)
             if known is None:
                 known = partitions[tp] = (self._source_key(topic, part), int(positions_before.get(f"{topic}:{part}", -1)))
-            value = m.value()
             ts_type, ts = m.timestamp()
-            res = decode(value or b"", lambda: f"{topic}:{part}:{off}", ts if ts_type else now_ms)
-            if type(res) is Rejected:
-                outputs[k] = (kc.dead_letter_topic, m.key(), value,
-                              _with(m.headers(), _dead_headers(res.stage, res.reason, f"{topic}:{part}:{off}")))
-                counts["dead_letter"] += 1
-                continue
+            if status[k] != FAST:
+                res = decode(values[k], lambda: f"{topic}:{part}:{off}", ts if ts_type else now_ms)
+                if type(res) is Rejected:
+                    outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
+                                  _with(m.headers(), _dead_headers(res.stage, res.reason, f"{topic}:{part}:{off}")))
+                    counts["dead_letter"] += 1
+                    continue
+                slow[k] = res
+                scanned.slow_mask[k] = True
             if off < known[1]:
                 # already decided and in the state: re-emit the stored decision
                 counts["replayed"] += 1
                 dec = replay.get((known[0], off))
                 if dec is None:
-                    outputs[k] = (kc.dead_letter_topic, m.key(), value,
+                    outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
                                   _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{topic}:{part}:{off}")))
                     counts["dead_letter"] += 1
                 else:
                     outputs[k] = self._routed(m, dec, counts, relations)
                 continue
-            slots.append(k)
-            ids.append(res.id)
-            texts.append(res.text)
-            times.append(res.event_time_ms)
+            docs.append(k)
+            default_times.append(ts if ts_type else now_ms)
             sources.append(known[0])
             offsets.append(off)
         new_positions = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
-        decisions = engine.process_columns(ids, texts, np.array(times, dtype=np.int64), np.array(sources, dtype=np.int64),
+        doc_idx = np.array(docs, dtype=np.int64)
+        if docs:
+            ids, texts, times = gather_documents(data, scanned, doc_idx, slow, self.cfg.fingerprint.canonical,
+                                                 np.array(default_times, dtype=np.int64))
+        else:
+            ids, texts, times = [], [], np.zeros(0, np.int64)
+        decisions = engine.process_columns(ids, texts, times, np.array(sources, dtype=np.int64),
                                            np.array(offsets, dtype=np.int64), new_positions)
         codes = decisions.codes.tolist()
-        for j, k in enumerate(slots):
+        for j, k in enumerate(docs):
             m = msgs[k]
             code = codes[j]
             if code == UNIQUE:
@@ -386,9 +400,9 @@ class Processor:
                 outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
                               _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}")))
                 counts["dead_letter"] += 1
-        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if ids else None,
+        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if docs else None,
                        self._store.last_commit())
-        if ids:
+        if docs:
             self._unconfirmed.append(batch)
         return batch
 

@@ -16,7 +16,8 @@ import pytest
 PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamdedup.fingerprint", "streamdedup.estimate",
         "streamdedup.lsh", "streamdedup.record", "streamdedup.signature", "streamdedup.calibration", "streamdedup.verify",
         "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
-        "streamdedup.decode"]
+        "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.arena", "streamdedup.scan",
+        "streamdedup.state.pipelined"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
 
 _PROBE = r"""
