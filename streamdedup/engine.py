@@ -37,7 +37,7 @@ from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
 
-META_VERSION = 2
+META_VERSION = 3
 HOUR_MS = 3_600_000
 #: ids are stored with a 16-bit length; far longer than any real document id
 MAX_ID_BYTES = 1024
@@ -206,7 +206,7 @@ class Deduplicator:
                            seqs[0])
         ix = self.index
         bad = KR.restore_batch(
-            buf, off, np.asarray(seqs, dtype=np.int64), np.uint32(self.fp.params.key), self.bits, self.index_bands, ix.n_cells,
+            buf, off, np.asarray(seqs, dtype=np.int64), self.bits, self.index_bands, ix.n_cells,
             ix.capacity, ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_meta, ix.slot_digest,
             *self.arena.arrays(),
         )
@@ -226,7 +226,7 @@ class Deduplicator:
         return self.meta.next_seq - self.meta.seq_lo
 
     def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
-        return engine_record.decode(seq, raw, self.index_bands, self.num_perm, self.fp.params.key)
+        return engine_record.decode(seq, raw, self.index_bands, self.num_perm)
 
     def _decision(self, st: engine_record.StoredDocument) -> Decision:
         if st.relation == 0:
@@ -325,8 +325,7 @@ class Deduplicator:
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
             np.ascontiguousarray(partitions, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64),
-            batch.minhash, self.bits, keys32, self.bands, np.uint32(self.fp.params.key),
-            batch.fine_buf, batch.fine_start, batch.fine_len, batch.coarse_buf, batch.coarse_start, batch.coarse_len,
+            batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
         )
         raw = buf.tobytes()
         bounds = off.tolist()
@@ -367,7 +366,7 @@ class Deduplicator:
                 raw = stored[m]
                 if raw is None:
                     raise StreamdedupError(f"state record {m} is missing although the index holds it: the state is damaged")
-                matched_ids[i], root_ids[i] = engine_record.ids(raw)
+                matched_ids[i], root_ids[i] = engine_record.ids(raw, m)
         return root_ids, matched_ids
 
     def confirm_outputs(self, through: int | None = None) -> None:
@@ -389,7 +388,7 @@ class Deduplicator:
         out = {}
         for seq, raw in self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)):
             st = self._decode(seq, raw)
-            out[(st.fp.partition, st.fp.offset)] = self._decision(st)
+            out[(st.partition, st.offset)] = self._decision(st)
         return out
 
     def delete(self, doc_id: str) -> int:
@@ -398,7 +397,7 @@ class Deduplicator:
         An operator action: it scans the stored records (ids are not indexed, which saves a
         write per document on the hot path).
         """
-        seqs = [seq for seq, raw in self.store.iter_from(self.meta.seq_lo) if engine_record.ids(raw)[0] == doc_id]
+        seqs = [seq for seq, raw in self.store.iter_from(self.meta.seq_lo) if engine_record.ids(raw, seq)[0] == doc_id]
         for seq in seqs:
             self.index.forget(seq)
         if seqs:

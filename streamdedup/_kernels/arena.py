@@ -8,7 +8,8 @@ candidates without leaving Numba (a RocksDB read is 1.3-6 us from Python, a Pyth
 rebuilt on start.
 
 Signatures are variable-length, so they live in a ring of bytes addressed by a virtual,
-ever-growing cursor (physical position = virtual & (size - 1)). A signature is never lost:
+ever-growing cursor (physical position = virtual mod size, computed once per signature; a
+signature that crosses the end is copied in two pieces). A signature is never lost:
 before each micro-batch the caller reserves room for the batch's signatures, reclaiming the
 bytes of documents that left the window and growing the ring when the live ones do not leave
 enough. Decisions therefore never depend on the ring's size.
@@ -36,25 +37,27 @@ def put(slot, mh_row, bits, n_sh, length, digest_hi, sig_buf, sig_start, sig_len
     a_len[slot] = length
     a_digest_hi[slot] = digest_hi
     cur = a_state[A_CURSOR]
-    m = a_buf.shape[0] - 1
+    size = a_buf.shape[0]
     a_sig_start[slot] = cur
     a_sig_len[slot] = sig_len
-    for t in range(sig_len):
-        a_buf[(cur + t) & m] = sig_buf[sig_start + t]
+    p = cur % size
+    first = sig_len if p + sig_len <= size else size - p
+    a_buf[p:p + first] = sig_buf[sig_start:sig_start + first]
+    a_buf[:sig_len - first] = sig_buf[sig_start + first:sig_start + sig_len]
     a_state[A_CURSOR] = cur + sig_len
 
 
 @njit(cache=True, inline="always")
 def signature(slot, a_sig_start, a_sig_len, a_buf, scratch):
     """The signature of ``slot``: a view of the ring, or a copy in ``scratch`` where it wraps."""
-    start = a_sig_start[slot]
     n = a_sig_len[slot]
     size = a_buf.shape[0]
-    p = start & (size - 1)
+    p = a_sig_start[slot] % size
     if p + n <= size:
         return a_buf[p:p + n]
-    for t in range(n):
-        scratch[t] = a_buf[(start + t) & (size - 1)]
+    first = size - p
+    scratch[:first] = a_buf[p:]
+    scratch[first:n] = a_buf[:n - first]
     return scratch[:n]
 
 
@@ -83,7 +86,12 @@ def live_bytes(a_state, a_sig_start, slot_seq, slot_time, capacity, seq_lo, min_
 @njit(cache=True)
 def regrow(old, new, lo, hi):
     """Copy the virtual range ``[lo, hi)`` of ring ``old`` into ring ``new`` (same virtual positions)."""
-    mo = old.shape[0] - 1
-    mn = new.shape[0] - 1
-    for v in range(lo, hi):
-        new[v & mn] = old[v & mo]
+    so = old.shape[0]
+    sn = new.shape[0]
+    v = lo
+    while v < hi:
+        po = v % so
+        pn = v % sn
+        m = min(hi - v, so - po, sn - pn)  # a piece that wraps in neither ring
+        new[pn:pn + m] = old[po:po + m]
+        v += m

@@ -152,8 +152,10 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
     if documents:
         ix = res["index_size"]
         console.print(f"index size: {ix['indexed']:,} documents indexed (filled at {ix['fill_docs_per_s']:,.0f} docs/s)")
-        console.print(f"  probe throughput at {ix['checkpoint']:,}: {ix['docs_per_s_at_checkpoint']:,.0f} docs/s; "
-                      f"at {ix['documents']:,}: {ix['docs_per_s_at_full']:,.0f} docs/s (ratio {ix['ratio_full_vs_checkpoint']:.2f})")
+        console.print(f"  {ix['probe']:,} fresh documents with {ix['checkpoint']:,} indexed: {ix['docs_per_s_at_checkpoint']:,.0f} docs/s "
+                      f"(median batch {ix['us_per_doc_median_at_checkpoint']:.1f} us/doc); with {ix['documents']:,}: "
+                      f"{ix['docs_per_s_at_full']:,.0f} docs/s ({ix['us_per_doc_median_at_full']:.1f} us/doc); "
+                      f"ratio {ix['ratio_full_vs_checkpoint']:.2f}")
         console.print(f"  RAM {ix['rss_bytes_per_doc']:.0f} B/doc (index arrays {ix['index_array_bytes_per_doc']:.0f}), "
                       f"disk {ix['disk_bytes_per_doc']:.0f} B/doc")
 

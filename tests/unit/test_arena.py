@@ -14,7 +14,8 @@ from streamdedup.state import MemoryStore
 from tests.unit.test_engine import _key, cfg, run, story, typo
 
 
-def test_signatures_read_back_after_wraps_and_growth() -> None:
+def test_signatures_read_back_after_wraps_and_growth(monkeypatch) -> None:
+    monkeypatch.setattr(arena_mod, "MIN_RING", 1000)  # not a power of two: wraps land anywhere
     rng = random.Random(3)
     cap = 8
     a = Arena(cap, 16, 8)
@@ -30,7 +31,7 @@ def test_signatures_read_back_after_wraps_and_growth() -> None:
         slot = seq % cap
         buf = np.frombuffer(sig, dtype=np.uint8) if sig else np.zeros(1, np.uint8)
         start = int(a.state[KA.A_CURSOR])
-        wrapped |= (start & (a.buf.shape[0] - 1)) + len(sig) > a.buf.shape[0]
+        wrapped |= start % a.buf.shape[0] + len(sig) > a.buf.shape[0]
         KA.put(slot, np.arange(16, dtype=np.uint32), 8, 3, 4, np.uint64(5), buf, 0, len(sig), *a.arrays())
         slot_seq[slot] = seq
         sigs[seq] = sig
@@ -49,10 +50,11 @@ def test_decisions_do_not_depend_on_the_ring_size(monkeypatch) -> None:
         text = bases[k % 12] if k < 12 else typo(bases[rng.randrange(12)], k, 4)
         docs.append(Document(f"d{k}", text, k))
     c = cfg(ENGINE__MAX_DOCUMENTS="16")
+    monkeypatch.setattr(arena_mod, "MIN_RING", 700)
     small = Deduplicator(c, MemoryStore())
     got = run(small, docs, batch=5)
     assert small.arena.state[0] > small.arena.buf.shape[0]  # the cursor went round the ring
-    monkeypatch.setattr(arena_mod, "INITIAL_SIGNATURE_BYTES", 1 << 16)
+    monkeypatch.setattr(arena_mod, "MIN_RING", 1 << 20)
     big = Deduplicator(c, MemoryStore())
     want = run(big, docs, batch=5)
     assert big.arena.grown == 0 and big.arena.state[0] < big.arena.buf.shape[0]

@@ -7,9 +7,10 @@ import struct
 import numpy as np
 import pytest
 
-from streamdedup import Fingerprinter, load_config, record
+from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
-from streamdedup.engine_record import HEAD, decode, ids
+from streamdedup.engine_record import DUP_HEAD, HEAD, decode, ids
+from streamdedup.estimate import pack_bbit
 from tests.unit.test_engine import story, typo
 
 TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900)]
@@ -21,10 +22,21 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     """The layout of ``engine_record`` written field by field."""
     hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
     idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
-    head = HEAD.pack(2, rel, flags, len(idb), len(rb), root_seq, matched_seq, *(float(np.float32(x)) for x in numbers),
-                     len(hot_entries), len(mb))
-    return b"".join([head, idb, rb, mb] + [struct.pack("<HB", b, c) for b, c in hot_entries]
-                    + [record.encode(batch, i, bits, time, part, off)])
+    sig = batch.signatures[i]
+    head = HEAD.pack(3, rel, flags, bits, len(idb), len(hot_entries), int(batch.lengths[i]), int(batch.n_shingles[i]),
+                     time, part, off, batch.digests[i], len(sig))
+    parts = [head]
+    if rel:
+        parts.append(DUP_HEAD.pack(root_seq, matched_seq, *(float(np.float32(x)) for x in numbers), len(rb), len(mb)))
+        parts += [idb, rb, mb]
+    else:
+        parts.append(idb)
+    parts += [struct.pack("<HB", b, c) for b, c in hot_entries]
+    parts.append(pack_bbit(batch.minhash[i], bits))
+    keys = np.hstack((batch.band_keys[i], batch.lead_keys[i])) & np.uint64(0xFFFFFFFF)
+    parts += [int(k >> np.uint64(8)).to_bytes(3, "little") for k in keys]
+    parts.append(sig)
+    return b"".join(parts)
 
 
 @pytest.mark.parametrize("bits", [1, 2, 4, 8, 16, 32])
@@ -60,8 +72,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
                                batch.digest_words, batch.lengths, batch.n_shingles, times, parts, offs, batch.minhash, bits,
-                               keys, batch.band_keys.shape[1], np.uint32(fp.params.key), batch.fine_buf, batch.fine_start,
-                               batch.fine_len, batch.coarse_buf, batch.coarse_start, batch.coarse_len)
+                               keys, batch.fine_buf, batch.fine_start, batch.fine_len)
     raw = out.tobytes()
     for i in range(n):
         got = raw[off[i]:off[i + 1]]
@@ -71,10 +82,15 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         want = reference(batch, i, bits, int(rels[i]), int(flags[i]), int(roots[i]), int(matched[i]), numbers[i], hots[i],
                          IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]))
         assert got == want, i
-        st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm, fp.params.key)
-        assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], roots[i], matched[i], rels[i], flags[i])
+        st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm)
+        want_root = (roots[i], matched[i]) if rels[i] else (seqs[i], -1)
+        assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], *want_root, rels[i], flags[i])
         assert st.root_id == (root_ids[i] or IDS[i]) and st.matched_id == (matched_ids[i] or None)
         assert np.array_equal(st.hot, hots[i])
-        assert (st.fp.event_time_ms, st.fp.partition, st.fp.offset) == (times[i], parts[i], offs[i])
-        assert st.fp.signature == batch.signatures[i] and st.fp.digest == batch.digests[i]
+        assert (st.event_time_ms, st.partition, st.offset) == (times[i], parts[i], offs[i])
+        assert st.signature == batch.signatures[i] and st.digest == batch.digests[i]
+        assert np.array_equal(st.band_keys, keys[i] & np.uint32(0xFFFFFF00))
+        assert np.array_equal(st.minhash, batch.minhash[i] & np.uint32(0xFFFFFFFF if bits == 32 else (1 << bits) - 1))
+        if rels[i]:
+            assert np.array_equal(np.array(st.numbers, np.float32), numbers[i], equal_nan=True)
         assert ids(got) == (IDS[i], root_ids[i] or IDS[i])
