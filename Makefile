@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv system-deps test test-unit test-integration demo demo-file bench bench-fingerprint calibrate clean
+.PHONY: help venv system-deps test test-unit test-integration demo demo-file bench bench-fingerprint calibrate clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
@@ -48,5 +48,10 @@ bench-fingerprint: $(STAMP)
 calibrate: $(STAMP)
 	$(BIN)/python benchmarks/calibrate_ld.py
 
-clean:
+# Numba caches are keyed by each kernel's own file: after editing a kernel that others inline,
+# remove them (a fresh clone or install has none).
+clean-cache:
+	find streamdedup -name '*.nbi' -delete -o -name '*.nbc' -delete
+
+clean: clean-cache
 	rm -rf $(VENV) build *.egg-info
