@@ -69,11 +69,13 @@ class CandidateIndex:
         self.capacity = capacity
         self.hot_threshold = hot_threshold
         self.max_cells = 2 * capacity
-        self.slot_seq = np.full(capacity, -1, dtype=np.int64)
-        self.slot_time = np.zeros(capacity, dtype=np.int64)
-        self.slot_root = np.zeros(capacity, dtype=np.int64)
+        # all on huge pages when large: every lookup dereferences slots at random
+        self.slot_seq = _zeros(capacity, np.int64)
+        self.slot_seq[:] = -1
+        self.slot_time = _zeros(capacity, np.int64)
+        self.slot_root = _zeros(capacity, np.int64)
         self.slot_meta = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
-        self.slot_digest = np.zeros(capacity, dtype=np.uint64)
+        self.slot_digest = _zeros(capacity, np.uint64)
         self.cand_slots = np.empty(max_candidates, dtype=np.int64)
         self.cand_shared = np.empty(max_candidates, dtype=np.int64)
         self.hot_bands = np.empty(bands, dtype=np.bool_)

@@ -51,6 +51,9 @@ def decide_batch(
     """
     n = keys.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
+    probe_cell = np.empty(bands, dtype=np.uint32)
+    probe_meta = np.empty(bands, dtype=np.uint32)
+    probe_live = np.empty(bands, dtype=np.bool_)
     for i in range(start, n):
         if not empty[i] and state[0] >= grow_at:
             return i
@@ -71,7 +74,7 @@ def decide_batch(
         nc, exact = lookup(
             digests[i, 0], keys[i], bands, n_cells, hot_threshold, state[1], min_time,
             cells, digest_cells, slot_seq, slot_time, slot_meta, slot_digest,
-            cand_slots, cand_shared, hot_bands,
+            cand_slots, cand_shared, hot_bands, probe_cell, probe_meta, probe_live,
         )
         best = np.int64(-1)
         best_rel = 0
@@ -134,8 +137,9 @@ def decide_batch(
             match_out[i] = slot_seq[best]
             rel_out[i] = best_rel
         insert(
-            seq, root, times[i], digests[i, 0], keys[i], bands, n_cells, capacity, state[1], min_time,
+            seq, root, times[i], digests[i, 0], keys[i], bands, n_cells, capacity,
             cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest, hot_out[i],
+            probe_cell, probe_meta, probe_live,
         )
         slot = seq % capacity
         arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],

@@ -26,6 +26,7 @@ from ..config import Config
 from ..corpus import load_reuters
 from ..engine import Deduplicator
 from ..filemode import run_file
+from ..state.pipelined import PipelinedStore
 from ..state.rocks import RocksStore
 
 
@@ -125,7 +126,8 @@ def index_size(cfg: Config, documents: int = 5_000_000, checkpoint: int = 100_00
         _synthetic_texts(rng, 10)  # the vocabulary, outside the RSS figure
         gc.collect()
         rss0 = _rss_bytes()
-        engine = Deduplicator(eng_cfg, RocksStore(os.path.join(tmp, "state")))
+        # the store as file mode and Kafka use it: commits on a worker thread
+        engine = Deduplicator(eng_cfg, PipelinedStore(RocksStore(os.path.join(tmp, "state"))))
         seq = 0
 
         def process(texts: list[str]) -> list[float]:
@@ -162,7 +164,7 @@ def index_size(cfg: Config, documents: int = 5_000_000, checkpoint: int = 100_00
         out["indexed"] = indexed
         out["rss_bytes_per_doc"] = (_rss_bytes() - rss0) / indexed
         out["index_array_bytes_per_doc"] = (engine.index.bytes_used + engine.arena.bytes_used) / indexed
-        store = engine.store
+        store = engine.store.inner
         engine.close()
         out["disk_bytes_per_doc"] = store.disk_bytes() / indexed
     out["ratio_full_vs_checkpoint"] = out["docs_per_s_at_full"] / out["docs_per_s_at_checkpoint"]

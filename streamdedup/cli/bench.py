@@ -181,9 +181,10 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
         return
     console = make_console()
     console.print(f"{res['records']:,} Reuters-derived records ({res['feed']} feed), batches of {res['batch_size']}, one partition, exactly-once")
-    console.print(f"transactional passthrough: {res['passthrough_docs_per_s']:,.0f} docs/s")
-    console.print(f"streamdedup processor:     {res['processor_docs_per_s']:,.0f} docs/s ({res['ratio'] * 100:.0f}% of passthrough) "
-                  f"{res['processor_counts']}")
+    runs = lambda xs: ", ".join(f"{x:,.0f}" for x in xs)  # noqa: E731
+    console.print(f"transactional passthrough: {res['passthrough_docs_per_s']:,.0f} docs/s (median of {runs(res['passthrough_runs'])})")
+    console.print(f"streamdedup processor:     {res['processor_docs_per_s']:,.0f} docs/s (median of {runs(res['processor_runs'])}), "
+                  f"{res['ratio'] * 100:.0f}% of passthrough; {res['processor_counts']}")
     if "latency" in res:
         lat = res["latency"]
         console.print(f"end-to-end latency at {lat['rate']:,.0f} docs/s (50% of max): p50 {lat['p50_ms']:.0f} ms, "
