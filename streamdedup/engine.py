@@ -207,7 +207,7 @@ class Deduplicator:
         ix = self.index
         bad = KR.restore_batch(
             buf, off, np.asarray(seqs, dtype=np.int64), self.bits, self.index_bands, ix.n_cells,
-            ix.capacity, ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_meta, ix.slot_digest,
+            ix.capacity, ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest,
             *self.arena.arrays(),
         )
         if bad >= 0:
@@ -309,7 +309,7 @@ class Deduplicator:
                 batch.fine_buf, batch.fine_start, batch.fine_len,
                 self.index_bands, self.bands, self.rows, ix.n_cells, ix.capacity, ix.hot_threshold, self.window_ms,
                 self.cfg.engine.max_verified, self.bits, self._params, state,
-                ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_meta, ix.slot_digest,
+                ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest,
                 *self.arena.arrays(),
                 ix.cand_slots, ix.cand_shared, ix.hot_bands, self._informative, self._runs, self._scratch, self._cmp,
                 seqs, roots, matched, relations, numbers, flags, hots,

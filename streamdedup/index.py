@@ -1,6 +1,6 @@
 """Python face of the in-memory candidate index (the arrays behind ``_kernels.index``).
 
-Memory per document: ``4 * bands`` (slot_meta: key bits and hot count per band) + 32 (seq,
+Memory per document: ``5 * bands`` (slot_keys, slot_hot: the key and hot count per band) + 32 (seq,
 time, root, digest), plus the cell tables, ``2 * 4 * bands + 2 * 4`` bytes per document at
 their full size (two cells per document per band keep the chance that a later document
 overwrites a live one's cell low). With 41 bands (31 + 10 lead): ~530 bytes per document.
@@ -74,7 +74,8 @@ class CandidateIndex:
         self.slot_seq[:] = -1
         self.slot_time = _zeros(capacity, np.int64)
         self.slot_root = _zeros(capacity, np.int64)
-        self.slot_meta = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
+        self.slot_keys = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
+        self.slot_hot = _zeros(capacity * bands, np.uint8).reshape(capacity, bands)
         self.slot_digest = _zeros(capacity, np.uint64)
         self.cand_slots = np.empty(max_candidates, dtype=np.int64)
         self.cand_shared = np.empty(max_candidates, dtype=np.int64)
@@ -84,7 +85,8 @@ class CandidateIndex:
         if preallocate:
             self._cell_store = _zeros(bands * self.max_cells, np.uint32)
             self._digest_store = _zeros(self.max_cells, np.uint32)
-            for a in (self._cell_store, self._digest_store, self.slot_time, self.slot_root, self.slot_meta, self.slot_digest):
+            for a in (self._cell_store, self._digest_store, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot,
+                      self.slot_digest):
                 _prefault(a)
         self._allocate(self.cells_for(next_seq))
 
@@ -115,11 +117,12 @@ class CandidateIndex:
         """Bigger tables for document ``next_seq``, refilled from the slots of the valid documents."""
         self._allocate(self.cells_for(next_seq))
         K.rehash(max(seq_lo, next_seq - self.capacity), next_seq, self.bands, self.n_cells, self.capacity,
-                 self.cells, self.digest_cells, self.slot_seq, self.slot_meta, self.slot_digest)
+                 self.cells, self.digest_cells, self.slot_seq, self.slot_keys, self.slot_digest)
 
     @property
     def bytes_used(self) -> int:
-        arrays = (self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_meta, self.slot_digest)
+        arrays = (self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot,
+                  self.slot_digest)
         return sum(a.nbytes for a in arrays)
 
     def forget(self, seq: int) -> None:

@@ -34,7 +34,7 @@ F_BOILERPLATE = 1
 def decide_batch(
     start, grow_at, digests, keys, times, empty, minhash, n_shingles, lengths, sig_buf, sig_start, sig_len,
     bands, main_bands, rows, n_cells, capacity, hot_threshold, window_ms, max_verified, bits, params, state,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest,
     a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state,
     cand_slots, cand_shared, hot_bands, informative, runs, scratch, cmp_out,
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
@@ -52,7 +52,7 @@ def decide_batch(
     n = keys.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
     probe_cell = np.empty(bands, dtype=np.uint32)
-    probe_meta = np.empty(bands, dtype=np.uint32)
+    probe_key = np.empty(bands, dtype=np.uint32)
     probe_live = np.empty(bands, dtype=np.bool_)
     for i in range(start, n):
         if not empty[i] and state[0] >= grow_at:
@@ -73,8 +73,8 @@ def decide_batch(
         min_time = state[2] - window_ms
         nc, exact = lookup(
             digests[i, 0], keys[i], bands, n_cells, hot_threshold, state[1], min_time,
-            cells, digest_cells, slot_seq, slot_time, slot_meta, slot_digest,
-            cand_slots, cand_shared, hot_bands, probe_cell, probe_meta, probe_live,
+            cells, digest_cells, slot_seq, slot_time, slot_keys, slot_hot, slot_digest,
+            cand_slots, cand_shared, hot_bands, probe_cell, probe_key, probe_live,
         )
         best = np.int64(-1)
         best_rel = 0
@@ -113,7 +113,7 @@ def decide_batch(
                 shared_bp = False
                 if boilerplate:
                     for b in range(main_bands):
-                        if hot_bands[b] and (slot_meta[c, b] >> 8) == (keys[i, b] >> 8):
+                        if hot_bands[b] and slot_keys[c, b] == keys[i, b]:
                             shared_bp = True
                 sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, scratch)
                 rel = compare_pair(
@@ -138,8 +138,8 @@ def decide_batch(
             rel_out[i] = best_rel
         insert(
             seq, root, times[i], digests[i, 0], keys[i], bands, n_cells, capacity,
-            cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest, hot_out[i],
-            probe_cell, probe_meta, probe_live,
+            cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest, hot_out[i],
+            probe_cell, probe_live,
         )
         slot = seq % capacity
         arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],

@@ -7,14 +7,16 @@ there. Keeping only the most recent document per key is enough for deduplication
 new copy only needs to reach *some* member of its cluster and every member points to the
 cluster's first document (the root). It also caps hot buckets at one entry by construction.
 
-Keys: the index uses 24 bits of each band key (bits 8-31 of the low half of the 64-bit key,
-as stored in records). Per slot and band, ``slot_meta`` holds those 24 bits (to check that a
-cell really holds the same key; another key passes with probability 2**-24, which costs one
-extra verification) and, in its low byte, the hot count. A cell is the multiply-high of a
-32-bit hash of the key with ``n_cells``, so a table can have any size.
+Keys: the index uses the low 32 bits of each 64-bit band key (as stored in records). Per slot
+and band, ``slot_keys`` holds them, to check that a cell really holds the same key (a cell
+is a function of the key, so every key with equal checked bits lands in the same cell: with
+N documents in a band, a new key meets a false match with probability N / 2**bits. 24 bits
+gave 12 false candidates per document at 5 M documents, which crowded out true ones; 32
+bits give one per ~20 documents). A cell is the multiply-high of a 32-bit hash of the key with
+``n_cells``, so a table can have any size.
 
 Boilerplate: the hot count of a (band, key) counts the distinct clusters that wrote the key in
-a row (saturating at 255), carried from the cell's previous writer to the next. A band whose
+a row (saturating at 255), carried from the cell's previous writer to the next (``slot_hot``). A band whose
 count reaches the engine's threshold is "hot": text shared by many stories (a publisher
 footer) made it, and its matches are not evidence of duplication.
 
@@ -33,12 +35,11 @@ from numba import njit, uint32, uint64
 from .hashing import GOLDEN
 
 NO_SLOT = np.int64(-1)
-KEY_MASK = uint32(0xFFFFFF00)
 
 
 @njit(cache=True, inline="always")
 def _cell(b, key32, n_cells):
-    h = (uint64(key32 >> uint32(8)) * GOLDEN) >> uint64(32)
+    h = (uint64(key32) * GOLDEN) >> uint64(32)
     return np.int64(b) * n_cells + np.int64((h * uint64(n_cells)) >> uint64(32))
 
 
@@ -53,24 +54,18 @@ def _valid(slot, slot_seq, slot_time, seq_lo, min_time):
     return s >= seq_lo and slot_time[slot] >= min_time
 
 
-@njit(cache=True, inline="always")
-def _same_key(meta, key32):
-    return (meta & KEY_MASK) == (key32 & KEY_MASK)
-
-
 @njit(cache=True)
 def lookup(
     digest_lo, keys, bands, n_cells, hot_threshold, seq_lo, min_time,
-    cells, digest_cells, slot_seq, slot_time, slot_meta, slot_digest,
-    cand_slots, cand_shared, hot_bands, probe_cell, probe_meta, probe_live,
+    cells, digest_cells, slot_seq, slot_time, slot_keys, slot_hot, slot_digest,
+    cand_slots, cand_shared, hot_bands, probe_cell, probe_key, probe_live,
 ):
     """Candidates of one document: the exact-digest match first (if any), then band matches.
 
     Returns ``(n_candidates, exact_slot)``. ``cand_slots``/``cand_shared`` get the distinct
     candidate slots and how many non-hot bands each shares, in first-seen band order;
     ``hot_bands[b]`` is set for bands whose cell is hot. ``probe_*`` keep, per band, the cell's
-    occupant, its key/hot word and whether it is a live document with the same key, for
-    :func:`insert`.
+    occupant, its key and whether it is a live document with the same key, for :func:`insert`.
 
     In phases: every band's cell, then every occupant's key, then validity. The loads of a
     phase do not depend on each other, so the CPU can overlap their cache misses (at 100k
@@ -83,7 +78,7 @@ def lookup(
         c = probe_cell[b]
         # the key first: in a full index most occupied cells hold another key, and the
         # validity check is a miss in two more arrays
-        probe_meta[b] = slot_meta[np.int64(c) - 1, b] if c != 0 else uint32(0)
+        probe_key[b] = slot_keys[np.int64(c) - 1, b] if c != 0 else uint32(0)
     exact = NO_SLOT
     d = digest_cells[_digest_cell(digest_lo, n_cells)]
     if d != 0:
@@ -97,14 +92,13 @@ def lookup(
         c = probe_cell[b]
         if c == 0:
             continue
-        meta = probe_meta[b]
-        if not _same_key(meta, keys[b]):
+        if probe_key[b] != keys[b]:
             continue
         slot = np.int64(c) - 1
         if not _valid(slot, slot_seq, slot_time, seq_lo, min_time):
             continue
         probe_live[b] = True
-        if (meta & uint32(0xFF)) >= hot_threshold:
+        if slot_hot[slot, b] >= hot_threshold:
             hot_bands[b] = True
         found = False
         for j in range(n):
@@ -133,8 +127,8 @@ def _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, sl
 @njit(cache=True)
 def insert(
     seq, root, event_time, digest_lo, keys, bands, n_cells, capacity,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest, hot_out,
-    probe_cell, probe_meta, probe_live,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest, hot_out,
+    probe_cell, probe_live,
 ):
     """Insert one document (already decided: ``root`` is its cluster's first seq), right after
     its :func:`lookup` (whose ``probe_*`` say what each of its cells holds).
@@ -150,30 +144,32 @@ def insert(
         if probe_live[b]:
             prev = np.int64(probe_cell[b]) - 1
             if prev != slot:
-                count = np.int64(probe_meta[b] & uint32(0xFF))
+                count = np.int64(slot_hot[prev, b])
                 if slot_root[prev] != root and count < 255:
                     count += 1
         hot_out[b] = count
         cells[_cell(b, key32, n_cells)] = uint32(slot + 1)
-        slot_meta[slot, b] = (key32 & KEY_MASK) | uint32(count)
+        slot_keys[slot, b] = key32
+        slot_hot[slot, b] = count
     _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)
 def restore(
     seq, root, event_time, digest_lo, keys, hot_counts, bands, n_cells, capacity,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest,
 ):
     """Re-insert a stored document during a rebuild, with the hot counts it was stored with."""
     slot = seq % capacity
     for b in range(bands):
         cells[_cell(b, keys[b], n_cells)] = uint32(slot + 1)
-        slot_meta[slot, b] = (keys[b] & KEY_MASK) | uint32(hot_counts[b])
+        slot_keys[slot, b] = keys[b]
+        slot_hot[slot, b] = hot_counts[b]
     _fill_slot(slot, seq, root, event_time, digest_lo, n_cells, digest_cells, slot_seq, slot_time, slot_root, slot_digest)
 
 
 @njit(cache=True)
-def rehash(lo_seq, next_seq, bands, n_cells, capacity, cells, digest_cells, slot_seq, slot_meta, slot_digest):
+def rehash(lo_seq, next_seq, bands, n_cells, capacity, cells, digest_cells, slot_seq, slot_keys, slot_digest):
     """Fill empty tables of ``n_cells`` cells from the slots of documents ``lo_seq..next_seq``.
 
     The same cells ``restore`` gives for these documents: each cell holds the last document
@@ -184,5 +180,5 @@ def rehash(lo_seq, next_seq, bands, n_cells, capacity, cells, digest_cells, slot
         if slot_seq[slot] != seq:
             continue
         for b in range(bands):
-            cells[_cell(b, slot_meta[slot, b], n_cells)] = uint32(slot + 1)
+            cells[_cell(b, slot_keys[slot, b], n_cells)] = uint32(slot + 1)
         digest_cells[_digest_cell(slot_digest[slot], n_cells)] = uint32(slot + 1)

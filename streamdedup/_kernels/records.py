@@ -15,9 +15,10 @@ from . import arena
 from .index import restore
 
 ENGINE_VERSION = 3
-#: bytes before the ids: every record, and the extra part of a duplicate's
-HEAD = 54
-DUP_HEAD = 40
+#: version, relation, flags, bits, digest; then variable-length integers
+HEAD = 20
+#: the most a record's varints, float32 estimates and hot entries add to its fixed parts
+_VARINT_MAX = 10
 NO_VALUE = np.float32(np.nan)
 
 
@@ -39,6 +40,44 @@ def _get_uint(buf, pos, nbytes):
 @njit(cache=True, inline="always")
 def _get_int64(buf, pos):
     return np.int64(_get_uint(buf, pos, 8))
+
+
+@njit(cache=True, inline="always")
+def _put_varint(buf, pos, value):
+    """LEB128 of an unsigned value; returns the position after it."""
+    v = np.uint64(value)
+    while v >= np.uint64(0x80):
+        buf[pos] = np.uint8((v & np.uint64(0x7F)) | np.uint64(0x80))
+        v >>= np.uint64(7)
+        pos += 1
+    buf[pos] = np.uint8(v)
+    return pos + 1
+
+
+@njit(cache=True, inline="always")
+def _put_signed(buf, pos, value):
+    """Zigzag then LEB128 (-1 is one byte)."""
+    v = np.int64(value)
+    return _put_varint(buf, pos, np.uint64((v << np.int64(1)) ^ (v >> np.int64(63))))
+
+
+@njit(cache=True, inline="always")
+def _get_varint(buf, pos):
+    v = np.uint64(0)
+    shift = np.uint64(0)
+    while True:
+        c = buf[pos]
+        pos += 1
+        v |= np.uint64(c & 0x7F) << shift
+        if c < 0x80:
+            return v, pos
+        shift += np.uint64(7)
+
+
+@njit(cache=True, inline="always")
+def _get_signed(buf, pos):
+    u, pos = _get_varint(buf, pos)
+    return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), pos
 
 
 @njit(cache=True, inline="always")
@@ -67,18 +106,6 @@ def _pack_minhash(buf, pos, row, bits):
     return pos + k // per_byte
 
 
-@njit(cache=True, inline="always")
-def _size(i, bands, fixed, hot_out, rel_out, ids_off, roots_off, matched_off, fine_len):
-    n_hot = 0
-    for b in range(bands):
-        if hot_out[i, b] != 1:
-            n_hot += 1
-    size = fixed + (ids_off[i + 1] - ids_off[i]) + 3 * n_hot + fine_len[i]
-    if rel_out[i] != 0:
-        size += DUP_HEAD + (roots_off[i + 1] - roots_off[i]) + (matched_off[i + 1] - matched_off[i])
-    return size, n_hot
-
-
 @njit(cache=True, nogil=True)
 def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
@@ -94,49 +121,54 @@ def encode_batch(
     n = seq_out.shape[0]
     bands = keys.shape[1]
     k = minhash.shape[1]
-    fixed = HEAD + k * bits // 8 + 3 * bands
-    out_off = np.zeros(n + 1, dtype=np.int64)
+    fixed = HEAD + k * bits // 8 + 4 * bands
+    bound = 0
     for i in range(n):
-        size = 0
-        if seq_out[i] >= 0:
-            size, _ = _size(i, bands, fixed, hot_out, rel_out, ids_off, roots_off, matched_off, fine_len)
-        out_off[i + 1] = out_off[i] + size
-    buf = np.zeros(out_off[n], dtype=np.uint8)
+        # every varint at its longest, every band a hot entry: written compactly below
+        bound += (fixed + 12 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
+                  + (matched_off[i + 1] - matched_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i])
+    buf = np.empty(bound, dtype=np.uint8)
+    out_off = np.zeros(n + 1, dtype=np.int64)
     f32 = np.empty(1, dtype=np.float32)
     u32 = f32.view(np.uint32)
+    q = 0
     for i in range(n):
         if seq_out[i] < 0:
+            out_off[i + 1] = q
             continue
-        p = out_off[i]
-        _, n_hot = _size(i, bands, fixed, hot_out, rel_out, ids_off, roots_off, matched_off, fine_len)
+        n_hot = 0
+        for b in range(bands):
+            if hot_out[i, b] != 1:
+                n_hot += 1
         id_len = ids_off[i + 1] - ids_off[i]
-        buf[p] = ENGINE_VERSION
-        buf[p + 1] = rel_out[i]
-        buf[p + 2] = flag_out[i]
-        buf[p + 3] = bits
-        _put_uint(buf, p + 4, id_len, 2)
-        _put_uint(buf, p + 6, n_hot, 2)
-        _put_uint(buf, p + 8, lengths[i], 4)
-        _put_uint(buf, p + 12, n_shingles[i], 4)
-        _put_uint(buf, p + 16, times[i], 8)
-        _put_uint(buf, p + 24, partitions[i], 4)
-        _put_uint(buf, p + 28, offsets[i], 8)
-        _put_uint(buf, p + 36, digests[i, 0], 8)
-        _put_uint(buf, p + 44, digests[i, 1], 8)
-        _put_uint(buf, p + 52, fine_len[i], 2)
-        q = p + HEAD
+        dup = rel_out[i] != 0
+        buf[q] = ENGINE_VERSION
+        buf[q + 1] = rel_out[i]
+        buf[q + 2] = flag_out[i]
+        buf[q + 3] = bits
+        _put_uint(buf, q + 4, digests[i, 0], 8)
+        _put_uint(buf, q + 12, digests[i, 1], 8)
+        q += HEAD
+        q = _put_varint(buf, q, id_len)
+        q = _put_varint(buf, q, n_hot)
+        q = _put_varint(buf, q, lengths[i])
+        q = _put_varint(buf, q, n_shingles[i])
+        q = _put_signed(buf, q, times[i])
+        q = _put_signed(buf, q, partitions[i])
+        q = _put_signed(buf, q, offsets[i])
+        q = _put_varint(buf, q, fine_len[i])
         root_len = 0
         matched_len = 0
-        if rel_out[i] != 0:
+        if dup:
             root_len = roots_off[i + 1] - roots_off[i]
             matched_len = matched_off[i + 1] - matched_off[i]
-            _put_uint(buf, q, root_out[i], 8)
-            _put_uint(buf, q + 8, match_out[i], 8)
+            q = _put_varint(buf, q, root_out[i])
+            q = _put_varint(buf, q, match_out[i])
             for c in range(5):
-                _put_f32(buf, q + 16 + 4 * c, num_out[i, c], f32, u32)
-            _put_uint(buf, q + 36, root_len, 2)
-            _put_uint(buf, q + 38, matched_len, 2)
-            q += DUP_HEAD
+                _put_f32(buf, q, num_out[i, c], f32, u32)
+                q += 4
+            q = _put_varint(buf, q, root_len)
+            q = _put_varint(buf, q, matched_len)
         for t in range(id_len):
             buf[q + t] = ids_buf[ids_off[i] + t]
         q += id_len
@@ -148,17 +180,19 @@ def encode_batch(
         q += matched_len
         for b in range(bands):
             if hot_out[i, b] != 1:
-                _put_uint(buf, q, b, 2)
-                buf[q + 2] = hot_out[i, b]
-                q += 3
+                q = _put_varint(buf, q, b)
+                buf[q] = hot_out[i, b]
+                q += 1
         q = _pack_minhash(buf, q, minhash[i], bits)
-        # the index uses bits 8-31 of each band key (the low half of the 64-bit key)
+        # the index uses the low 32 bits of each band key
         for b in range(bands):
-            _put_uint(buf, q, np.uint64(keys[i, b]) >> np.uint64(8), 3)
-            q += 3
+            _put_uint(buf, q, keys[i, b], 4)
+            q += 4
         for t in range(fine_len[i]):
             buf[q + t] = fine_buf[fine_start[i] + t]
-    return buf, out_off
+        q += fine_len[i]
+        out_off[i + 1] = q
+    return buf[:q], out_off
 
 
 @njit(cache=True)
@@ -180,7 +214,7 @@ def _unpack_minhash(buf, pos, bits, out):
 @njit(cache=True, nogil=True)
 def restore_batch(
     buf, off, seqs, bits, bands, n_cells, capacity,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest,
+    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest,
     a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state,
 ):
     """Re-insert stored records (in seq order) into the index and the arena.
@@ -197,26 +231,42 @@ def restore_batch(
         if off[i + 1] - p < HEAD or buf[p] != ENGINE_VERSION or buf[p + 3] != bits:
             return i
         seq = seqs[i]
-        duplicate = buf[p + 1] != 0
-        n_hot = _get_uint(buf, p + 6, 2)
-        q = p + HEAD + _get_uint(buf, p + 4, 2)
+        dup = buf[p + 1] != 0
+        digest_lo = _get_uint(buf, p + 4, 8)
+        digest_hi = _get_uint(buf, p + 12, 8)
+        q = p + HEAD
+        id_len, q = _get_varint(buf, q)
+        n_hot, q = _get_varint(buf, q)
+        length, q = _get_varint(buf, q)
+        n_sh, q = _get_varint(buf, q)
+        event_time, q = _get_signed(buf, q)
+        _, q = _get_signed(buf, q)  # partition
+        _, q = _get_signed(buf, q)  # offset
+        sig_len, q = _get_varint(buf, q)
         root = seq
-        if duplicate:
-            root = _get_int64(buf, p + HEAD)
-            q += DUP_HEAD + _get_uint(buf, p + HEAD + 36, 2) + _get_uint(buf, p + HEAD + 38, 2)
+        extra = np.uint64(0)
+        if dup:
+            r, q = _get_varint(buf, q)
+            root = np.int64(r)
+            _, q = _get_varint(buf, q)  # matched seq
+            q += 20
+            root_len, q = _get_varint(buf, q)
+            matched_len, q = _get_varint(buf, q)
+            extra = root_len + matched_len
+        q += np.int64(id_len + extra)
         for b in range(bands):
             hots[b] = 1
-        for t in range(n_hot):
-            hots[_get_uint(buf, q, 2)] = buf[q + 2]
-            q += 3
+        for t in range(np.int64(n_hot)):
+            band, q = _get_varint(buf, q)
+            hots[band] = buf[q]
+            q += 1
         _unpack_minhash(buf, q, bits, row)
         q += k * bits // 8
         for b in range(bands):
-            keys[b] = np.uint32(_get_uint(buf, q, 3) << np.uint64(8))
-            q += 3
-        restore(seq, root, _get_int64(buf, p + 16), _get_uint(buf, p + 36, 8), keys, hots, bands, n_cells, capacity,
-                cells, digest_cells, slot_seq, slot_time, slot_root, slot_meta, slot_digest)
-        arena.put(seq % capacity, row, bits, _get_uint(buf, p + 12, 4), _get_uint(buf, p + 8, 4), _get_uint(buf, p + 44, 8),
-                  buf, q, _get_uint(buf, p + 52, 2),
+            keys[b] = np.uint32(_get_uint(buf, q, 4))
+            q += 4
+        restore(seq, root, event_time, digest_lo, keys, hots, bands, n_cells, capacity,
+                cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest)
+        arena.put(seq % capacity, row, bits, n_sh, length, digest_hi, buf, q, np.int64(sig_len),
                   a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
     return -1

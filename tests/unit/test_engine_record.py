@@ -9,12 +9,25 @@ import pytest
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
-from streamdedup.engine_record import DUP_HEAD, HEAD, decode, ids
+from streamdedup.engine_record import HEAD, decode, ids
 from streamdedup.estimate import pack_bbit
 from tests.unit.test_engine import story, typo
 
 TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900)]
 IDS = ["a", "empty", "b-\u00e9", "c" * 300, "d"]
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _signed(v: int) -> bytes:
+    return _varint((v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1)
 
 
 def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, matched_seq: int, numbers, hot, doc_id: str,
@@ -23,18 +36,18 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
     idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
     sig = batch.signatures[i]
-    head = HEAD.pack(3, rel, flags, bits, len(idb), len(hot_entries), int(batch.lengths[i]), int(batch.n_shingles[i]),
-                     time, part, off, batch.digests[i], len(sig))
-    parts = [head]
+    parts = [HEAD.pack(3, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(hot_entries)),
+             _varint(int(batch.lengths[i])), _varint(int(batch.n_shingles[i])), _signed(time), _signed(part), _signed(off),
+             _varint(len(sig))]
     if rel:
-        parts.append(DUP_HEAD.pack(root_seq, matched_seq, *(float(np.float32(x)) for x in numbers), len(rb), len(mb)))
-        parts += [idb, rb, mb]
+        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers)),
+                  _varint(len(rb)), _varint(len(mb)), idb, rb, mb]
     else:
         parts.append(idb)
-    parts += [struct.pack("<HB", b, c) for b, c in hot_entries]
+    parts += [_varint(b) + bytes([c]) for b, c in hot_entries]
     parts.append(pack_bbit(batch.minhash[i], bits))
     keys = np.hstack((batch.band_keys[i], batch.lead_keys[i])) & np.uint64(0xFFFFFFFF)
-    parts += [int(k >> np.uint64(8)).to_bytes(3, "little") for k in keys]
+    parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
     return b"".join(parts)
 
@@ -57,10 +70,11 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     flags = np.array([0, 0, 1, 0, 0], dtype=np.uint8)
     hots = np.ones((n, bands), dtype=np.uint8)
     hots[2, 3] = 4
+    hots[2, 200 % bands] = 2  # a band index over 127: a two-byte varint when there are enough bands
     hots[4, bands - 1] = 255
     root_ids = ["", "", "a", "", "a"]
     matched_ids = ["", "", "a", "", "b-\u00e9"]
-    times = np.array([5, 6, 7, -8, 2**40], dtype=np.int64)
+    times = np.array([5, 6, 7, -8, 2**62], dtype=np.int64)
     parts = np.array([0, 1, 2, -1, 7], dtype=np.int64)
     offs = np.array([100, 101, -1, 2**35, 0], dtype=np.int64)
 
@@ -89,7 +103,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         assert np.array_equal(st.hot, hots[i])
         assert (st.event_time_ms, st.partition, st.offset) == (times[i], parts[i], offs[i])
         assert st.signature == batch.signatures[i] and st.digest == batch.digests[i]
-        assert np.array_equal(st.band_keys, keys[i] & np.uint32(0xFFFFFF00))
+        assert np.array_equal(st.band_keys, keys[i])
         assert np.array_equal(st.minhash, batch.minhash[i] & np.uint32(0xFFFFFFFF if bits == 32 else (1 << bits) - 1))
         if rels[i]:
             assert np.array_equal(np.array(st.numbers, np.float32), numbers[i], equal_nan=True)
