@@ -552,15 +552,10 @@ def gather(a, a_lo, a_hi, b, b_lo, b_hi, from_b):
         off[i + 1] = off[i] + ((b_hi[i] - b_lo[i]) if from_b[i] else (a_hi[i] - a_lo[i]))
     out = np.empty(max(off[n], 1), dtype=np.uint8)
     for i in range(n):
-        q = off[i]
         if from_b[i]:
-            for p in range(b_lo[i], b_hi[i]):
-                out[q] = b[p]
-                q += 1
+            out[off[i]:off[i + 1]] = b[b_lo[i]:b_hi[i]]
         else:
-            for p in range(a_lo[i], a_hi[i]):
-                out[q] = a[p]
-                q += 1
+            out[off[i]:off[i + 1]] = a[a_lo[i]:a_hi[i]]
     return out, off
 
 
