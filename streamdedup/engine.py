@@ -9,8 +9,9 @@ root), never the previous copy, so there are no chains. One micro-batch is one N
 its record.
 
 State: every decided document becomes one record in the store (``engine_record``); a
-micro-batch's records, the evictions it caused and the metadata (next seq, window bounds,
-input positions) are committed as one atomic batch. On start the index and the arena are
+micro-batch's records, the evictions it caused (by the ring's max-documents bound and by the
+event-time window) and the metadata (next seq, window bounds, input positions) are committed
+as one atomic batch. On start the index and the arena are
 rebuilt by re-inserting the stored records in seq order, which reproduces the in-memory state
 exactly, so a restarted engine makes the same decisions as one that never stopped.
 """
@@ -27,6 +28,7 @@ from . import decisions as D
 from . import engine_record
 from ._kernels import decide as KD
 from ._kernels import records as KR
+from ._kernels.arena import A_TAIL
 from ._kernels.verify import N_OUT
 from .arena import Arena
 from .config import Config
@@ -333,12 +335,24 @@ class Deduplicator:
         decisions = BatchDecisions(ids, seqs, relations, numbers, flags, root_ids, matched_ids, self.cfg.verify)
         action = before_commit(decisions) if before_commit else None
         old_lo = self._committed_lo
+        new_lo = self._evictable_below(first_seq)
         if positions:
             meta.positions.update(positions)
-        self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, meta.seq_lo) if meta.seq_lo > old_lo else None,
+        self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, new_lo) if new_lo > old_lo else None,
                                      meta=meta.dumps(), before=action))
-        self._committed_lo = meta.seq_lo
+        self._committed_lo = new_lo
         return decisions
+
+    def _evictable_below(self, first_seq: int) -> int:
+        """Records below this seq belong to documents that can never be candidates again.
+
+        Those below the ring's ``seq_lo``, and those below the oldest document still inside
+        the event-time window (the arena's tail: everything before it left the window, was
+        deleted or was evicted), so the state on disk follows the window, not only the ring.
+        A record a crash replay may need (from ``last_batch_seq``) is kept.
+        """
+        floor = self.meta.last_batch_seq if self.confirm_outputs_explicitly else first_seq
+        return max(self.meta.seq_lo, min(int(self.arena.state[A_TAIL]), floor))
 
     def _resolve_ids(self, ids: Sequence[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
                      first_seq: int) -> tuple[dict[int, str], dict[int, str]]:

@@ -100,6 +100,42 @@ def test_event_time_window() -> None:
     assert out[3].status == "unique"
 
 
+def test_documents_that_leave_the_window_leave_the_store(tmp_path) -> None:
+    store = RocksStore(str(tmp_path / "s"))
+    engine = Deduplicator(cfg(ENGINE__WINDOW_HOURS="1"), store)
+    run(engine, [Document(f"old{k}", story(80 + k), k * 60_000) for k in range(10)])
+    assert len(list(store.iter_from(0))) == 10
+    # two hours later: the old documents are out of the window, then out of the store
+    run(engine, [Document(f"new{k}", story(95 + k), 2 * HOUR + k) for k in range(8)])
+    assert [engine_record_id(raw) for _, raw in store.iter_from(0)] == [f"new{k}" for k in range(8)]
+    engine.close()
+
+
+def engine_record_id(raw: bytes) -> str:
+    from streamdedup.engine_record import ids
+
+    return ids(raw)[0]
+
+
+@pytest.mark.parametrize("split", [37, 120])
+def test_restart_with_a_short_window_gives_identical_decisions(tmp_path, split: int) -> None:
+    # one document a minute in a 40-minute window: most of the stream leaves the window (and
+    # the store) while it runs
+    c = cfg(ENGINE__WINDOW_HOURS="0.67", ENGINE__BATCH_SIZE="16")
+    docs = [Document(d.id, d.text, k * 60_000) for k, d in enumerate(_stream())]
+    whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
+    path = str(tmp_path / f"w-{split}")
+    first = Deduplicator(c, RocksStore(path))
+    part1 = run(first, docs[:split], batch=16)
+    first.close()
+    second = Deduplicator(c, RocksStore(path))
+    part2 = run(second, docs[split:], batch=5)
+    assert len(list(second.store.iter_from(0))) < 60
+    second.close()
+    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+    assert sum(d.status == "duplicate" for d in whole) > 30
+
+
 def test_max_documents_evicts_oldest_and_deletes_its_record(tmp_path) -> None:
     store = RocksStore(str(tmp_path / "s"))
     engine = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="16"), store)
