@@ -190,10 +190,12 @@ class EngineConfig(_Frozen):
     max_verified: int = Field(8, ge=1, le=1024)
     #: documents per micro-batch (one fingerprint call, one state commit)
     batch_size: int = Field(512, ge=1, le=100_000)
-    #: size the in-memory index for max_documents at start-up and touch every page: a
-    #: long-running processor pays the memory at once instead of growth pauses and page
-    #: faults mid-stream. Off: the index starts small and grows with the stream.
-    preallocate_index: bool = False
+    #: cell tables of the index: ``grow`` starts small and grows fourfold with the stream (a
+    #: short file does not pay for max_documents), ``full`` sizes them for max_documents at
+    #: start-up and touches every page (no growth pauses: a long-running processor), ``auto``
+    #: is full for the Kafka processor and grow for file mode. Decisions depend on it only as
+    #: they depend on max_documents (which documents share a cell).
+    index_sizing: Literal["auto", "grow", "full"] = "auto"
 
 
 class InputConfig(_Frozen):

@@ -93,6 +93,12 @@ class BatchDecisions(Sequence[Decision]):
         return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
                          bool(self.flags[i] & 1), self.verify)
 
+    def duplicate_fields(self, i: int) -> tuple[str, str, float | None, float | None, str]:
+        """(duplicate_of, relation, similarity, ld_similarity, matched) of duplicate ``i``:
+        what Kafka headers carry, without formatting the reason text."""
+        j, ld = (float(x) for x in self.numbers[i][:2])
+        return self.root_ids[i], RELATION_NAMES[int(self.relations[i])], _opt(j), _opt(ld), self.matched_ids[i]
+
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self.decision(k) for k in range(*i.indices(len(self)))]

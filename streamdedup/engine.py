@@ -132,7 +132,9 @@ def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 class Deduplicator:
     """Decides unique/duplicate for documents in arrival order, with state in ``store``."""
 
-    def __init__(self, cfg: Config, store: Store):
+    def __init__(self, cfg: Config, store: Store, long_running: bool = False):
+        """``long_running`` resolves ``engine.index_sizing: auto`` to full tables (the Kafka
+        processor) instead of growing ones (file mode, library use)."""
         self.cfg = cfg
         self.store = store
         self.fp = Fingerprinter(cfg.fingerprint)
@@ -155,8 +157,9 @@ class Deduplicator:
                     f"the state was built with fingerprint params {self.meta.params_key:08x} and this "
                     f"configuration has {self.fp.params.key:08x}; use a new state directory"
                 )
+        full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and long_running)
         self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
-                                    preallocate=eng.preallocate_index, next_seq=self.meta.next_seq)
+                                    full=full, next_seq=self.meta.next_seq)
         self.arena = Arena(eng.max_documents, self.num_perm, self.bits)
         self._params = kernel_params(cfg.verify, cfg.fingerprint.signature)
         self._informative = np.ones(self.num_perm, dtype=np.bool_)
@@ -178,7 +181,7 @@ class Deduplicator:
         A long-running processor calls this before it consumes, so that the first micro-batch
         does not carry the load time in its latency. Touches no state: a scratch engine is used.
         """
-        eng = self.cfg.engine.model_copy(update={"max_documents": 16, "preallocate_index": False})
+        eng = self.cfg.engine.model_copy(update={"max_documents": 16, "index_sizing": "grow"})
         scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
         text = "warm up the kernels with a short story about nothing in particular at all"
         scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])

@@ -9,13 +9,14 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     1      flags: bit 0 = boilerplate slots were left out of the estimates
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
-    var    id length (UTF-8 bytes), n (hot-count entries that are not 1), canonical length,
-           shingle count, event time (ms, signed), source partition (signed, -1 for none),
-           source offset / line number (signed), fine LD signature length
+    var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
+    ..     id, root id, matched id (first: resolving a duplicate's ids reads only this far)
+    var    n (hot-count entries that are not 1), canonical length, shingle count, event time
+           (ms, signed), source partition (signed, -1 for none), source offset / line number
+           (signed), fine LD signature length
     dup.   root seq, matched seq (varints), float32 estimates of the match (Jaccard,
            calibrated LD similarity, containment new-in-earlier, containment earlier-in-new,
-           signature embedding; NaN = not computed), root id length, matched id length
-    ..     id, then (duplicates) root id and matched id
+           signature embedding; NaN = not computed)
     ..     n hot-count entries: band (varint), count (1 byte)
     K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     4*bands  the low half of each band key (what the index uses), main then lead
@@ -118,15 +119,37 @@ class _Head:
     end: int  # where the hot entries start
 
 
-def _read(seq: int, data: bytes) -> _Head:
-    version, relation, flags, bits, digest = HEAD.unpack_from(data, 0)
-    if version != ENGINE_RECORD_VERSION:
+def _check(seq: int, data: bytes) -> None:
+    if data[0] != ENGINE_RECORD_VERSION:
         raise IncompatibleFingerprintError(
-            f"state record {seq} has version {version}, not {ENGINE_RECORD_VERSION}: this state was written by "
+            f"state record {seq} has version {data[0]}, not {ENGINE_RECORD_VERSION}: this state was written by "
             "another streamdedup version; use a new state directory"
         )
-    pos = HEAD.size
-    n_id, pos = _varint(data, pos)
+
+
+def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
+    """(id, root id) of a record, reading nothing past them (the engine does this for every
+    duplicate whose match is in an earlier batch)."""
+    _check(seq, data)
+    n_id, pos = _varint(data, HEAD.size)
+    n_root, pos = _varint(data, pos)
+    _, pos = _varint(data, pos)
+    doc_id = data[pos:pos + n_id].decode("utf-8")
+    return doc_id, (data[pos + n_id:pos + n_id + n_root].decode("utf-8") if n_root else doc_id)
+
+
+def _read(seq: int, data: bytes) -> _Head:
+    _check(seq, data)
+    _, relation, flags, bits, digest = HEAD.unpack_from(data, 0)
+    n_id, pos = _varint(data, HEAD.size)
+    n_root, pos = _varint(data, pos)
+    n_matched, pos = _varint(data, pos)
+    doc_id = data[pos:pos + n_id].decode("utf-8")
+    pos += n_id
+    root_id = data[pos:pos + n_root].decode("utf-8") if n_root else doc_id
+    pos += n_root
+    matched = data[pos:pos + n_matched].decode("utf-8") if n_matched else None
+    pos += n_matched
     n_hot, pos = _varint(data, pos)
     length, pos = _varint(data, pos)
     n_sh, pos = _varint(data, pos)
@@ -134,28 +157,14 @@ def _read(seq: int, data: bytes) -> _Head:
     part, pos = _signed(data, pos)
     off, pos = _signed(data, pos)
     n_sig, pos = _varint(data, pos)
-    root_seq, matched_seq, numbers, n_root, n_matched = seq, -1, _NAN5, 0, 0
+    root_seq, matched_seq, numbers = seq, -1, _NAN5
     if relation:
         root_seq, pos = _varint(data, pos)
         matched_seq, pos = _varint(data, pos)
         numbers = struct.unpack_from("<5f", data, pos)
         pos += 20
-        n_root, pos = _varint(data, pos)
-        n_matched, pos = _varint(data, pos)
-    doc_id = data[pos:pos + n_id].decode("utf-8")
-    pos += n_id
-    root_id = data[pos:pos + n_root].decode("utf-8") if n_root else doc_id
-    pos += n_root
-    matched = data[pos:pos + n_matched].decode("utf-8") if n_matched else None
-    pos += n_matched
     return _Head(relation, flags, bits, digest, n_hot, length, n_sh, t_ms, part, off, n_sig, root_seq, matched_seq,
                  numbers, doc_id, root_id, matched, pos)
-
-
-def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
-    """(id, root id) of a record, without decoding the rest."""
-    h = _read(seq, data)
-    return h.doc_id, h.root_id
 
 
 def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:

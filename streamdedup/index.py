@@ -8,9 +8,10 @@ overwrites a live one's cell low). With 41 bands (31 + 10 lead): ~530 bytes per 
 The cell tables grow with the stream: they start small and grow fourfold (rehashed from the
 slots) whenever the documents seen so far reach half their cells, up to two cells per document of
 ``capacity``. A short stream does not pay for a million-document index, and the size at each
-document is a function of its seq alone, so growth never changes a decision. ``preallocate``
-sizes them for ``capacity`` at once and touches every page (a long-running processor pays the
-memory at start-up instead of page faults mid-stream); the tables in use are the same.
+document is a function of its seq alone, so growth never changes a decision. ``full`` sizes
+them for ``capacity`` at once and touches every page: a long-running processor pays the memory
+at start-up instead of growth pauses and page faults mid-stream (the table sizes differ, so
+which documents share a cell does too: like max_documents, a setting of the state).
 """
 
 from __future__ import annotations
@@ -63,12 +64,13 @@ class CandidateIndex:
     class owns them, sizes them and holds the per-document scratch the lookups write into.
     """
 
-    def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int, preallocate: bool = False,
+    def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int, full: bool = False,
                  next_seq: int = 0):
         self.bands = bands
         self.capacity = capacity
         self.hot_threshold = hot_threshold
         self.max_cells = 2 * capacity
+        self.full = full
         # all on huge pages when large: every lookup dereferences slots at random
         self.slot_seq = _zeros(capacity, np.int64)
         self.slot_seq[:] = -1
@@ -80,33 +82,24 @@ class CandidateIndex:
         self.cand_slots = np.empty(max_candidates, dtype=np.int64)
         self.cand_shared = np.empty(max_candidates, dtype=np.int64)
         self.hot_bands = np.empty(bands, dtype=np.bool_)
-        self._cell_store: np.ndarray | None = None
-        self._digest_store: np.ndarray | None = None
-        if preallocate:
-            self._cell_store = _zeros(bands * self.max_cells, np.uint32)
-            self._digest_store = _zeros(self.max_cells, np.uint32)
-            for a in (self._cell_store, self._digest_store, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot,
-                      self.slot_digest):
-                _prefault(a)
         self._allocate(self.cells_for(next_seq))
+        if full:
+            for a in (self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot, self.slot_digest):
+                _prefault(a)
 
     def _allocate(self, n_cells: int) -> None:
-        """Empty tables of ``n_cells`` per band (a zeroed prefix of the preallocated memory, if any)."""
+        """Empty tables of ``n_cells`` per band."""
         self.n_cells = n_cells
-        if self._cell_store is None:
-            self.cells = _zeros(self.bands * n_cells, np.uint32)
-            self.digest_cells = _zeros(n_cells, np.uint32)
-        else:
-            self.cells = self._cell_store[: self.bands * n_cells]
-            self.digest_cells = self._digest_store[:n_cells]
-            self.cells[:] = 0
-            self.digest_cells[:] = 0
+        self.cells = _zeros(self.bands * n_cells, np.uint32)
+        self.digest_cells = _zeros(n_cells, np.uint32)
         #: the seq whose insertion needs bigger tables
         self.grow_at = n_cells // 2 if n_cells < self.max_cells else 2**62
 
     def cells_for(self, seq: int) -> int:
         """Cells per band while document ``seq`` is decided: the full size divided by a power of
         GROWTH, at least two per document seen (and MIN_CELLS)."""
+        if self.full:
+            return self.max_cells
         target = max(2 * min(seq + 1, self.capacity), MIN_CELLS)
         n = self.max_cells
         while n // GROWTH >= target:

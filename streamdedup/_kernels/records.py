@@ -149,26 +149,15 @@ def encode_batch(
         _put_uint(buf, q + 4, digests[i, 0], 8)
         _put_uint(buf, q + 12, digests[i, 1], 8)
         q += HEAD
-        q = _put_varint(buf, q, id_len)
-        q = _put_varint(buf, q, n_hot)
-        q = _put_varint(buf, q, lengths[i])
-        q = _put_varint(buf, q, n_shingles[i])
-        q = _put_signed(buf, q, times[i])
-        q = _put_signed(buf, q, partitions[i])
-        q = _put_signed(buf, q, offsets[i])
-        q = _put_varint(buf, q, fine_len[i])
         root_len = 0
         matched_len = 0
         if dup:
             root_len = roots_off[i + 1] - roots_off[i]
             matched_len = matched_off[i + 1] - matched_off[i]
-            q = _put_varint(buf, q, root_out[i])
-            q = _put_varint(buf, q, match_out[i])
-            for c in range(5):
-                _put_f32(buf, q, num_out[i, c], f32, u32)
-                q += 4
-            q = _put_varint(buf, q, root_len)
-            q = _put_varint(buf, q, matched_len)
+        # the ids first: resolving a duplicate's ids reads only this far
+        q = _put_varint(buf, q, id_len)
+        q = _put_varint(buf, q, root_len)
+        q = _put_varint(buf, q, matched_len)
         for t in range(id_len):
             buf[q + t] = ids_buf[ids_off[i] + t]
         q += id_len
@@ -178,6 +167,19 @@ def encode_batch(
         for t in range(matched_len):
             buf[q + t] = matched_buf[matched_off[i] + t]
         q += matched_len
+        q = _put_varint(buf, q, n_hot)
+        q = _put_varint(buf, q, lengths[i])
+        q = _put_varint(buf, q, n_shingles[i])
+        q = _put_signed(buf, q, times[i])
+        q = _put_signed(buf, q, partitions[i])
+        q = _put_signed(buf, q, offsets[i])
+        q = _put_varint(buf, q, fine_len[i])
+        if dup:
+            q = _put_varint(buf, q, root_out[i])
+            q = _put_varint(buf, q, match_out[i])
+            for c in range(5):
+                _put_f32(buf, q, num_out[i, c], f32, u32)
+                q += 4
         for b in range(bands):
             if hot_out[i, b] != 1:
                 q = _put_varint(buf, q, b)
@@ -236,6 +238,9 @@ def restore_batch(
         digest_hi = _get_uint(buf, p + 12, 8)
         q = p + HEAD
         id_len, q = _get_varint(buf, q)
+        root_len, q = _get_varint(buf, q)
+        matched_len, q = _get_varint(buf, q)
+        q += np.int64(id_len + root_len + matched_len)
         n_hot, q = _get_varint(buf, q)
         length, q = _get_varint(buf, q)
         n_sh, q = _get_varint(buf, q)
@@ -244,16 +249,11 @@ def restore_batch(
         _, q = _get_signed(buf, q)  # offset
         sig_len, q = _get_varint(buf, q)
         root = seq
-        extra = np.uint64(0)
         if dup:
             r, q = _get_varint(buf, q)
             root = np.int64(r)
             _, q = _get_varint(buf, q)  # matched seq
             q += 20
-            root_len, q = _get_varint(buf, q)
-            matched_len, q = _get_varint(buf, q)
-            extra = root_len + matched_len
-        q += np.int64(id_len + extra)
         for b in range(bands):
             hots[b] = 1
         for t in range(np.int64(n_hot)):

@@ -104,20 +104,22 @@ def _with(headers: list | None, tags: list) -> list:
     return tags if not headers else headers + tags
 
 
+def _duplicate_headers(root_id: str | None, relation: str | None, similarity: float | None, ld_similarity: float | None,
+                       matched: str | None) -> list[tuple[str, bytes]]:
+    return [
+        ("dedup.status", b"duplicate"),
+        ("dedup.duplicate_of", (root_id or "").encode()),
+        ("dedup.relation", (relation or "").encode()),
+        ("dedup.similarity", b"" if similarity is None else f"{similarity:.4f}".encode()),
+        ("dedup.ld_similarity", b"" if ld_similarity is None else f"{ld_similarity:.4f}".encode()),
+        ("dedup.matched", (matched or "").encode()),
+    ]
+
+
 def _headers(dec: Decision) -> list[tuple[str, bytes]]:
     if dec.status == "unique":
         return UNIQUE_HEADERS
-    sim = "" if dec.similarity is None else f"{dec.similarity:.4f}"
-    out = [
-        ("dedup.status", dec.status.encode()),
-        ("dedup.duplicate_of", (dec.duplicate_of or "").encode()),
-        ("dedup.relation", (dec.relation or "").encode()),
-        ("dedup.similarity", sim.encode()),
-    ]
-    if dec.status == "duplicate":
-        out.append(("dedup.ld_similarity", b"" if dec.ld_similarity is None else f"{dec.ld_similarity:.4f}".encode()))
-        out.append(("dedup.matched", (dec.matched or "").encode()))
-    return out
+    return _duplicate_headers(dec.duplicate_of, dec.relation, dec.similarity, dec.ld_similarity, dec.matched)
 
 
 def _dead_headers(stage: str, reason: str, source: str) -> list[tuple[str, bytes]]:
@@ -206,7 +208,7 @@ class Processor:
         self._store = store = PipelinedStore(rocks)
         self._decoder = RecordDecoder(self.cfg.input, self.cfg.fingerprint.max_text_bytes)
         self._scanner = LineScanner(self.cfg.input, self.cfg.fingerprint.max_text_bytes, self.cfg.fingerprint.canonical.strip_html)
-        engine = Deduplicator(self.cfg, store)
+        engine = Deduplicator(self.cfg, store, long_running=True)
         engine.confirm_outputs_explicitly = True
         engine.warm_up()
         log.info("state open: %d documents indexed", engine.indexed_documents)
@@ -395,7 +397,11 @@ class Processor:
                 outputs[k] = (kc.unique_topic, m.key(), m.value(), _with(m.headers(), UNIQUE_HEADERS))
                 counts["unique"] += 1
             elif code == DUPLICATE:
-                outputs[k] = self._routed(m, decisions.decision(j), counts, relations)
+                # the header fields only: a Decision would also format the reason text
+                fields = decisions.duplicate_fields(j)
+                outputs[k] = (kc.duplicates_topic, m.key(), m.value(), _with(m.headers(), _duplicate_headers(*fields)))
+                counts["duplicate"] += 1
+                relations[fields[1]] = relations.get(fields[1], 0) + 1
             else:
                 outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
                               _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}")))
@@ -422,8 +428,7 @@ class Processor:
         producer = self.producer
         offsets = [TopicPartition(t, p, o) for (t, p), o in batch.offsets.items()]
         if not self.exactly_once:
-            for topic, key, value, headers in batch.outputs:
-                self._produce(producer, topic, key, value, headers)
+            self._produce_all(producer, batch.outputs)
             remaining = producer.flush(60)
             if remaining:
                 raise StreamdedupError(f"{remaining} records not delivered within 60 s")
@@ -435,8 +440,7 @@ class Processor:
             return True
         try:
             producer.begin_transaction()
-            for topic, key, value, headers in batch.outputs:
-                self._produce(producer, topic, key, value, headers)
+            self._produce_all(producer, batch.outputs)
         except KafkaException as exc:
             return self._failed(exc, consumer)
         group = consumer.consumer_group_metadata()
@@ -502,13 +506,21 @@ class Processor:
         return False
 
     @staticmethod
-    def _produce(producer: Producer, topic: str, key, value, headers) -> None:
-        while True:
+    def _produce_all(producer: Producer, outputs: list) -> None:
+        """Produce every output in order, waiting out a full local queue (one loop: a call per
+        record cost more than the produce itself)."""
+        produce = producer.produce
+        for topic, key, value, headers in outputs:
             try:
-                producer.produce(topic, value, key, headers=headers)
-                return
+                produce(topic, value, key, headers=headers)
             except BufferError:
-                producer.poll(0.1)
+                while True:
+                    producer.poll(0.1)
+                    try:
+                        produce(topic, value, key, headers=headers)
+                        break
+                    except BufferError:
+                        continue
 
     def _commit_with_retry(self, producer: Producer) -> None:
         deadline = time.monotonic() + 120

@@ -181,12 +181,13 @@ def _key(d):
     return (d.id, d.status, d.duplicate_of, d.relation, None if d.similarity is None else round(d.similarity, 9))
 
 
+@pytest.mark.parametrize("sizing", ["grow", "full"])
 @pytest.mark.parametrize("split", [1, 77, 150])
-def test_restart_gives_identical_decisions(tmp_path, split: int) -> None:
-    c = cfg(ENGINE__MAX_DOCUMENTS="64", ENGINE__BATCH_SIZE="16")
+def test_restart_gives_identical_decisions(tmp_path, split: int, sizing: str) -> None:
+    c = cfg(ENGINE__MAX_DOCUMENTS="64", ENGINE__BATCH_SIZE="16", ENGINE__INDEX_SIZING=sizing)
     docs = _stream()
     whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
-    path = str(tmp_path / f"state-{split}")
+    path = str(tmp_path / f"state-{split}-{sizing}")
     first = Deduplicator(c, RocksStore(path))
     part1 = run(first, docs[:split], batch=16)
     first.close()
@@ -206,19 +207,17 @@ def test_state_from_other_parameters_is_refused(tmp_path) -> None:
         Deduplicator(cfg(FINGERPRINT__MINHASH__NUM_PERM="64"), RocksStore(path))
 
 
-def test_preallocation_growth_and_warm_up_change_no_decision(monkeypatch) -> None:
-    from streamdedup import index
-
-    monkeypatch.setattr(index, "MIN_CELLS", 16)  # the tables grow several times in this stream
-    docs = _stream(240)
-    grown = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore())
-    assert grown.index.n_cells < grown.index.max_cells
-    lazy = run(grown, docs, batch=16)
-    warm = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__PREALLOCATE_INDEX="true"), MemoryStore())
-    assert not warm.index.cells.any()  # preallocating writes zeros only
-    warm.warm_up()
-    assert warm.indexed_documents == 0 and warm.meta.next_seq == 0  # the warm-up used a scratch engine
-    assert [_key(d) for d in run(warm, docs, batch=16)] == [_key(d) for d in lazy]
+def test_full_tables_and_warm_up(monkeypatch) -> None:
+    docs = _stream(120)
+    full = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__INDEX_SIZING="full"), MemoryStore())
+    assert full.index.n_cells == full.index.max_cells and not full.index.cells.any()  # touching writes zeros only
+    assert Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore(), long_running=True).index.full  # auto, Kafka
+    assert not Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore()).index.full  # auto, file mode
+    cold = run(Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__INDEX_SIZING="full"), MemoryStore()), docs, batch=16)
+    full.warm_up()
+    assert full.indexed_documents == 0 and full.meta.next_seq == 0  # the warm-up used a scratch engine
+    assert [_key(d) for d in run(full, docs, batch=16)] == [_key(d) for d in cold]
+    assert full.index.n_cells == full.index.max_cells  # never grew
 
 
 def test_tables_grow_mid_batch_like_one_document_at_a_time(monkeypatch) -> None:
@@ -254,3 +253,18 @@ def test_restart_across_table_growth_gives_identical_decisions(tmp_path, monkeyp
     assert second.index.n_cells == 256
     second.close()
     assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+
+
+def test_duplicate_fields_are_those_of_the_decision() -> None:
+    out = run(Deduplicator(cfg(), MemoryStore()), _stream(90), batch=30)
+    engine = Deduplicator(cfg(), MemoryStore())
+    docs = _stream(90)
+    checked = 0
+    for i in range(0, len(docs), 30):
+        batch = engine.process(docs[i:i + 30])
+        for k in range(len(batch)):
+            if batch.codes[k] == 1:
+                d = batch.decision(k)
+                assert batch.duplicate_fields(k) == (d.duplicate_of, d.relation, d.similarity, d.ld_similarity, d.matched)
+                checked += 1
+    assert checked == sum(d.status == "duplicate" for d in out) > 20

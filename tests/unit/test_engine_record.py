@@ -36,14 +36,13 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
     idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
     sig = batch.signatures[i]
-    parts = [HEAD.pack(3, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(hot_entries)),
-             _varint(int(batch.lengths[i])), _varint(int(batch.n_shingles[i])), _signed(time), _signed(part), _signed(off),
-             _varint(len(sig))]
+    if not rel:
+        rb = mb = b""
+    parts = [HEAD.pack(3, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
+             idb, rb, mb, _varint(len(hot_entries)), _varint(int(batch.lengths[i])), _varint(int(batch.n_shingles[i])),
+             _signed(time), _signed(part), _signed(off), _varint(len(sig))]
     if rel:
-        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers)),
-                  _varint(len(rb)), _varint(len(mb)), idb, rb, mb]
-    else:
-        parts.append(idb)
+        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers))]
     parts += [_varint(b) + bytes([c]) for b, c in hot_entries]
     parts.append(pack_bbit(batch.minhash[i], bits))
     keys = np.hstack((batch.band_keys[i], batch.lead_keys[i])) & np.uint64(0xFFFFFFFF)
