@@ -148,7 +148,7 @@ def compare(
         a.n_shingles, a.length, sa,
         np.ascontiguousarray(b.minhash, dtype=np.uint32), b.minhash_bits, b.empty, np.uint64(b_lo), np.uint64(b_hi),
         b.n_shingles, b.length, sb,
-        mask, boilerplate, shared_boilerplate, full, kernel_params(verify, sig), runs, out,
+        mask, boilerplate, shared_boilerplate, full, False, kernel_params(verify, sig), runs, out,
     ))
     ld = None
     if not np.isnan(out[K.O_LD_RAW]):

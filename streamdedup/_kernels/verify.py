@@ -124,7 +124,7 @@ def ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out):
 def compare_pair(
     mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, sig_a,
     mh_b, bits_b, empty_b, digest_b_lo, digest_b_hi, n_sh_b, len_b, sig_b,
-    informative, boilerplate, shared_boilerplate, full, params, runs, out,
+    informative, boilerplate, shared_boilerplate, full, lazy, params, runs, out,
 ):
     """Relation code of the new ``b`` against the earlier ``a``; estimates in ``out``.
 
@@ -133,7 +133,9 @@ def compare_pair(
     their signature alignment is dominated by it and the LD similarity is no evidence. With
     ``full`` every estimate is computed (explain); otherwise the O(n*m) signature alignments
     run only where they can change the verdict or are reported (LD when Jaccard reaches
-    ``ld_min_jaccard``).
+    ``ld_min_jaccard``). With ``lazy`` the LD estimate is skipped where it cannot change the
+    relation (exact, or Jaccard already over the threshold): the decide loop computes it for
+    the one candidate it keeps, instead of for every copy in a cluster.
     """
     for k in range(N_OUT):
         out[k] = np.nan
@@ -154,7 +156,10 @@ def compare_pair(
     out[O_CONTAINMENT_B_IN_A] = c_ba
     out[O_CONTAINMENT_A_IN_B] = c_ab
     exact = digest_a_lo == digest_b_lo and digest_a_hi == digest_b_hi and not empty_a
-    have_ld = full or exact or j >= params[P_LD_MIN_JACCARD]
+    if lazy:
+        have_ld = full or (not exact and params[P_LD_MIN_JACCARD] <= j < params[P_JACCARD])
+    else:
+        have_ld = full or exact or j >= params[P_LD_MIN_JACCARD]
     if have_ld:
         ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out)
     ct = params[P_CONTAINMENT]

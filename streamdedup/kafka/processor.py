@@ -44,7 +44,7 @@ import numpy as np
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from ..config import Config
-from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE
+from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions
 from ..decode import Decoded, RecordDecoder, Rejected
 from ..engine import Decision, Deduplicator
 from ..errors import StreamdedupError
@@ -73,6 +73,20 @@ class _Batch:
     through: int | None
     #: the state commit that covers this batch (its transaction must not commit before it)
     state_commit: Future | None = None
+
+
+@dataclass
+class _Prepared:
+    """A consumed micro-batch, decoded: dead letters and replays routed, documents ready for the engine."""
+
+    msgs: list
+    outputs: list
+    docs: list  # positions in msgs of the records the engine decides
+    columns: tuple  # (ids, texts, times, sources, offsets) for Deduplicator.process_columns
+    next_offsets: dict
+    counts: dict
+    relations: dict
+    started: float
 
 
 @dataclass
@@ -230,12 +244,28 @@ class Processor:
         self.producer = self._new_producer()
         consumer.subscribe(list(self.kcfg.input_topics))
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-commit")
+        # three batches at once: k + 1 is consumed and decoded on this thread while k is decided
+        # on the decide thread and k - 1's transaction commits on the commit thread
+        self._decider = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decide")
         self._in_flight: tuple[_Batch, Future] | None = None
         #: decided batches whose outputs are not yet covered by committed offsets
         self._unconfirmed: deque[_Batch] = deque()
         self._committed: dict[tuple[str, int], int] = {}
         replay = engine.last_batch_decisions()
+        pending: tuple[_Prepared, Future] | None = None  # the batch being decided
         last_data = None  # the idle clock starts once partitions are assigned
+        clean = False  # the loop ended without an exception: the batch being decided goes out
+
+        def emit_pending() -> bool:
+            """Route the decided batch, wait for the previous commit, produce it; False if rewound."""
+            nonlocal pending
+            if pending is None:
+                return True
+            prep, fut = pending
+            pending = None
+            batch = self._route(prep, fut.result())
+            return self._settle(engine, consumer) and self._emit(batch, consumer)
+
         try:
             while not self._stop:
                 self._touch()
@@ -250,7 +280,7 @@ class Processor:
                     else:
                         log.warning("consumer: %s", err)
                 if not good:
-                    if not self._settle(engine, consumer):
+                    if not emit_pending() or not self._settle(engine, consumer):
                         replay.update(engine.last_batch_decisions())
                     if last_data is None and consumer.assignment():
                         last_data = time.monotonic()
@@ -264,22 +294,29 @@ class Processor:
                     self.metrics.observe_lag(consumer)
                     continue
                 last_data = time.monotonic()
-                batch = self._decide(good, engine, replay)
-                # the previous batch's commit ran while this one was decided
-                if not self._settle(engine, consumer):
-                    # rewound: this batch is in the state and is replayed with the previous one
+                prep = self._prepare(good, engine, replay)
+                fut = self._decider.submit(self._engine_step, engine, prep)
+                if not emit_pending():
+                    # rewound: the batch being decided is in the state as well (it joins the
+                    # unconfirmed ones), and everything since the last commit is replayed
+                    self._route(prep, fut.result())
                     replay.update(engine.last_batch_decisions())
                     continue
-                if not self._emit(batch, consumer):
-                    replay.update(engine.last_batch_decisions())
+                pending = (prep, fut)
                 self.metrics.observe_lag(consumer)
+            clean = True
         finally:
             self.summary.seconds = time.perf_counter() - t0
             try:
                 try:
+                    if pending is not None and clean:
+                        emit_pending()
+                    elif pending is not None:
+                        pending[1].result()  # let the engine finish its batch before the store closes
                     self._settle(engine, consumer)
                 except KafkaException as exc:
                     log.warning("last transaction did not commit (%s); its batch is replayed on restart", exc.args[0])
+                self._decider.shutdown()
                 self._worker.shutdown()
                 consumer.close()
             finally:
@@ -324,11 +361,15 @@ class Processor:
                     raise
         return producer
 
-    def _decide(self, msgs, engine: Deduplicator, replay: dict) -> _Batch:
-        """Decode, decide (the engine submits its state commit here) and route one batch.
+    def _prepare(self, msgs, engine: Deduplicator, replay: dict) -> _Prepared:
+        """Decode one batch: dead letters and replayed records get their outputs, the rest
+        become the engine's columns.
 
         Values go through the JSON fast path in one call (``scan.LineScanner``); the records it
         leaves go through the Python decoder, which accepts them or gives the dead-letter reason.
+        Runs on the main thread while the previous batch is decided: it reads the state's
+        positions only to find records decided before a restart or a rewind, and then no
+        decision is in flight.
         """
         started = time.perf_counter()
         kc = self.kcfg
@@ -380,18 +421,29 @@ class Processor:
             default_times.append(ts if ts_type else now_ms)
             sources.append(known[0])
             offsets.append(off)
-        new_positions = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
-        doc_idx = np.array(docs, dtype=np.int64)
         if docs:
-            ids, texts, times = gather_documents(data, scanned, doc_idx, slow, self.cfg.fingerprint.canonical,
-                                                 np.array(default_times, dtype=np.int64))
+            ids, texts, times = gather_documents(data, scanned, np.array(docs, dtype=np.int64), slow,
+                                                 self.cfg.fingerprint.canonical, np.array(default_times, dtype=np.int64))
         else:
             ids, texts, times = [], [], np.zeros(0, np.int64)
-        decisions = engine.process_columns(ids, texts, times, np.array(sources, dtype=np.int64),
-                                           np.array(offsets, dtype=np.int64), new_positions)
+        columns = (ids, texts, times, np.array(sources, dtype=np.int64), np.array(offsets, dtype=np.int64))
+        return _Prepared(msgs, outputs, docs, columns, next_offsets, counts, relations, started)
+
+    def _engine_step(self, engine: Deduplicator, prep: _Prepared) -> tuple[BatchDecisions, int | None, Future | None]:
+        """Decide thread: the engine on one batch (its kernels release the GIL, so the main
+        thread consumes, produces and commits meanwhile); the batch's seq end and state commit."""
+        positions = {f"{t}:{p}": o for (t, p), o in prep.next_offsets.items()}
+        decisions = engine.process_columns(*prep.columns, positions)
+        return decisions, (engine.meta.next_seq if prep.docs else None), self._store.last_commit()
+
+    def _route(self, prep: _Prepared, step: tuple[BatchDecisions, int | None, Future | None]) -> _Batch:
+        """Outputs of the decided documents; the batch joins the ones waiting for their commit."""
+        decisions, through, state_commit = step
+        kc = self.kcfg
+        outputs, counts, relations = prep.outputs, prep.counts, prep.relations
         codes = decisions.codes.tolist()
-        for j, k in enumerate(docs):
-            m = msgs[k]
+        for j, k in enumerate(prep.docs):
+            m = prep.msgs[k]
             code = codes[j]
             if code == UNIQUE:
                 outputs[k] = (kc.unique_topic, m.key(), m.value(), _with(m.headers(), UNIQUE_HEADERS))
@@ -406,9 +458,8 @@ class Processor:
                 outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
                               _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}")))
                 counts["dead_letter"] += 1
-        batch = _Batch(outputs, next_offsets, len(msgs), counts, relations, started, engine.meta.next_seq if docs else None,
-                       self._store.last_commit())
-        if docs:
+        batch = _Batch(outputs, prep.next_offsets, len(prep.msgs), counts, relations, prep.started, through, state_commit)
+        if prep.docs:
             self._unconfirmed.append(batch)
         return batch
 
