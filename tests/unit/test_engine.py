@@ -268,3 +268,13 @@ def test_duplicate_fields_are_those_of_the_decision() -> None:
                 assert batch.duplicate_fields(k) == (d.duplicate_of, d.relation, d.similarity, d.ld_similarity, d.matched)
                 checked += 1
     assert checked == sum(d.status == "duplicate" for d in out) > 20
+
+
+def test_input_positions_never_move_back() -> None:
+    # a crashed Kafka processor re-reads batches the state already holds: the end of a replayed
+    # batch must not lower the position, or the next re-read batch would be decided again
+    engine = Deduplicator(cfg(), MemoryStore())
+    engine.process([Document("a", story(1), 0, 0, 10)], {"t:0": 2000})
+    engine.process([], {"t:0": 1024})
+    engine.process([Document("b", story(2), 0, 0, 2001)], {"t:0": 1536, "t:1": 5})
+    assert engine.positions == {"t:0": 2000, "t:1": 5}
