@@ -48,15 +48,21 @@ def _event_time(value: object, field: str) -> int | Rejected:
     return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got {type(value).__name__}")
 
 
-def _check_id(doc_id: str) -> Rejected | None:
-    if len(doc_id) * 4 > MAX_ID_BYTES and len(doc_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
-        return Rejected("fields", f"id is over {MAX_ID_BYTES} bytes")
-    if not doc_id.isascii():
+def _check_string(s: str, what: str, limit: int, stage: str, limit_name: str) -> Rejected | None:
+    """Over ``limit`` UTF-8 bytes, or unencodable (JSON \\u escapes can carry lone surrogates)."""
+    # len * 4 bounds the UTF-8 size: most strings are judged without encoding them
+    if len(s) * 4 > limit and len(s.encode("utf-8", "surrogatepass")) > limit:
+        return Rejected(stage, f"{what} is over {limit_name}{limit} bytes")
+    if not s.isascii():
         try:
-            doc_id.encode("utf-8")
+            s.encode("utf-8")
         except UnicodeEncodeError:
-            return Rejected("utf8", "id contains unpaired surrogates (\\ud800-\\udfff escapes)")
+            return Rejected("utf8", f"{what} contains unpaired surrogates (\\ud800-\\udfff escapes)")
     return None
+
+
+def _check_id(doc_id: str) -> Rejected | None:
+    return _check_string(doc_id, "id", MAX_ID_BYTES, "fields", "")
 
 
 class RecordDecoder:
@@ -138,14 +144,7 @@ class RecordDecoder:
     def _check_text(self, text: str) -> Rejected | None:
         if not text or text.isspace():
             return Rejected("text", "empty text")
-        if len(text) * 4 > self.max_text and len(text.encode("utf-8", "surrogatepass")) > self.max_text:
-            return Rejected("size", f"text is over fingerprint.max_text_bytes ({self.max_text} bytes)")
-        if not text.isascii():
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError:
-                return Rejected("utf8", "text contains unpaired surrogates (\\ud800-\\udfff escapes)")
-        return None
+        return _check_string(text, "text", self.max_text, "size", "fingerprint.max_text_bytes = ")
 
     def _text(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:
         try:

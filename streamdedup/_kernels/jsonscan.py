@@ -320,6 +320,15 @@ def split_lines(buf, starts, ends):
 
 
 @njit(cache=True, inline="always")
+def _blank(buf, lo, hi):
+    for p in range(lo, hi):
+        c = buf[p]
+        if not (c == 32 or 9 <= c <= 13):
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def _text_key(buf, k_lo, k_hi, text_keys, text_key_len):
     for t in range(text_keys.shape[0]):
         if _key_is(buf, k_lo, k_hi, text_keys[t, :text_key_len[t]]):
@@ -362,13 +371,7 @@ def scan_lines(
         text_off[i + 1] = q
         times[i] = -1
         status[i] = SLOW
-        blank = True
-        for p in range(lo, hi):
-            c = buf[p]
-            if not (c == 32 or 9 <= c <= 13):
-                blank = False
-                break
-        if blank:
+        if _blank(buf, lo, hi):
             status[i] = BLANK
             continue
         if hi - lo > max_record:
@@ -533,13 +536,7 @@ def scan_lines(
 def mark_blank(buf, starts, ends, n_lines, status):
     """BLANK for empty or whitespace-only lines (when the fast path is off, the rest stay SLOW)."""
     for i in range(n_lines):
-        blank = True
-        for p in range(starts[i], ends[i]):
-            c = buf[p]
-            if not (c == 32 or 9 <= c <= 13):
-                blank = False
-                break
-        if blank:
+        if _blank(buf, starts[i], ends[i]):
             status[i] = BLANK
 
 

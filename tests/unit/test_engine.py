@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
 import pytest
 
@@ -45,6 +46,25 @@ def run(engine: Deduplicator, docs: list[Document], batch: int = 4):
     for i in range(0, len(docs), batch):
         out.extend(engine.process(docs[i:i + batch]))
     return out
+
+
+@dataclass
+class SplitRun:
+    decisions: list
+    stored_after: int  # records left in the store after the second half
+    cells_after: int  # index table size after the second half
+
+
+def _run_in_two(c, docs: list[Document], path: str, split: int, second_batch: int) -> SplitRun:
+    """First ``split`` documents, close, reopen the same RocksDB state, then the rest."""
+    first = Deduplicator(c, RocksStore(path))
+    part1 = run(first, docs[:split], batch=16)
+    first.close()
+    second = Deduplicator(c, RocksStore(path))
+    part2 = run(second, docs[split:], batch=second_batch)
+    result = SplitRun(part1 + part2, len(list(second.store.iter_from(0))), second.index.n_cells)
+    second.close()
+    return result
 
 
 def test_duplicate_within_one_batch_and_root_not_chain() -> None:
@@ -124,15 +144,9 @@ def test_restart_with_a_short_window_gives_identical_decisions(tmp_path, split: 
     c = cfg(ENGINE__WINDOW_HOURS="0.67", ENGINE__BATCH_SIZE="16")
     docs = [Document(d.id, d.text, k * 60_000) for k, d in enumerate(_stream())]
     whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
-    path = str(tmp_path / f"w-{split}")
-    first = Deduplicator(c, RocksStore(path))
-    part1 = run(first, docs[:split], batch=16)
-    first.close()
-    second = Deduplicator(c, RocksStore(path))
-    part2 = run(second, docs[split:], batch=5)
-    assert len(list(second.store.iter_from(0))) < 60
-    second.close()
-    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+    split_run = _run_in_two(c, docs, str(tmp_path / f"w-{split}"), split, second_batch=5)
+    assert split_run.stored_after < 60
+    assert [_key(d) for d in split_run.decisions] == [_key(d) for d in whole]
     assert sum(d.status == "duplicate" for d in whole) > 30
 
 
@@ -187,14 +201,9 @@ def test_restart_gives_identical_decisions(tmp_path, split: int, sizing: str) ->
     c = cfg(ENGINE__MAX_DOCUMENTS="64", ENGINE__BATCH_SIZE="16", ENGINE__INDEX_SIZING=sizing)
     docs = _stream()
     whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
-    path = str(tmp_path / f"state-{split}-{sizing}")
-    first = Deduplicator(c, RocksStore(path))
-    part1 = run(first, docs[:split], batch=16)
-    first.close()
-    second = Deduplicator(c, RocksStore(path))
-    part2 = run(second, docs[split:], batch=7)  # other batch boundaries too
-    second.close()
-    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+    # other batch boundaries after the restart too
+    split_run = _run_in_two(c, docs, str(tmp_path / f"state-{split}-{sizing}"), split, second_batch=7)
+    assert [_key(d) for d in split_run.decisions] == [_key(d) for d in whole]
     assert sum(d.status == "duplicate" for d in whole) > 50  # the stream really exercises the index
 
 
@@ -244,15 +253,9 @@ def test_restart_across_table_growth_gives_identical_decisions(tmp_path, monkeyp
     c = cfg(ENGINE__MAX_DOCUMENTS="128", ENGINE__BATCH_SIZE="16")
     docs = _stream()
     whole = run(Deduplicator(c, MemoryStore()), docs, batch=16)
-    path = str(tmp_path / f"state-{split}")
-    first = Deduplicator(c, RocksStore(path))
-    part1 = run(first, docs[:split], batch=16)
-    first.close()
-    second = Deduplicator(c, RocksStore(path))
-    part2 = run(second, docs[split:], batch=9)
-    assert second.index.n_cells == 256
-    second.close()
-    assert [_key(d) for d in part1 + part2] == [_key(d) for d in whole]
+    split_run = _run_in_two(c, docs, str(tmp_path / f"state-{split}"), split, second_batch=9)
+    assert split_run.cells_after == 256
+    assert [_key(d) for d in split_run.decisions] == [_key(d) for d in whole]
 
 
 def test_duplicate_fields_are_those_of_the_decision() -> None:
