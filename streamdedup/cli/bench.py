@@ -188,4 +188,5 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
     if "latency" in res:
         lat = res["latency"]
         console.print(f"end-to-end latency at {lat['rate']:,.0f} docs/s (50% of max): p50 {lat['p50_ms']:.0f} ms, "
-                      f"p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms ({lat['seen']:,}/{lat['records']:,} seen)")
+                      f"p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms ({lat['seen']:,}/{lat['records']:,} seen); "
+                      f"after the first 5 s: p50 {lat['steady_p50_ms']:.0f} ms, p99 {lat['steady_p99_ms']:.0f} ms")
