@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from .kafka_helpers import Topics, start_broker, stop_broker
+from .kafka_helpers import Topics, broker_running, start_broker, stop_broker
 
 
 def pytest_collection_modifyitems(items):
@@ -25,9 +25,11 @@ def kafka_bootstrap():
     if given:
         yield given
         return
+    # a broker someone else started (make demo, scripts/kafka-local start) is reused and left running
+    ours = not broker_running()
     address = start_broker()
     yield address
-    if os.environ.get("STREAMDEDUP_KEEP_BROKER") != "1":
+    if ours and os.environ.get("STREAMDEDUP_KEEP_BROKER") != "1":
         stop_broker()
 
 

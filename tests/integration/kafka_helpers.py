@@ -29,6 +29,11 @@ def start_broker(port: int = 9092, controller_port: int = 9093, data_dir: str | 
     return proc.stdout.strip().splitlines()[-1]
 
 
+def broker_running(port: int = 9092) -> bool:
+    env = dict(os.environ, KAFKA_PORT=str(port))
+    return subprocess.run([str(KAFKA_LOCAL), "status"], env=env, capture_output=True, timeout=60).returncode == 0
+
+
 def stop_broker(port: int = 9092, keep_data: bool = False) -> None:
     env = dict(os.environ, KAFKA_PORT=str(port))
     subprocess.run([str(KAFKA_LOCAL), "stop"] + (["--keep-data"] if keep_data else []), env=env, capture_output=True, timeout=120)
