@@ -167,15 +167,27 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
 @click.option("--feed", type=click.Choice(["wire", "resends"]), default="wire", show_default=True,
               help="wire: new stories + 20% resends/variants; resends: Reuters cycled (~90% duplicates, worst case)")
 @click.option("--no-latency", is_flag=True)
+@click.option("--latency-only", "latency_rate", type=click.FloatRange(100, 1_000_000), default=None, metavar="DOCS_PER_S",
+              help="skip the throughput rounds: only the latency test, at this input rate")
 @click.option("--json", "as_json", is_flag=True)
-def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool, as_json: bool) -> None:
+def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool,
+                latency_rate: float | None, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
+    from ..bench.kafka import latency
     from ..bench.kafka import run as run_kafka
     from ..logs import setup_logging
 
     setup_logging(30)
     cfg = get_config(config_path)
-    res = run_kafka(cfg, bootstrap_servers or cfg.kafka.bootstrap_servers, records, not no_latency, feed)
+    bootstrap = bootstrap_servers or cfg.kafka.bootstrap_servers
+    if latency_rate is not None:
+        lat = latency(cfg, bootstrap, latency_rate, kind=feed)
+        if as_json:
+            click.echo(json.dumps(lat, indent=2))
+            return
+        make_console().print(_latency_line(lat, f"{lat['rate']:,.0f} docs/s"))
+        return
+    res = run_kafka(cfg, bootstrap, records, not no_latency, feed)
     if as_json:
         click.echo(json.dumps(res, indent=2))
         return
@@ -187,6 +199,10 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
                   f"{res['ratio'] * 100:.0f}% of passthrough; {res['processor_counts']}")
     if "latency" in res:
         lat = res["latency"]
-        console.print(f"end-to-end latency at {lat['rate']:,.0f} docs/s (50% of max): p50 {lat['p50_ms']:.0f} ms, "
-                      f"p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms ({lat['seen']:,}/{lat['records']:,} seen); "
-                      f"after the first 5 s: p50 {lat['steady_p50_ms']:.0f} ms, p99 {lat['steady_p99_ms']:.0f} ms")
+        console.print(_latency_line(lat, f"{lat['rate']:,.0f} docs/s (50% of max)"))
+
+
+def _latency_line(lat: dict, at: str) -> str:
+    return (f"end-to-end latency at {at}: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms "
+            f"({lat['seen']:,}/{lat['records']:,} seen); after the first 5 s: p50 {lat['steady_p50_ms']:.0f} ms, "
+            f"p99 {lat['steady_p99_ms']:.0f} ms")
