@@ -9,10 +9,13 @@ from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import RocksStore
 
 
-@pytest.fixture(params=["memory", "rocksdb", "pipelined-memory", "pipelined-rocksdb"])
+@pytest.fixture(params=["memory", "rocksdb", "rocksdb-sync", "pipelined-memory", "pipelined-rocksdb"])
 def make_store(request, tmp_path):
     def make():
-        inner = MemoryStore() if request.param.endswith("memory") else RocksStore(str(tmp_path / "db"))
+        if request.param.endswith("memory"):
+            inner = MemoryStore()
+        else:  # sync: every commit's WAL synced with flush_wal, the path file mode and Kafka use
+            inner = RocksStore(str(tmp_path / "db"), sync=request.param.endswith("sync"))
         return PipelinedStore(inner) if request.param.startswith("pipelined") else inner
 
     return make
