@@ -2,12 +2,11 @@
 
 A RocksDB commit of a micro-batch with the WAL synced costs ~1.7 us per document of waiting
 on the disk (measured on Reuters: 1.3 ms per 512-document batch). Committing batch k on a
-worker while the engine decides batch k+1 takes that off the main thread's path, though not
-off the GIL's: rocksdict 0.3 holds the GIL for the whole ``write``, fsync included (measured:
-a pure-Python loop in another thread ran at 0.41 of its speed while a thread committed synced
-190 KB batches; at 0.92-0.97 when the fsync was an ``os.fdatasync`` outside ``write``). What
-does run in parallel is the Numba decide kernel (nogil), librdkafka, and file mode's output
-writes in ``before``. The contract of :class:`~streamdedup.state.base.Store` holds: commits land in
+worker while the engine decides batch k+1 takes that off the main thread's path. It is off
+the GIL too only because RocksStore syncs with ``flush_wal``: rocksdict 0.3 holds the GIL for
+the whole ``write``, fsync included (measured: a pure-Python loop in another thread ran at 0.41
+of its speed next to synced writes of 190 KB batches, 0.83 with write + ``flush_wal(True)``).
+File mode's output writes in ``before`` release it as well. The contract of :class:`~streamdedup.state.base.Store` holds: commits land in
 submission order (each waits for the previous one), a read sees every commit submitted before
 it (the batch still in flight is served from memory), and a failed commit raises at the next
 call. A batch's ``before`` action runs on the worker too, just before the batch is applied
