@@ -6,12 +6,14 @@ worker while the engine decides batch k+1 takes that off the main thread's path.
 the GIL too only because RocksStore syncs with ``flush_wal``: rocksdict 0.3 holds the GIL for
 the whole ``write``, fsync included (measured: a pure-Python loop in another thread ran at 0.41
 of its speed next to synced writes of 190 KB batches, 0.83 with write + ``flush_wal(True)``).
-File mode's output writes in ``before`` release it as well. The contract of :class:`~streamdedup.state.base.Store` holds: commits land in
-submission order (each waits for the previous one), a read sees every commit submitted before
-it (the batch still in flight is served from memory), and a failed commit raises at the next
-call. A batch's ``before`` action runs on the worker too, just before the batch is applied
-(file mode writes and syncs its outputs there, so they are durable before the state that
-says they were written, and the main thread never waits on a file).
+File mode's output writes in ``before`` release it as well.
+
+The contract of :class:`~streamdedup.state.base.Store` holds: commits land in submission
+order (each waits for the previous one), a read sees every commit submitted before it (the
+batch still in flight is served from memory), and a failed commit raises at the next call. A
+batch's ``before`` action runs on the worker too, just before the batch is applied (file mode
+writes and syncs its outputs there, so they are durable before the state that says they were
+written, and the main thread never waits on a file).
 """
 
 from __future__ import annotations
