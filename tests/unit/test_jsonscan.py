@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdedup import load_config
-from streamdedup.canonical import _might_be_html
+from streamdedup.canonical import _might_be_html, prepare_batch
 from streamdedup.decode import Decoded, RecordDecoder
-from streamdedup.scan import BLANK, FAST, LineScanner
+from streamdedup.scan import BLANK, FAST, LineScanner, gather_documents
 
 CFG = load_config(environ={"STREAMDEDUP_INPUT__TEXT_FIELDS": "[title, text]", "STREAMDEDUP_INPUT__TIME_FIELD": "ts",
                            "STREAMDEDUP_INPUT__MAX_RECORD_BYTES": "400", "STREAMDEDUP_FINGERPRINT__MAX_TEXT_BYTES": "120"})
@@ -135,3 +135,18 @@ def test_chunks_split_lines_like_the_file_reader() -> None:
     assert data[s.starts[0]:s.ends[0]] == b'{"id":"a","text":"one"}'  # CR dropped
     s, rest = SCANNER.scan(np.frombuffer(b'{"id":"c","text":"three"}\r', np.uint8), final=True)
     assert s.n == 1 and rest == 26 and int(s.status[0]) == FAST
+
+
+def test_gathered_texts_are_each_documents_own_when_records_are_skipped() -> None:
+    # Kafka leaves replayed records out of the engine's documents: a fast record between two
+    # documents has its text in the scan buffer, which must not join the one before it
+    values = [orjson.dumps({"id": i, "text": t}) for i, t in (("a", "alpha story"), ("r", "replayed"), ("b", "beta"))]
+    data, s = SCANNER.scan_records(values)
+    assert [int(x) for x in s.status] == [FAST, FAST, FAST]
+    canonical = CFG.fingerprint.canonical
+    for docs in ([0, 2], [0, 1, 2], [1, 2], [0, 1]):
+        ids, texts, _ = gather_documents(data, s, np.array(docs, np.int64), {}, canonical, 0)
+        got = [texts.raw[texts.offsets[j]:texts.offsets[j + 1]].tobytes() for j in range(len(docs))]
+        want = [prepare_batch([orjson.loads(values[k])["text"]], canonical)[0].tobytes() for k in docs]
+        assert got == want, docs
+        assert [ids[j] for j in range(len(docs))] == [orjson.loads(values[k])["id"] for k in docs]
