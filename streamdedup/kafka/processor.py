@@ -130,12 +130,6 @@ def _duplicate_headers(root_id: str | None, relation: str | None, similarity: fl
     ]
 
 
-def _headers(dec: Decision) -> list[tuple[str, bytes]]:
-    if dec.status == "unique":
-        return UNIQUE_HEADERS
-    return _duplicate_headers(dec.duplicate_of, dec.relation, dec.similarity, dec.ld_similarity, dec.matched)
-
-
 def _dead_headers(stage: str, reason: str, source: str) -> list[tuple[str, bytes]]:
     return [("dedup.status", b"dead_letter"), ("dedup.stage", stage.encode()),
             ("dedup.reason", reason.encode("utf-8", "replace")[:4000]), ("dedup.source", source.encode())]
@@ -372,7 +366,6 @@ class Processor:
         decision is in flight.
         """
         started = time.perf_counter()
-        kc = self.kcfg
         positions_before = engine.meta.positions
         decode = self._decoder
         values = [m.value() or b"" for m in msgs]
@@ -400,9 +393,7 @@ class Processor:
             if status[k] != FAST:
                 res = decode(values[k], lambda: f"{topic}:{part}:{off}", ts if ts_type else now_ms)
                 if type(res) is Rejected:
-                    outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
-                                  _with(m.headers(), _dead_headers(res.stage, res.reason, f"{topic}:{part}:{off}")))
-                    counts["dead_letter"] += 1
+                    outputs[k] = self._dead_letter(m, res.stage, res.reason, counts)
                     continue
                 slow[k] = res
                 scanned.slow_mask[k] = True
@@ -411,9 +402,7 @@ class Processor:
                 counts["replayed"] += 1
                 dec = replay.get((known[0], off))
                 if dec is None:
-                    outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
-                                  _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{topic}:{part}:{off}")))
-                    counts["dead_letter"] += 1
+                    outputs[k] = self._dead_letter(m, "text", EMPTY_TEXT_REASON, counts)
                 else:
                     outputs[k] = self._routed(m, dec, counts, relations)
                 continue
@@ -455,9 +444,7 @@ class Processor:
                 counts["duplicate"] += 1
                 relations[fields[1]] = relations.get(fields[1], 0) + 1
             else:
-                outputs[k] = (kc.dead_letter_topic, m.key(), m.value(),
-                              _with(m.headers(), _dead_headers("text", EMPTY_TEXT_REASON, f"{m.topic()}:{m.partition()}:{m.offset()}")))
-                counts["dead_letter"] += 1
+                outputs[k] = self._dead_letter(m, "text", EMPTY_TEXT_REASON, counts)
         batch = _Batch(outputs, prep.next_offsets, len(prep.msgs), counts, relations, prep.started, through, state_commit)
         if prep.docs:
             self._unconfirmed.append(batch)
@@ -469,7 +456,13 @@ class Processor:
             return (self.kcfg.unique_topic, m.key(), m.value(), _with(m.headers(), UNIQUE_HEADERS))
         counts["duplicate"] += 1
         relations[dec.relation] = relations.get(dec.relation, 0) + 1
-        return (self.kcfg.duplicates_topic, m.key(), m.value(), _with(m.headers(), _headers(dec)))
+        return (self.kcfg.duplicates_topic, m.key(), m.value(),
+                _with(m.headers(), _duplicate_headers(dec.duplicate_of, dec.relation, dec.similarity, dec.ld_similarity, dec.matched)))
+
+    def _dead_letter(self, m, stage: str, reason: str, counts: dict):
+        counts["dead_letter"] += 1
+        source = f"{m.topic()}:{m.partition()}:{m.offset()}"
+        return (self.kcfg.dead_letter_topic, m.key(), m.value(), _with(m.headers(), _dead_headers(stage, reason, source)))
 
     def _emit(self, batch: _Batch, consumer: Consumer) -> bool:
         """Produce a batch; exactly-once: in a transaction whose commit runs on the worker thread.
@@ -562,16 +555,12 @@ class Processor:
         record cost more than the produce itself)."""
         produce = producer.produce
         for topic, key, value, headers in outputs:
-            try:
-                produce(topic, value, key, headers=headers)
-            except BufferError:
-                while True:
+            while True:
+                try:
+                    produce(topic, value, key, headers=headers)
+                    break
+                except BufferError:
                     producer.poll(0.1)
-                    try:
-                        produce(topic, value, key, headers=headers)
-                        break
-                    except BufferError:
-                        continue
 
     def _commit_with_retry(self, producer: Producer) -> None:
         deadline = time.monotonic() + 120
