@@ -476,7 +476,10 @@ class Processor:
             remaining = producer.flush(60)
             if remaining:
                 raise StreamdedupError(f"{remaining} records not delivered within 60 s")
-            self._store.wait()  # the state before the offsets, as with transactions
+            if batch.state_commit is not None:
+                # the state before the offsets, as with transactions; by the batch's own future,
+                # not store.wait(): the decide thread is using the store meanwhile
+                batch.state_commit.result()
             consumer.commit(offsets=offsets, asynchronous=False)
             done: Future = Future()
             done.set_result(None)
