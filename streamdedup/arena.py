@@ -40,6 +40,11 @@ class Arena:
         self.grown = 0
 
     @property
+    def tail(self) -> int:
+        """Seq of the oldest document whose signature the ring still holds."""
+        return int(self.state[K.A_TAIL])
+
+    @property
     def bytes_used(self) -> int:
         arrays = (self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf)
         return sum(a.nbytes for a in arrays)

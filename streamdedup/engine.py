@@ -28,11 +28,11 @@ from . import decisions as D
 from . import engine_record
 from ._kernels import decide as KD
 from ._kernels import records as KR
-from ._kernels.arena import A_TAIL
 from ._kernels.verify import N_OUT
 from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
+from .decode import MAX_ID_BYTES
 from .errors import IncompatibleFingerprintError, InputError, StreamdedupError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter, PreparedTexts
 from .index import CandidateIndex
@@ -41,8 +41,6 @@ from .verify import kernel_params
 
 META_VERSION = 3
 HOUR_MS = 3_600_000
-#: ids are stored with a 16-bit length; far longer than any real document id
-MAX_ID_BYTES = 1024
 #: records read per restore call on start-up
 _RESTORE_CHUNK = 4096
 
@@ -105,8 +103,9 @@ def _sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.zeros(n + 1, dtype=np.int64)
     if not ids:
         return np.zeros(1, np.uint8), lengths
-    parts = [ids[i].encode("utf-8") for i in sorted(ids)]
-    lengths[1:][sorted(ids)] = [len(p) for p in parts]
+    order = sorted(ids)
+    parts = [ids[i].encode("utf-8") for i in order]
+    lengths[1:][order] = [len(p) for p in parts]
     return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8), np.cumsum(lengths)
 
 
@@ -252,7 +251,7 @@ class Deduplicator:
         A text that is empty after canonicalisation is rejected (status ``rejected``) and not
         indexed; a text that is not a string, not UTF-8 or too large raises
         :class:`~streamdedup.InputError` (callers that must keep going check texts first,
-        see :func:`streamdedup.decode.decode_record`). ``before_commit`` receives the decisions
+        see :class:`streamdedup.decode.RecordDecoder`). ``before_commit`` receives the decisions
         before the state is committed and may return an action that the store runs right
         before it applies the batch (on the store's thread, see ``state.pipelined``): a
         caller that writes its outputs there gets at-least-once output (a crash before the
@@ -338,7 +337,7 @@ class Deduplicator:
         decisions = BatchDecisions(ids, seqs, relations, numbers, flags, root_ids, matched_ids, self.cfg.verify)
         action = before_commit(decisions) if before_commit else None
         old_lo = self._committed_lo
-        new_lo = self._evictable_below(first_seq)
+        new_lo = self._evictable_below()
         if positions:
             self._advance(positions)
         self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, new_lo) if new_lo > old_lo else None,
@@ -356,7 +355,7 @@ class Deduplicator:
             if pos > current.get(key, -1):
                 current[key] = pos
 
-    def _evictable_below(self, first_seq: int) -> int:
+    def _evictable_below(self) -> int:
         """Records below this seq belong to documents that can never be candidates again.
 
         Those below the ring's ``seq_lo``, and those below the oldest document still inside
@@ -364,8 +363,7 @@ class Deduplicator:
         deleted or was evicted), so the state on disk follows the window, not only the ring.
         A record a crash replay may need (from ``last_batch_seq``) is kept.
         """
-        floor = self.meta.last_batch_seq if self.confirm_outputs_explicitly else first_seq
-        return max(self.meta.seq_lo, min(int(self.arena.state[A_TAIL]), floor))
+        return max(self.meta.seq_lo, min(self.arena.tail, self.meta.last_batch_seq))
 
     def _resolve_ids(self, ids: Sequence[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
                      first_seq: int) -> tuple[dict[int, str], dict[int, str]]:
