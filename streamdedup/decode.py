@@ -30,6 +30,7 @@ class Rejected:
 
 #: ids are stored with every record; longer ones are refused (engine.MAX_ID_BYTES is the same)
 MAX_ID_BYTES = 1024
+_ID_LIMIT = f"{MAX_ID_BYTES} bytes"
 
 
 def _event_time(value: object, field: str) -> int | Rejected:
@@ -48,21 +49,17 @@ def _event_time(value: object, field: str) -> int | Rejected:
     return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got {type(value).__name__}")
 
 
-def _check_string(s: str, what: str, limit: int, stage: str, limit_name: str) -> Rejected | None:
+def _check_string(s: str, what: str, limit: int, stage: str, limit_text: str) -> Rejected | None:
     """Over ``limit`` UTF-8 bytes, or unencodable (JSON \\u escapes can carry lone surrogates)."""
     # len * 4 bounds the UTF-8 size: most strings are judged without encoding them
     if len(s) * 4 > limit and len(s.encode("utf-8", "surrogatepass")) > limit:
-        return Rejected(stage, f"{what} is over {limit_name}{limit} bytes")
+        return Rejected(stage, f"{what} is over {limit_text}")
     if not s.isascii():
         try:
             s.encode("utf-8")
         except UnicodeEncodeError:
             return Rejected("utf8", f"{what} contains unpaired surrogates (\\ud800-\\udfff escapes)")
     return None
-
-
-def _check_id(doc_id: str) -> Rejected | None:
-    return _check_string(doc_id, "id", MAX_ID_BYTES, "fields", "")
 
 
 class RecordDecoder:
@@ -77,6 +74,7 @@ class RecordDecoder:
         self.cfg = cfg
         self.max_record = cfg.max_record_bytes
         self.max_text = max_text_bytes
+        self._text_limit = f"fingerprint.max_text_bytes ({max_text_bytes} bytes)"
         self.json = cfg.format == "json"
         self.id_field = cfg.id_field
         self.text_fields = cfg.text_fields
@@ -107,7 +105,7 @@ class RecordDecoder:
         elif type(doc_id) is not str:
             return Rejected("fields", f"{self.id_field} must be a string or integer, got {type(doc_id).__name__}")
         elif len(doc_id) * 4 > MAX_ID_BYTES or not doc_id.isascii():
-            bad = _check_id(doc_id)
+            bad = _check_string(doc_id, "id", MAX_ID_BYTES, "fields", _ID_LIMIT)
             if bad is not None:
                 return bad
         if self.single_field is not None:
@@ -144,7 +142,7 @@ class RecordDecoder:
     def _check_text(self, text: str) -> Rejected | None:
         if not text or text.isspace():
             return Rejected("text", "empty text")
-        return _check_string(text, "text", self.max_text, "size", "fingerprint.max_text_bytes = ")
+        return _check_string(text, "text", self.max_text, "size", self._text_limit)
 
     def _text(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:
         try:
@@ -156,7 +154,3 @@ class RecordDecoder:
             return bad
         return Decoded(fallback_id if isinstance(fallback_id, str) else fallback_id(), text, now_ms, None)
 
-
-def decode_record(raw: bytes, cfg: InputConfig, fallback_id: str, now_ms: int, max_text_bytes: int) -> Decoded | Rejected:
-    """Decode one record. ``fallback_id`` names records without an id (e.g. ``line:17``)."""
-    return RecordDecoder(cfg, max_text_bytes)(raw, fallback_id, now_ms)

@@ -3,7 +3,7 @@
 Memory per document: ``5 * bands`` (slot_keys, slot_hot: the key and hot count per band) + 32 (seq,
 time, root, digest), plus the cell tables, ``2 * 4 * bands + 2 * 4`` bytes per document at
 their full size (two cells per document per band keep the chance that a later document
-overwrites a live one's cell low). With 41 bands (31 + 10 lead): ~530 bytes per document.
+overwrites a live one's cell low). With 41 bands (31 + 10 lead): 573 bytes per document.
 
 The cell tables grow with the stream: they start small and grow fourfold (rehashed from the
 slots) whenever the documents seen so far reach half their cells, up to two cells per document of

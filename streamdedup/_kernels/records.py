@@ -17,9 +17,8 @@ from .index import restore
 ENGINE_VERSION = 3
 #: version, relation, flags, bits, digest; then variable-length integers
 HEAD = 20
-#: the most a record's varints, float32 estimates and hot entries add to its fixed parts
+#: the longest LEB128 encoding of one 64-bit value
 _VARINT_MAX = 10
-NO_VALUE = np.float32(np.nan)
 
 
 @njit(cache=True, inline="always")
@@ -35,11 +34,6 @@ def _get_uint(buf, pos, nbytes):
     for k in range(nbytes):
         v |= np.uint64(buf[pos + k]) << np.uint64(8 * k)
     return v
-
-
-@njit(cache=True, inline="always")
-def _get_int64(buf, pos):
-    return np.int64(_get_uint(buf, pos, 8))
 
 
 @njit(cache=True, inline="always")
