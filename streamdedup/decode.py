@@ -28,7 +28,7 @@ class Rejected:
     reason: str
 
 
-#: ids are stored with every record; longer ones are refused (engine.MAX_ID_BYTES is the same)
+#: ids are stored with every record; longer ones are refused (the engine checks the same bound)
 MAX_ID_BYTES = 1024
 _ID_LIMIT = f"{MAX_ID_BYTES} bytes"
 
