@@ -122,16 +122,19 @@ class _Writer:
         self.files = {name: open(out / f"{name}.jsonl", "ab") for name in ("unique", "duplicates", "dead_letter")}
         self.summary = summary
         self.sync = sync
-        self.dead: list[bytes] = []
+        #: (line number, output line) of dead letters not yet handed to a commit
+        self.dead: list[tuple[int, bytes]] = []
 
     def dead_letter(self, raw: bytes, line_no: int, stage: str, reason: str) -> None:
-        self.dead.append(_dead_letter(raw, line_no, stage, reason))
+        self.dead.append((line_no, _dead_letter(raw, line_no, stage, reason)))
         self.summary.dead_letter += 1
         self.summary.dead_letter_stages[stage] += 1
 
     def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, tuple[bytes, Decoded]],
-              base: int, decisions: BatchDecisions) -> Callable[[], None]:
-        """Output lines of a decided batch (and the dead letters since the last one), to write.
+              base: int, decisions: BatchDecisions, through: int | None) -> Callable[[], None]:
+        """Output lines of a decided batch and the dead letters up to line ``through`` (the
+        position its commit records; None: all), to write. Later dead letters wait for the
+        commit that covers them, or a crash after this one would write them twice.
 
         ``docs`` are line indices in the chunk ``data``; a fast line is spliced from its span
         by one Numba call per output file; Python makes only the tags of duplicates and the
@@ -181,9 +184,10 @@ class _Writer:
                     self.summary.unique += len(which)
                 else:
                     self.summary.duplicates += len(which)
-        if self.dead:
-            chunks.append((self.files["dead_letter"], b"".join(d + b"\n" for d in self.dead)))
-        self.dead = []
+        due = self.dead if through is None else [d for d in self.dead if d[0] <= through]
+        if due:
+            self.dead = [] if through is None else [d for d in self.dead if d[0] > through]
+            chunks.append((self.files["dead_letter"], b"".join(line + b"\n" for _, line in sorted(due))))
         return lambda: self._write(chunks)
 
     def _write(self, chunks: list) -> None:
@@ -270,7 +274,7 @@ def run_file(
         summary.lines = lines
         # dead letters after the last document, and the final position
         engine.process_columns([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                               {key: line_no} if key != "stdin" else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d))
+                               {key: line_no} if key != "stdin" else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
         if progress:
             progress(lines)
     finally:
@@ -288,6 +292,7 @@ def _flush(engine: Deduplicator, writer: _Writer, data: bytes, s: Scanned, docs:
            slow: dict[int, tuple[bytes, Decoded]], base: int, now_ms: int, canonical, key: str) -> None:
     """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
     ids, texts, times = gather_documents(data, s, docs, {k: v[1] for k, v in slow.items()}, canonical, now_ms)
+    through = base + int(docs[-1]) + 1  # lines done once this batch is committed
     engine.process_columns(ids, texts, times, np.full(len(docs), -1, np.int64), docs + (base + 1),
-                           {key: base + int(docs[-1]) + 1} if key != "stdin" else None,
-                           before_commit=lambda decisions: writer.batch(data, s, docs, slow, base, decisions))
+                           {key: through} if key != "stdin" else None,
+                           before_commit=lambda decisions: writer.batch(data, s, docs, slow, base, decisions, through))

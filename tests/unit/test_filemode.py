@@ -112,3 +112,35 @@ def test_cli_run_prints_summary_and_config_errors_name_the_setting(tmp_path) -> 
     bad.write_text("engine:\n  window_hours: -1\n")
     res = CliRunner().invoke(main, ["run", "--config", str(bad), "--input", str(inp), "--output-dir", str(tmp_path / "p")])
     assert res.exit_code != 0 and "engine.window_hours" in res.output
+
+
+def test_a_crash_between_batches_writes_no_dead_letter_twice(tmp_path, monkeypatch) -> None:
+    # dead letters after the first batch's last line must wait for the commit that covers
+    # them: the run that resumes after the crash writes them (again, if they had gone early)
+    from streamdedup import filemode
+
+    lines = _good_lines(24)
+    for at in (10, 17, 23):
+        lines.insert(at, b"{not json")
+    inp = tmp_path / "in.jsonl"
+    _write(inp, lines)
+    cfg = load_config(environ={"STREAMDEDUP_ENGINE__BATCH_SIZE": "8"})
+    real_flush = filemode._flush
+    calls = []
+
+    def crash_on_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt("killed")
+        return real_flush(*args, **kwargs)
+
+    monkeypatch.setattr(filemode, "_flush", crash_on_second)
+    try:
+        run_file(cfg, str(inp), str(tmp_path / "out"))
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(filemode, "_flush", real_flush)
+    run_file(cfg, str(inp), str(tmp_path / "out"))
+    unique, dups, dead = (_read(tmp_path / "out" / f"{n}.jsonl") for n in ("unique", "duplicates", "dead_letter"))
+    assert sorted(d["line"] for d in dead) == [11, 18, 24]
+    assert len(unique) + len(dups) + len(dead) == len(lines)
