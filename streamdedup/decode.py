@@ -63,7 +63,8 @@ def _check_string(s: str, what: str, limit: int, stage: str, limit_text: str) ->
 
 
 class RecordDecoder:
-    """Decodes records with one configuration; file mode and Kafka call it once per record.
+    """Decodes records with one configuration; file mode and Kafka call it once per record the
+    JSON fast path (``scan.LineScanner``) leaves to it.
 
     ``decoder(raw, fallback_id, now_ms)`` returns :class:`Decoded` or :class:`Rejected`;
     ``fallback_id`` (a string, or a callable making one) names a record without an id

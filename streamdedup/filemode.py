@@ -130,7 +130,7 @@ class _Writer:
         self.summary.dead_letter += 1
         self.summary.dead_letter_stages[stage] += 1
 
-    def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, tuple[bytes, Decoded]],
+    def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, Decoded],
               base: int, decisions: BatchDecisions, through: int | None) -> Callable[[], None]:
         """Output lines of a decided batch and the dead letters up to line ``through`` (the
         position its commit records; None: all), to write. Later dead letters wait for the
@@ -138,7 +138,7 @@ class _Writer:
 
         ``docs`` are line indices in the chunk ``data``; a fast line is spliced from its span
         by one Numba call per output file; Python makes only the tags of duplicates and the
-        lines of slow ones (in ``slow``, with their raw bytes and decoded object).
+        lines of slow ones (``slow``: their decoded objects by line index).
         """
         codes = decisions.codes
         chunks = []
@@ -146,7 +146,7 @@ class _Writer:
             slow_mask = s.slow_mask if s is not None else None
             for k in np.flatnonzero(codes == REJECTED).tolist():
                 line = int(docs[k])
-                raw = slow[line][0] if line in slow else data[s.starts[line]:s.ends[line]]
+                raw = data[s.starts[line]:s.ends[line]]
                 self.dead_letter(raw, base + line + 1, "text", decisions.decision(k).reason or "rejected")
             for name, code in (("unique", UNIQUE), ("duplicates", DUPLICATE)):
                 which = np.flatnonzero(codes == code)
@@ -168,8 +168,7 @@ class _Writer:
                         self.summary.relations[dec.relation] += 1
                         kinds[j] = 1
                     if line in slow:
-                        raw, d = slow[line]
-                        piece = _splice(raw, d, tags) + b"\n"
+                        piece = _splice(data[s.starts[line]:s.ends[line]], slow[line], tags) + b"\n"
                         kinds[j] = 2
                     else:
                         piece = b"," + tags + b"\n"
@@ -249,7 +248,7 @@ def run_file(
             now_ms = int(time.time() * 1000)
             # the lines the fast path left: dead letters, or decoded in Python
             doc_mask = s.status[first:last] == FAST
-            slow: dict[int, tuple[bytes, Decoded]] = {}
+            slow: dict[int, Decoded] = {}
             for k in (np.flatnonzero(~doc_mask) + first).tolist():
                 raw = data[s.starts[k]:s.ends[k]]
                 if s.status[k] == BLANK:
@@ -259,7 +258,7 @@ def run_file(
                 if type(res) is Rejected:
                     writer.dead_letter(raw, base + k + 1, res.stage, res.reason)
                     continue
-                slow[k] = (raw, res)
+                slow[k] = res
                 s.slow_mask[k] = True
                 doc_mask[k - first] = True
             docs = np.flatnonzero(doc_mask) + first
@@ -289,9 +288,9 @@ def run_file(
 
 
 def _flush(engine: Deduplicator, writer: _Writer, data: bytes, s: Scanned, docs: np.ndarray,
-           slow: dict[int, tuple[bytes, Decoded]], base: int, now_ms: int, canonical, key: str) -> None:
+           slow: dict[int, Decoded], base: int, now_ms: int, canonical, key: str) -> None:
     """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
-    ids, texts, times = gather_documents(data, s, docs, {k: v[1] for k, v in slow.items()}, canonical, now_ms)
+    ids, texts, times = gather_documents(data, s, docs, slow, canonical, now_ms)
     through = base + int(docs[-1]) + 1  # lines done once this batch is committed
     engine.process_columns(ids, texts, times, np.full(len(docs), -1, np.int64), docs + (base + 1),
                            {key: through} if key != "stdin" else None,

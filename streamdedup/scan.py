@@ -1,4 +1,5 @@
-"""Python face of the JSON-lines fast path (``_kernels.jsonscan``), for file mode (pure).
+"""Python face of the JSON fast path (``_kernels.jsonscan``), for file mode's lines and the
+Kafka processor's record values (pure).
 
 :class:`LineScanner` splits a chunk of JSONL into lines and classifies each: FAST lines come
 back as spans (id, closing brace) and an unescaped text ready for the fingerprint kernel;
@@ -76,8 +77,9 @@ class LineScanner:
         """Scan separate records (Kafka values): no line splitting, one record each."""
         n = len(values)
         data = b"".join(values)
-        ends = np.cumsum(np.fromiter(map(len, values), np.int64, n))
-        starts = ends - np.fromiter(map(len, values), np.int64, n)
+        lengths = np.fromiter(map(len, values), np.int64, n)
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
         return data, self._scan(np.frombuffer(data, dtype=np.uint8), starts, ends, n)
 
     def _scan(self, buf: np.ndarray, starts: np.ndarray, ends: np.ndarray, n: int) -> Scanned:
