@@ -97,28 +97,6 @@ class StoredDocument:
 _NAN5 = (float("nan"),) * 5
 
 
-@dataclass(frozen=True)
-class _Head:
-    relation: int
-    flags: int
-    bits: int
-    digest: bytes
-    n_hot: int
-    length: int
-    n_shingles: int
-    event_time_ms: int
-    partition: int
-    offset: int
-    n_sig: int
-    root_seq: int
-    matched_seq: int
-    numbers: tuple
-    doc_id: str
-    root_id: str
-    matched_id: str | None
-    end: int  # where the hot entries start
-
-
 def _check(seq: int, data: bytes) -> None:
     if data[0] != ENGINE_RECORD_VERSION:
         raise IncompatibleFingerprintError(
@@ -127,35 +105,36 @@ def _check(seq: int, data: bytes) -> None:
         )
 
 
-def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
-    """(id, root id) of a record, reading nothing past them (the engine does this for every
-    duplicate whose match is in an earlier batch)."""
+def _id_fields(seq: int, data: bytes) -> tuple[str, str, int, int]:
+    """(id, root id, length of the matched id, where it starts) of a record."""
     _check(seq, data)
-    n_id, pos = _varint(data, HEAD.size)
-    n_root, pos = _varint(data, pos)
-    _, pos = _varint(data, pos)
-    doc_id = data[pos:pos + n_id].decode("utf-8")
-    return doc_id, (data[pos + n_id:pos + n_id + n_root].decode("utf-8") if n_root else doc_id)
-
-
-def _read(seq: int, data: bytes) -> _Head:
-    _check(seq, data)
-    _, relation, flags, bits, digest = HEAD.unpack_from(data, 0)
     n_id, pos = _varint(data, HEAD.size)
     n_root, pos = _varint(data, pos)
     n_matched, pos = _varint(data, pos)
     doc_id = data[pos:pos + n_id].decode("utf-8")
     pos += n_id
     root_id = data[pos:pos + n_root].decode("utf-8") if n_root else doc_id
-    pos += n_root
-    matched = data[pos:pos + n_matched].decode("utf-8") if n_matched else None
+    return doc_id, root_id, n_matched, pos + n_root
+
+
+def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
+    """(id, root id) of a record, reading nothing past them (the engine does this for every
+    duplicate whose match is in an earlier batch)."""
+    doc_id, root_id, _, _ = _id_fields(seq, data)
+    return doc_id, root_id
+
+
+def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
+    doc_id, root_id, n_matched, pos = _id_fields(seq, data)
+    _, relation, flags, bits, digest = HEAD.unpack_from(data, 0)
+    matched_id = data[pos:pos + n_matched].decode("utf-8") if n_matched else None
     pos += n_matched
     n_hot, pos = _varint(data, pos)
     length, pos = _varint(data, pos)
-    n_sh, pos = _varint(data, pos)
-    t_ms, pos = _signed(data, pos)
-    part, pos = _signed(data, pos)
-    off, pos = _signed(data, pos)
+    n_shingles, pos = _varint(data, pos)
+    event_time_ms, pos = _signed(data, pos)
+    partition, pos = _signed(data, pos)
+    offset, pos = _signed(data, pos)
     n_sig, pos = _varint(data, pos)
     root_seq, matched_seq, numbers = seq, -1, _NAN5
     if relation:
@@ -163,24 +142,17 @@ def _read(seq: int, data: bytes) -> _Head:
         matched_seq, pos = _varint(data, pos)
         numbers = struct.unpack_from("<5f", data, pos)
         pos += 20
-    return _Head(relation, flags, bits, digest, n_hot, length, n_sh, t_ms, part, off, n_sig, root_seq, matched_seq,
-                 numbers, doc_id, root_id, matched, pos)
-
-
-def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
-    h = _read(seq, data)
-    pos = h.end
     hot = np.ones(bands, dtype=np.uint8)
-    for _ in range(h.n_hot):
+    for _ in range(n_hot):
         band, pos = _varint(data, pos)
         hot[band] = data[pos]
         pos += 1
-    mh_len = num_perm * h.bits // 8
-    minhash = unpack_bbit(data[pos:pos + mh_len], h.bits, num_perm)
+    mh_len = num_perm * bits // 8
+    minhash = unpack_bbit(data[pos:pos + mh_len], bits, num_perm)
     pos += mh_len
     keys = np.frombuffer(data, dtype="<u4", count=bands, offset=pos).astype(np.uint32)
     pos += 4 * bands
-    signature = data[pos:pos + h.n_sig]
-    return StoredDocument(seq, h.doc_id, h.root_seq, h.root_id, h.matched_seq, h.matched_id, h.relation, h.flags, h.numbers,
-                          hot, h.length, h.n_shingles, h.event_time_ms, h.partition, h.offset, h.digest, h.bits, minhash, keys,
+    signature = data[pos:pos + n_sig]
+    return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
+                          hot, length, n_shingles, event_time_ms, partition, offset, digest, bits, minhash, keys,
                           signature)
