@@ -503,12 +503,7 @@ def scan_lines(
             text_buf[q:q + m] = join[:m]
             end = q + m
         else:
-            for t in range(n_text):
-                if part_lo[t] >= 0:
-                    size = part_hi[t] - part_lo[t]
-                    if part_lo[t] != q:
-                        text_buf[q:q + size] = text_buf[part_lo[t]:part_hi[t]].copy()
-                    end = q + size
+            end = w  # the only part was copied from q on (a repeated text field is slow)
         keep = end - q <= max_text
         if keep:
             # blank text (str.isspace: \t-\r, \x1c-\x1f, space) is the Python decoder's to reject
