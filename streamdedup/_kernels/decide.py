@@ -16,7 +16,7 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import P_LD_MIN_JACCARD, REL_EXACT, compare_pair, is_duplicate, ld_estimate
+from .verify import REL_EXACT, compare_pair, is_duplicate, ld_estimate, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
 D_JACCARD = 0
@@ -131,8 +131,7 @@ def decide_batch(
                     num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
                     num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
-            if (best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY])
-                    and (best_rel == REL_EXACT or best_j >= params[P_LD_MIN_JACCARD])):
+            if best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, params):
                 # the kept match's LD (reported), skipped while its Jaccard already decided
                 sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, scratch)
                 ld_estimate(sig_a, sig_b, a_len[best], lengths[i], params, runs, cmp_out)

@@ -120,6 +120,13 @@ def ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out):
         out[O_LD_SIMILARITY] = 1.0
 
 
+@njit(cache=True, inline="always")
+def reports_ld(exact, j, params):
+    """Whether a pair's LD similarity is part of its verdict and report (below this Jaccard
+    the signature alone never makes a duplicate); the engine's lazy path uses it too."""
+    return exact or j >= params[P_LD_MIN_JACCARD]
+
+
 @njit(cache=True)
 def compare_pair(
     mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, sig_a,
@@ -159,7 +166,7 @@ def compare_pair(
     if lazy:
         have_ld = full or (not exact and params[P_LD_MIN_JACCARD] <= j < params[P_JACCARD])
     else:
-        have_ld = full or exact or j >= params[P_LD_MIN_JACCARD]
+        have_ld = full or reports_ld(exact, j, params)
     if have_ld:
         ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out)
     ct = params[P_CONTAINMENT]
