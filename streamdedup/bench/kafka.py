@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -167,8 +168,6 @@ def run(cfg: Config, bootstrap: str, n: int = 200_000, with_latency: bool = True
     A first passthrough over part of the input warms the broker (JIT, page cache) and is not
     counted: measured first on a cold broker the passthrough came out at a third of its rate.
     """
-    import statistics
-
     run_id = uuid.uuid4().hex[:6]
     source, sink = f"bench-in-{run_id}", f"bench-pt-{run_id}"
     _topics(bootstrap, [source, sink])
