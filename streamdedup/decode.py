@@ -28,6 +28,9 @@ class Rejected:
     reason: str
 
 
+EMPTY_JSON = Rejected("json", "empty record")
+EMPTY_TEXT = Rejected("text", "empty text")
+
 #: ids are stored with every record; longer ones are refused (the engine checks the same bound)
 MAX_ID_BYTES = 1024
 _ID_LIMIT = f"{MAX_ID_BYTES} bytes"
@@ -83,9 +86,15 @@ class RecordDecoder:
         self.separator = cfg.text_separator
         self.time_field = cfg.time_field
 
+    def blank(self) -> Rejected:
+        """Why an empty or whitespace-only record is a dead letter (the same in every runtime)."""
+        return EMPTY_JSON if self.json else EMPTY_TEXT
+
     def __call__(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:
         if len(raw) > self.max_record:
             return Rejected("size", f"record of {len(raw)} bytes is over input.max_record_bytes ({self.max_record})")
+        if not raw.strip(b" \t\r\n"):
+            return self.blank()
         if not self.json:
             return self._text(raw, fallback_id, now_ms)
         try:
@@ -142,7 +151,7 @@ class RecordDecoder:
 
     def _check_text(self, text: str) -> Rejected | None:
         if not text or text.isspace():
-            return Rejected("text", "empty text")
+            return EMPTY_TEXT
         return _check_string(text, "text", self.max_text, "size", self._text_limit)
 
     def _text(self, raw: bytes, fallback_id, now_ms: int) -> Decoded | Rejected:

@@ -19,8 +19,9 @@ exactly, so a restarted engine makes the same decisions as one that never stoppe
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 
@@ -33,16 +34,29 @@ from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
 from .decode import MAX_ID_BYTES
+from .ids import Ids
 from .errors import IncompatibleFingerprintError, InputError, StreamdedupError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter, PreparedTexts
 from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
 
-META_VERSION = 3
+#: 4: input positions and the source table as lists of (topic, partition[, offset])
+META_VERSION = 4
 HOUR_MS = 3_600_000
 #: records read per restore call on start-up
 _RESTORE_CHUNK = 4096
+
+
+@dataclass(frozen=True, order=True)
+class Source:
+    """A stream the engine reads: a Kafka topic partition, or a file (``file:/path``, partition 0)."""
+
+    topic: str
+    partition: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.topic}:{self.partition}"
 
 
 @dataclass(frozen=True)
@@ -50,7 +64,9 @@ class Document:
     id: str
     text: str
     event_time_ms: int
-    partition: int = -1
+    #: where it came from (kept with the document: replays and the operator tools find it there)
+    source: Source | None = None
+    #: its offset in ``source`` (a line number for files)
     offset: int = -1
 
 
@@ -60,13 +76,18 @@ class _Meta:
     next_seq: int = 0
     seq_lo: int = 0
     watermark: int = -(2**62)
-    positions: dict = field(default_factory=dict)
+    #: next offset to read per source (where to resume)
+    positions: dict[Source, int] = field(default_factory=dict)
+    #: the engine's ids of sources: ``sources[i]`` is id i, as stored in the records
+    sources: list[Source] = field(default_factory=list)
     #: first seq of the oldest micro-batch whose outputs were not confirmed (replays look there)
     last_batch_seq: int = 0
 
     def dumps(self) -> bytes:
         return json.dumps({"version": META_VERSION, "params_key": self.params_key, "next_seq": self.next_seq,
-                           "seq_lo": self.seq_lo, "watermark": self.watermark, "positions": self.positions,
+                           "seq_lo": self.seq_lo, "watermark": self.watermark,
+                           "positions": [[s.topic, s.partition, o] for s, o in self.positions.items()],
+                           "sources": [[s.topic, s.partition] for s in self.sources],
                            "last_batch_seq": self.last_batch_seq}).encode()
 
     @classmethod
@@ -76,26 +97,33 @@ class _Meta:
             raise IncompatibleFingerprintError(
                 f"state metadata version {m.get('version')} is not {META_VERSION}: this state was written by "
                 "another streamdedup version; use a new state directory")
-        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"], m.get("positions", {}), m.get("last_batch_seq", 0))
+        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"],
+                   {Source(t, p): o for t, p, o in m["positions"]}, [Source(t, p) for t, p in m["sources"]],
+                   m["last_batch_seq"])
 
 
-class Ids(Sequence[str]):
-    """A batch's document ids as UTF-8 in one buffer (id i is ``buf[off[i]:off[i + 1]]``);
-    strings are made only for the ids a caller looks at (file mode's fast path)."""
+class Checkpoint:
+    """One decided micro-batch: its decisions, the input positions its state commit records,
+    and that commit (submitted; :meth:`wait_durable` blocks until it landed).
 
-    def __init__(self, buf: np.ndarray, off: np.ndarray):
-        if off.shape[0] > 1 and int(np.diff(off).max()) > MAX_ID_BYTES:
-            raise InputError(f"a document id is over {MAX_ID_BYTES} bytes")
-        self.buf = buf
-        self.off = off
+    The contract with a runtime: outputs of a batch may become visible (a Kafka transaction
+    commit, a file write) only after :meth:`wait_durable` returned, so the state is never
+    behind the outputs; an engine built with ``explicit_confirm`` is then told
+    :meth:`Deduplicator.confirm_outputs` ``(checkpoint.through)`` once they are durable, and
+    until then keeps their decisions for :meth:`Deduplicator.unconfirmed_decisions`.
+    """
 
-    def __len__(self) -> int:
-        return self.off.shape[0] - 1
+    def __init__(self, decisions: BatchDecisions, positions: dict[Source, int], through: int | None, commit: Future | None):
+        self.decisions = decisions
+        self.positions = positions
+        #: engine seq after this batch; None when it indexed no document
+        self.through = through
+        self._commit = commit
 
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        return self.buf[self.off[i]:self.off[i + 1]].tobytes().decode("utf-8")
+    def wait_durable(self) -> None:
+        """Block until the batch's state commit landed (raises its error)."""
+        if self._commit is not None:
+            self._commit.result()
 
 
 def _sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -131,9 +159,18 @@ def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
 class Deduplicator:
     """Decides unique/duplicate for documents in arrival order, with state in ``store``."""
 
-    def __init__(self, cfg: Config, store: Store, long_running: bool = False):
-        """``long_running`` resolves ``engine.index_sizing: auto`` to full tables (the Kafka
-        processor) instead of growing ones (file mode, library use)."""
+    def __init__(self, cfg: Config, store: Store, *, auto_sizing: Literal["grow", "full"] = "grow",
+                 explicit_confirm: bool = False):
+        """
+        Args:
+            auto_sizing: what ``engine.index_sizing: auto`` means for this caller: ``full``
+                tables for a long-running processor (no growth pauses), ``grow`` for a file or
+                library use (a short stream does not pay for max_documents).
+            explicit_confirm: the caller's outputs can fail after the state commit (a Kafka
+                transaction): it calls :meth:`confirm_outputs` once they are durable, and the
+                decisions of unconfirmed batches stay available for a replay. Otherwise a
+                batch's outputs count as durable with its state commit.
+        """
         self.cfg = cfg
         self.store = store
         self.fp = Fingerprinter(cfg.fingerprint)
@@ -156,7 +193,7 @@ class Deduplicator:
                     f"the state was built with fingerprint params {self.meta.params_key:08x} and this "
                     f"configuration has {self.fp.params.key:08x}; use a new state directory"
                 )
-        full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and long_running)
+        full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and auto_sizing == "full")
         self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
                                     full=full, next_seq=self.meta.next_seq)
         self.arena = Arena(eng.max_documents, self.num_perm, self.bits)
@@ -168,9 +205,8 @@ class Deduplicator:
         if raw is not None:
             self._rebuild()
         self._committed_lo = self.meta.seq_lo
-        #: set by callers whose outputs can fail after the state commit (the Kafka processor):
-        #: they call confirm_outputs(through) once the outputs of batches are durable
-        self.confirm_outputs_explicitly = False
+        self._explicit_confirm = explicit_confirm
+        self._source_ids = {src: i for i, src in enumerate(self.meta.sources)}
         #: every document below this seq has durable outputs (replays start here)
         self._confirmed_through = self.meta.last_batch_seq
 
@@ -218,10 +254,17 @@ class Deduplicator:
             raise IncompatibleFingerprintError(
                 f"state record {seqs[bad]} is not an engine record of this version and configuration; use a new state directory")
 
-    @property
-    def positions(self) -> dict:
-        """Input positions committed with the state (where to resume)."""
+    def resume_positions(self) -> dict[Source, int]:
+        """Next offset to read per source, as committed with the state (where to resume)."""
         return dict(self.meta.positions)
+
+    def source_id(self, source: Source) -> int:
+        """The id records of ``source`` carry (registered on first use; kept in the state)."""
+        sid = self._source_ids.get(source)
+        if sid is None:
+            sid = self._source_ids[source] = len(self.meta.sources)
+            self.meta.sources.append(source)
+        return sid
 
     @property
     def indexed_documents(self) -> int:
@@ -260,33 +303,40 @@ class Deduplicator:
         n = len(docs)
         return self.process_columns(
             [d.id for d in docs], [d.text for d in docs], np.fromiter((d.event_time_ms for d in docs), np.int64, n),
-            np.fromiter((d.partition for d in docs), np.int64, n), np.fromiter((d.offset for d in docs), np.int64, n),
-            positions, before_commit)
+            np.fromiter((-1 if d.source is None else self.source_id(d.source) for d in docs), np.int64, n),
+            np.fromiter((d.offset for d in docs), np.int64, n), positions, before_commit)
 
-    def process_columns(
+    def process_columns(self, *args, **kwargs) -> BatchDecisions:
+        """:meth:`run_batch`, returning only the decisions."""
+        return self.run_batch(*args, **kwargs).decisions
+
+    def run_batch(
         self,
         ids: Sequence[str],
         texts: Sequence | PreparedTexts,
         times: np.ndarray,
-        partitions: np.ndarray,
+        sources: np.ndarray,
         offsets: np.ndarray,
-        positions: dict | None = None,
+        positions: dict[Source, int] | None = None,
         before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
-    ) -> BatchDecisions:
-        """:meth:`process` for a batch given as columns (what file mode and Kafka hold anyway).
+    ) -> Checkpoint:
+        """Decide a micro-batch given as columns (what file mode and Kafka hold anyway) and
+        submit its state commit with ``positions`` (next offset per source it covers).
 
+        ``sources`` are :meth:`source_id` values (-1: none) and ``offsets`` positions in them.
         ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.fingerprint.PreparedTexts`
-        (both made without a Python object per document by file mode's JSON fast path).
+        (both made without a Python object per document by the JSON fast path).
         """
         n = len(ids)
         meta = self.meta
         if n == 0:
             out = BatchDecisions.empty(self.cfg.verify)
             action = before_commit(out) if before_commit else None
+            commit = None
             if positions or action:
                 self._advance(positions or {})
-                self.store.commit(StateBatch(meta=meta.dumps(), before=action))
-            return out
+                commit = self.store.commit(StateBatch(meta=meta.dumps(), before=action))
+            return Checkpoint(out, dict(positions or {}), None, commit)
         ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else _utf8_ids(ids)
         batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -295,7 +345,7 @@ class Deduplicator:
                            meta.watermark - self.window_ms, first_seq)
         # replays after a crash start at the first document whose outputs are not confirmed:
         # this batch's first one, or an earlier one the caller has not confirmed yet
-        meta.last_batch_seq = self._confirmed_through if self.confirm_outputs_explicitly else first_seq
+        meta.last_batch_seq = self._confirmed_through if self._explicit_confirm else first_seq
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
         seqs = np.empty(n, dtype=np.int64)
         roots = np.empty(n, dtype=np.int64)
@@ -328,7 +378,7 @@ class Deduplicator:
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
-            np.ascontiguousarray(partitions, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64),
+            np.ascontiguousarray(sources, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64),
             batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
         )
         raw = buf.tobytes()
@@ -340,12 +390,12 @@ class Deduplicator:
         new_lo = self._evictable_below()
         if positions:
             self._advance(positions)
-        self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, new_lo) if new_lo > old_lo else None,
-                                     meta=meta.dumps(), before=action))
+        commit = self.store.commit(StateBatch(puts=puts, delete_range=(old_lo, new_lo) if new_lo > old_lo else None,
+                                              meta=meta.dumps(), before=action))
         self._committed_lo = new_lo
-        return decisions
+        return Checkpoint(decisions, dict(positions or {}), meta.next_seq, commit)
 
-    def _advance(self, positions: dict) -> None:
+    def _advance(self, positions: dict[Source, int]) -> None:
         """Input positions only move forward. After a crash the state can be a few batches ahead
         of the consumer's committed offsets; the re-read batches are replays, and a replayed
         batch's end must not pull the position back, or the next re-read batch would be decided
@@ -403,17 +453,19 @@ class Deduplicator:
         through = self.meta.next_seq if through is None else through
         self._confirmed_through = max(self._confirmed_through, min(through, self.meta.next_seq))
 
-    def last_batch_decisions(self) -> dict[tuple[int, int], Decision]:
-        """Decisions of the batches whose outputs are not confirmed, by (partition, offset) of their source.
+    def unconfirmed_decisions(self) -> dict[tuple[Source, int], Decision]:
+        """Decisions of the batches whose outputs are not confirmed, by (source, offset).
 
-        A Kafka processor that committed its state but crashed before committing the output
-        transaction re-reads those records; it must re-emit the same decisions, not decide
-        again against a state that already contains them.
+        A runtime that committed the state but crashed (or failed) before its outputs became
+        durable re-reads those records; it must re-emit the same decisions, not decide again
+        against a state that already contains them.
         """
         out = {}
+        sources = self.meta.sources
         for seq, raw in self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)):
             st = self._decode(seq, raw)
-            out[(st.partition, st.offset)] = self._decision(st)
+            if 0 <= st.source_id < len(sources):
+                out[(sources[st.source_id], st.offset)] = self._decision(st)
         return out
 
     def delete(self, doc_id: str) -> int:
@@ -433,4 +485,4 @@ class Deduplicator:
         self.store.close()
 
 
-__all__ = ["BatchDecisions", "Decision", "Deduplicator", "Document", "Ids"]
+__all__ = ["BatchDecisions", "Checkpoint", "Decision", "Deduplicator", "Document", "Ids", "Source"]

@@ -12,7 +12,7 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
     ..     id, root id, matched id (first: resolving a duplicate's ids reads only this far)
     var    n (hot-count entries that are not 1), canonical length, shingle count, event time
-           (ms, signed), source partition (signed, -1 for none), source offset / line number
+           (ms, signed), source id (signed, -1 for none: the engine's source table), source offset / line number
            (signed), fine LD signature length
     dup.   root seq, matched seq (varints), float32 estimates of the match (Jaccard,
            calibrated LD similarity, containment new-in-earlier, containment earlier-in-new,
@@ -81,7 +81,7 @@ class StoredDocument:
     length: int
     n_shingles: int
     event_time_ms: int
-    partition: int
+    source_id: int
     offset: int
     digest: bytes
     minhash_bits: int
@@ -133,7 +133,7 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     length, pos = _varint(data, pos)
     n_shingles, pos = _varint(data, pos)
     event_time_ms, pos = _signed(data, pos)
-    partition, pos = _signed(data, pos)
+    source_id, pos = _signed(data, pos)
     offset, pos = _signed(data, pos)
     n_sig, pos = _varint(data, pos)
     root_seq, matched_seq, numbers = seq, -1, _NAN5
@@ -154,5 +154,5 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
-                          hot, length, n_shingles, event_time_ms, partition, offset, digest, bits, minhash, keys,
+                          hot, length, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
                           signature)

@@ -21,3 +21,11 @@ class InputError(StreamdedupError, ValueError):
 
 class IncompatibleFingerprintError(StreamdedupError, ValueError):
     """Two fingerprints were built with different parameters and cannot be compared."""
+
+
+class StateError(StreamdedupError):
+    """The state store cannot be opened or written."""
+
+
+class StateLockedError(StateError):
+    """Another process holds the state directory (RocksDB's lock): this one can only wait."""

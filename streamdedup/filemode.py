@@ -22,7 +22,6 @@ it or gives the reason for the dead letter.
 
 from __future__ import annotations
 
-import base64
 import os
 import sys
 import time
@@ -36,16 +35,17 @@ import orjson
 
 from ._kernels.jsonscan import assemble
 from .config import Config
-from .decisions import DUPLICATE, REJECTED, UNIQUE, UNIQUE_TAGS, BatchDecisions
-from .decode import Decoded, RecordDecoder, Rejected
-from .engine import Deduplicator
-from .scan import BLANK, FAST, LineScanner, Scanned, gather_documents
+from .decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecisions
+from .decode import Decoded
+from .engine import Deduplicator, Source
+from .pipeline import Prepared, Preparer
+from .pipeline.route import duplicate_tags, rejected_tags
+from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags
+from .scan import LineScanner, Scanned
 from .state import open_store
 from .state.pipelined import PipelinedStore
 
-#: what every unique line gets spliced in (the tags of a unique document never vary)
-_UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_TAGS) + b"}"
-_UNIQUE_TAIL = b"," + _UNIQUE_SPLICE + b"\n"
+_UNIQUE_TAIL = b"," + UNIQUE_SPLICE + b"\n"
 _TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)
 _READ_CHUNK = 8 << 20
 
@@ -77,15 +77,6 @@ def _splice(raw: bytes, decoded: Decoded, tags: bytes) -> bytes:
     if "_dedup" in decoded.obj or not body.endswith(b"}"):
         return orjson.dumps({**decoded.obj, "_dedup": orjson.Fragment(tags[9:-1])})
     return body[:-1] + (b"," if decoded.obj else b"") + tags
-
-
-def _dead_letter(raw: bytes, line_no: int, stage: str, reason: str) -> bytes:
-    out = {"line": line_no, "stage": stage, "reason": reason}
-    try:
-        out["raw"] = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        out["raw_base64"] = base64.b64encode(raw).decode("ascii")
-    return orjson.dumps(out)
 
 
 def _chunks(stream: BinaryIO, scanner: LineScanner) -> Iterator[tuple[bytes, Scanned]]:
@@ -125,10 +116,10 @@ class _Writer:
         #: (line number, output line) of dead letters not yet handed to a commit
         self.dead: list[tuple[int, bytes]] = []
 
-    def dead_letter(self, raw: bytes, line_no: int, stage: str, reason: str) -> None:
-        self.dead.append((line_no, _dead_letter(raw, line_no, stage, reason)))
+    def dead_letter(self, raw: bytes, line_no: int, tags: DeadLetterTags) -> None:
+        self.dead.append((line_no, dead_letter_line(raw, line_no, tags)))
         self.summary.dead_letter += 1
-        self.summary.dead_letter_stages[stage] += 1
+        self.summary.dead_letter_stages[tags.stage] += 1
 
     def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, Decoded],
               base: int, decisions: BatchDecisions, through: int | None) -> Callable[[], None]:
@@ -147,7 +138,7 @@ class _Writer:
             for k in np.flatnonzero(codes == REJECTED).tolist():
                 line = int(docs[k])
                 raw = data[s.starts[line]:s.ends[line]]
-                self.dead_letter(raw, base + line + 1, "text", decisions.decision(k).reason or "rejected")
+                self.dead_letter(raw, base + line + 1, rejected_tags(decisions.decision(k).reason, f"line:{base + line + 1}"))
             for name, code in (("unique", UNIQUE), ("duplicates", DUPLICATE)):
                 which = np.flatnonzero(codes == code)
                 if not len(which):
@@ -161,11 +152,11 @@ class _Writer:
                 special = np.arange(len(which)) if code == DUPLICATE else np.flatnonzero(slow_mask[lines])
                 for j in special.tolist():
                     k, line = int(which[j]), int(lines[j])
-                    tags = _UNIQUE_SPLICE
+                    tags = UNIQUE_SPLICE
                     if code == DUPLICATE:
-                        dec = decisions.decision(k)
-                        tags = b'"_dedup":' + orjson.dumps(dec.tags()) + b"}"
-                        self.summary.relations[dec.relation] += 1
+                        dup = duplicate_tags(decisions.decision(k))
+                        tags = file_tags(dup)
+                        self.summary.relations[dup.relation] += 1
                         kinds[j] = 1
                     if line in slow:
                         piece = _splice(data[s.starts[line]:s.ends[line]], slow[line], tags) + b"\n"
@@ -224,18 +215,18 @@ def run_file(
         writer.close()
         raise
     key = input_key(input_path)
-    done_before = int(engine.positions.get(key, 0)) if key != "stdin" else 0
+    # stdin cannot be resumed: it has no position to record
+    source = Source(key) if key != "stdin" else None
+    done_before = engine.resume_positions().get(source, 0) if source else 0
     summary.skipped_resumed = done_before
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
-    decoder = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)
-    scanner = LineScanner(cfg.input, cfg.fingerprint.max_text_bytes, cfg.fingerprint.canonical.strip_html)
+    preparer = Preparer(cfg)
     batch_size = cfg.engine.batch_size
-    canonical = cfg.fingerprint.canonical
     t0 = time.perf_counter()
     try:
         line_no = 0  # lines before the current chunk
         lines = 0
-        for data, s in _chunks(stream, scanner):
+        for data, s in _chunks(stream, preparer.scanner):
             base = line_no
             line_no += s.n
             first = max(0, done_before - base)
@@ -245,26 +236,14 @@ def run_file(
             before = lines
             lines += last - first
             summary.lines = lines
-            now_ms = int(time.time() * 1000)
-            # the lines the fast path left: dead letters, or decoded in Python
-            doc_mask = s.status[first:last] == FAST
-            slow: dict[int, Decoded] = {}
-            for k in (np.flatnonzero(~doc_mask) + first).tolist():
-                raw = data[s.starts[k]:s.ends[k]]
-                if s.status[k] == BLANK:
-                    writer.dead_letter(raw, base + k + 1, "json", "empty line")
-                    continue
-                res = decoder(raw, f"line:{base + k + 1}", now_ms)
-                if type(res) is Rejected:
-                    writer.dead_letter(raw, base + k + 1, res.stage, res.reason)
-                    continue
-                slow[k] = res
-                s.slow_mask[k] = True
-                doc_mask[k - first] = True
-            docs = np.flatnonzero(doc_mask) + first
+            prep = preparer.prepare(data, s, first, last, lambda k, base=base: f"line:{base + k + 1}", int(time.time() * 1000))
+            for k, why in prep.dead.items():
+                line = base + k + 1
+                writer.dead_letter(prep.raw(k), line, DeadLetterTags(why.stage, why.reason, f"line:{line}"))
+            docs = prep.docs
             for b in range(0, len(docs), batch_size):
                 batch = docs[b:b + batch_size]
-                _flush(engine, writer, data, s, batch, slow, base, now_ms, canonical, key)
+                _flush(engine, writer, prep, batch, base, source)
                 if progress:
                     progress(before + int(batch[-1]) - first + 1)
             if last < s.n:
@@ -272,8 +251,8 @@ def run_file(
                 break
         summary.lines = lines
         # dead letters after the last document, and the final position
-        engine.process_columns([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                               {key: line_no} if key != "stdin" else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
+        engine.run_batch([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+                         {source: line_no} if source else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
         if progress:
             progress(lines)
     finally:
@@ -287,11 +266,11 @@ def run_file(
     return summary
 
 
-def _flush(engine: Deduplicator, writer: _Writer, data: bytes, s: Scanned, docs: np.ndarray,
-           slow: dict[int, Decoded], base: int, now_ms: int, canonical, key: str) -> None:
+def _flush(engine: Deduplicator, writer: _Writer, prep: Prepared, docs: np.ndarray, base: int, source: Source | None) -> None:
     """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
-    ids, texts, times = gather_documents(data, s, docs, slow, canonical, now_ms)
+    ids, texts, times = prep.gather(docs)
     through = base + int(docs[-1]) + 1  # lines done once this batch is committed
-    engine.process_columns(ids, texts, times, np.full(len(docs), -1, np.int64), docs + (base + 1),
-                           {key: through} if key != "stdin" else None,
-                           before_commit=lambda decisions: writer.batch(data, s, docs, slow, base, decisions, through))
+    sid = engine.source_id(source) if source else -1
+    engine.run_batch(ids, texts, times, np.full(len(docs), sid, np.int64), docs + (base + 1),
+                     {source: through} if source else None,
+                     before_commit=lambda decisions: writer.batch(prep.data, prep.scan, docs, prep.slow, base, decisions, through))

@@ -16,7 +16,7 @@ from ._kernels import jsonscan as K
 from .canonical import prepare_batch
 from .config import CanonicalConfig, InputConfig
 from .decode import MAX_ID_BYTES, Decoded
-from .engine import Ids
+from .ids import Ids
 from .fingerprint import PreparedTexts
 
 FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK

@@ -84,7 +84,7 @@ def _processor_env(cfg_env: dict, bootstrap: str, source: str, run: str) -> dict
 
 def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[float, dict]:
     """Run the exactly-once processor in-process over ``n`` records; returns records/s."""
-    from topologies.single_index import build
+    from ..kafka.processor import Processor
 
     run = uuid.uuid4().hex[:6]
     _topics(bootstrap, [f"u-{run}", f"d-{run}", f"x-{run}"])
@@ -93,7 +93,7 @@ def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[fl
         "dead_letter_topic": f"x-{run}", "group_id": f"g-{run}", "transactional_id": f"t-{run}"})
     pcfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update={"text_fields": ("title", "text")})})
     with tempfile.TemporaryDirectory() as state:
-        proc = build(pcfg, state, stop_when_idle=3.0)
+        proc = Processor(pcfg, state, stop_when_idle=3.0)
         summary = proc.run()
     busy = summary.last_batch_at - summary.first_batch_at
     return summary.records / busy, {"records": summary.records, "unique": summary.unique, "duplicates": summary.duplicates,

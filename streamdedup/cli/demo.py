@@ -16,6 +16,7 @@ from rich.table import Table
 from ..bench.edits import scattered
 from ..corpus import load_reuters
 from ..fingerprint import Fingerprinter
+from ..pipeline.tags import parse_file_tags, parse_headers
 from ..verify import Fingerprint, compare
 from ._common import config_option, get_config, make_console
 
@@ -86,12 +87,12 @@ def _side_by_side(console, dups: list[dict], originals: dict) -> None:
     for d in dups:
         tag = d["_dedup"]
         kind = d["id"].split("-", 2)[-1] if d["id"].startswith("copy-") else "natural"
-        if kind in shown or tag["duplicate_of"] not in originals:
+        if kind in shown or tag.duplicate_of not in originals:
             continue
         shown.add(kind)
-        o = originals[tag["duplicate_of"]]
+        o = originals[tag.duplicate_of]
         table.add_row(f"[b]{d['id']}[/b]\n{d['title'][:60]}\n{_flat(d['text'])}...", f"[b]{o['id']}[/b]\n{o['title'][:60]}\n{_flat(o['text'])}...",
-                      f"{tag['relation']}\nJaccard {tag['similarity']}\nLD sim {tag.get('ld_similarity')}")
+                      f"{tag.relation}\nJaccard {tag.similarity}\nLD sim {tag.ld_similarity}")
         if len(shown) >= 6:
             break
     console.print(table)
@@ -105,8 +106,8 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
     from confluent_kafka import Consumer, Producer
 
     from ..kafka.admin import create_topics
+    from ..kafka.processor import Processor
     from ..logs import setup_logging
-    from topologies.single_index import build
 
     console = make_console()
     run = uuid.uuid4().hex[:6]
@@ -125,7 +126,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
     console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
     setup_logging()
     with tempfile.TemporaryDirectory() as state:
-        processor = build(demo_cfg, state, stop_when_idle=3.0)
+        processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()
     console.print(f"processor: {s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
                   f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}")
@@ -146,17 +147,14 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
 
     def obj(m):
         o = json.loads(m.value())
-        h = {k: v.decode() for k, v in (m.headers() or [])}
-        o["_dedup"] = {"relation": h.get("dedup.relation"), "similarity": h.get("dedup.similarity"),
-                       "ld_similarity": h.get("dedup.ld_similarity"), "duplicate_of": h.get("dedup.duplicate_of")}
+        o["_dedup"] = parse_headers(m.headers())
         return o
 
     originals = {o["id"]: o for o in map(obj, per_topic.get(kcfg.unique_topic, []))}
     _side_by_side(console, [obj(m) for m in per_topic.get(kcfg.duplicates_topic, [])], originals)
-    dead = per_topic.get(kcfg.dead_letter_topic, [])
-    for m in dead[:3]:
-        h = {k: v.decode() for k, v in (m.headers() or [])}
-        console.print(f"dead-letter {h.get('dedup.source')}: {h.get('dedup.stage')}: {h.get('dedup.reason')}")
+    for m in per_topic.get(kcfg.dead_letter_topic, [])[:3]:
+        t = parse_headers(m.headers())
+        console.print(f"dead-letter {t.source}: {t.stage}: {t.reason}")
 
 
 def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
@@ -186,6 +184,8 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
         o = json.loads(line)
         originals[o["id"]] = o
     dups = [json.loads(x) for x in (out / "duplicates.jsonl").read_text().splitlines()]
+    for d in dups:
+        d["_dedup"] = parse_file_tags(d)
     _side_by_side(console, dups, originals)
     dead = (out / "dead_letter.jsonl").read_text().splitlines()
     if dead:

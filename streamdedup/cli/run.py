@@ -58,8 +58,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle) -> None:
     import logging
 
-    from topologies.single_index import build
-
+    from ..kafka.processor import Processor
     from ..logs import setup_logging
 
     setup_logging()
@@ -70,7 +69,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle) 
         updates["input_topics"] = tuple(input_topics)
     if updates:
         cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)})
-    processor = build(cfg, state_dir, stop_when_idle)
+    processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle)
     processor.install_signal_handlers()
     s = processor.run()
     logging.getLogger("streamdedup").info(

@@ -9,6 +9,7 @@ idempotent (the input positions say where to resume).
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable, Iterator, Protocol
 
@@ -34,7 +35,10 @@ class Store(Protocol):
         """Records with seq >= ``seq`` in increasing seq order."""
         ...
 
-    def commit(self, batch: StateBatch) -> None: ...
+    def commit(self, batch: StateBatch) -> Future | None:
+        """Apply ``batch`` atomically: at once (returns None), or in the background (returns
+        the future that completes when it landed; see ``state.pipelined``)."""
+        ...
 
     def disk_bytes(self) -> int: ...
 

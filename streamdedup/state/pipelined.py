@@ -38,14 +38,12 @@ class PipelinedStore:
             self._pending_puts = {}
             fut.result()
 
-    def last_commit(self) -> Future | None:
-        """The future of the latest submitted commit (None once it was waited for)."""
-        return self._pending
-
-    def commit(self, batch: StateBatch) -> None:
+    def commit(self, batch: StateBatch) -> Future:
+        """Submit ``batch``; the returned future completes when it landed."""
         self.wait()
         self._pending_puts = dict(batch.puts)
         self._pending = self._worker.submit(self.inner.commit, batch)
+        return self._pending
 
     def get_meta(self) -> bytes | None:
         self.wait()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 
 from streamdedup import load_config
 from streamdedup.bench.synthetic import LONG_FOOTERS
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.engine import Deduplicator, Document, Source
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
@@ -220,7 +221,7 @@ def test_full_tables_and_warm_up(monkeypatch) -> None:
     docs = _stream(120)
     full = Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__INDEX_SIZING="full"), MemoryStore())
     assert full.index.n_cells == full.index.max_cells and not full.index.cells.any()  # touching writes zeros only
-    assert Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore(), long_running=True).index.full  # auto, Kafka
+    assert Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore(), auto_sizing="full").index.full  # auto, Kafka
     assert not Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore()).index.full  # auto, file mode
     cold = run(Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__INDEX_SIZING="full"), MemoryStore()), docs, batch=16)
     full.warm_up()
@@ -277,7 +278,32 @@ def test_input_positions_never_move_back() -> None:
     # a crashed Kafka processor re-reads batches the state already holds: the end of a replayed
     # batch must not lower the position, or the next re-read batch would be decided again
     engine = Deduplicator(cfg(), MemoryStore())
-    engine.process([Document("a", story(1), 0, 0, 10)], {"t:0": 2000})
-    engine.process([], {"t:0": 1024})
-    engine.process([Document("b", story(2), 0, 0, 2001)], {"t:0": 1536, "t:1": 5})
-    assert engine.positions == {"t:0": 2000, "t:1": 5}
+    t0, t1 = Source("t", 0), Source("t", 1)
+    engine.process([Document("a", story(1), 0, t0, 10)], {t0: 2000})
+    engine.process([], {t0: 1024})
+    engine.process([Document("b", story(2), 0, t0, 2001)], {t0: 1536, t1: 5})
+    assert engine.resume_positions() == {t0: 2000, t1: 5}
+
+
+def test_checkpoint_contract_across_a_restart(tmp_path) -> None:
+    """Positions and sources survive a restart in the engine's own terms; decisions of batches
+    the caller has not confirmed are kept for a replay, keyed by (source, offset)."""
+    path = str(tmp_path / "s")
+    a, b = Source("news", 0), Source("wires", 3)
+    engine = Deduplicator(cfg(), RocksStore(path), explicit_confirm=True)
+    docs = [Document("x", story(1), 0, a, 7), Document("y", story(1), 0, b, 40)]
+    first = engine.run_batch(["x"], [docs[0].text], np.zeros(1, np.int64), np.array([engine.source_id(a)]),
+                             np.array([7]), {a: 8})
+    first.wait_durable()
+    assert first.through == 1 and first.decisions[0].status == "unique"
+    engine.confirm_outputs(first.through)
+    second = engine.process([docs[1]], {b: 41})
+    assert second[0].status == "duplicate" and second[0].duplicate_of == "x"
+    engine.close()
+    again = Deduplicator(cfg(), RocksStore(path), explicit_confirm=True)
+    assert again.resume_positions() == {a: 8, b: 41}
+    replay = again.unconfirmed_decisions()
+    assert list(replay) == [(b, 40)]  # the confirmed batch is not replayed
+    assert replay[(b, 40)].duplicate_of == "x" and replay[(b, 40)].relation == second[0].relation
+    assert again.source_id(b) == 1 and again.source_id(Source("new", 0)) == 2
+    again.close()

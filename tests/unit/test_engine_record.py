@@ -100,7 +100,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], *want_root, rels[i], flags[i])
         assert st.root_id == (root_ids[i] or IDS[i]) and st.matched_id == (matched_ids[i] or None)
         assert np.array_equal(st.hot, hots[i])
-        assert (st.event_time_ms, st.partition, st.offset) == (times[i], parts[i], offs[i])
+        assert (st.event_time_ms, st.source_id, st.offset) == (times[i], parts[i], offs[i])
         assert st.signature == batch.signatures[i] and st.digest == batch.digests[i]
         assert np.array_equal(st.band_keys, keys[i])
         assert np.array_equal(st.minhash, batch.minhash[i] & np.uint32(0xFFFFFFFF if bits == 32 else (1 << bits) - 1))

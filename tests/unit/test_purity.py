@@ -17,7 +17,8 @@ PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamded
         "streamdedup.lsh", "streamdedup.record", "streamdedup.signature", "streamdedup.calibration", "streamdedup.verify",
         "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
         "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.arena", "streamdedup.scan",
-        "streamdedup.state.pipelined"]
+        "streamdedup.state.pipelined", "streamdedup.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
+        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
 
 _PROBE = r"""
@@ -60,3 +61,18 @@ def test_the_probe_detects_an_io_import() -> None:
     report = _run(["streamdedup", "streamdedup.state.rocks"])
     assert report["streamdedup"] == []
     assert "rocksdict" in report["streamdedup.state.rocks"]
+
+
+def test_the_library_never_imports_its_wiring_back() -> None:
+    """``topologies/`` wires the library onto Kafka; nothing in ``streamdedup`` imports it."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "streamdedup"
+    offenders = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else []
+            offenders += [f"{path.relative_to(root)}: {n}" for n in names if n.split(".")[0] == "topologies"]
+    assert offenders == []

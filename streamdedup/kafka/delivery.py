@@ -1,0 +1,191 @@
+"""Delivery of decided batches to Kafka: the exactly-once state machine (and at-least-once).
+
+Exactly-once, per batch: its state commit (with the input positions) lands first; then its
+outputs and the consumer offsets go out in one transaction. The transaction's commit runs on a
+worker thread while the main thread consumes and decides the next batch; the next transaction
+begins only after it settled.
+
+States of the machine and what moves it:
+- a batch is *decided*: its decisions are in the state, and it joins the unconfirmed ones;
+- *emitted*: begin transaction, produce, submit the commit (offsets into the transaction,
+  then commit) to the worker, which first waits for the batch's state commit;
+- *settled*: the commit succeeded: the committed offsets move on, and every unconfirmed batch
+  they cover is confirmed to the engine (its decisions are no longer kept for a replay);
+- *failed*: the transaction needs an abort (abort it) or the producer is fenced or fatal (a
+  new producer; its ``init_transactions`` aborts what the old one left open); either way the
+  consumer is *rewound* to the committed offsets and everything since is re-read: those
+  records are below the state's positions and are re-emitted from their stored decisions.
+A crash anywhere is the same as *failed* seen from the next process: the state is never behind
+Kafka, and records Kafka has not committed are replayed, never decided twice.
+
+At-least-once: outputs are produced and flushed, the state commit is awaited, then the
+offsets are committed; a crash repeats at most the batches in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
+
+from confluent_kafka import KafkaException, TopicPartition
+
+from ..errors import StreamdedupError
+from .batch import OutBatch
+from .retry import retry
+
+log = logging.getLogger("streamdedup.kafka")
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException) and exc.args[0].retriable()
+
+
+def _kafka_error(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException)
+
+
+class Delivery:
+    """The exactly-once (or at-least-once) state machine over one consumer and producer.
+
+    Args:
+        consumer, new_producer: confluent-kafka clients (or fakes with the same methods).
+        confirm: the engine's ``confirm_outputs(through)``.
+        on_settled: called with each batch whose offsets were committed (counts, metrics).
+        touch: tells the watchdog the loop is alive (called while retrying).
+    """
+
+    def __init__(self, consumer, new_producer: Callable[[], object], confirm: Callable[[int], None],
+                 on_settled: Callable[[OutBatch], None], exactly_once: bool = True, touch: Callable[[], None] = lambda: None):
+        self.consumer = consumer
+        self._new_producer = new_producer
+        self._confirm = confirm
+        self._on_settled = on_settled
+        self.exactly_once = exactly_once
+        self._touch = touch
+        self.producer = self._start_producer()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-commit")
+        self._in_flight: tuple[OutBatch, Future] | None = None
+        #: decided batches whose outputs are not yet covered by committed offsets
+        self._unconfirmed: deque[OutBatch] = deque()
+        self._committed: dict[tuple[str, int], int] = {}
+        self.aborted = 0
+
+    def _start_producer(self):
+        producer = self._new_producer()
+        if self.exactly_once:
+            retry(lambda: producer.init_transactions(60), what="init_transactions", deadline_s=300,
+                  retriable=_retriable, pause_s=0.0, on_retry=self._touch)
+        return producer
+
+    def decided(self, batch: OutBatch) -> None:
+        """A batch's decisions are in the state (emitted or not): it waits for its confirmation."""
+        if batch.checkpoint is not None and batch.checkpoint.through is not None:
+            self._unconfirmed.append(batch)
+
+    def emit(self, batch: OutBatch) -> bool:
+        """Produce a batch (in a transaction whose commit runs on the worker); False if rewound."""
+        offsets = [TopicPartition(t, p, o) for (t, p), o in batch.offsets.items()]
+        if not self.exactly_once:
+            self._produce_all(batch.outputs)
+            remaining = self.producer.flush(60)
+            if remaining:
+                raise StreamdedupError(f"{remaining} records not delivered within 60 s")
+            if batch.checkpoint is not None:
+                batch.checkpoint.wait_durable()  # the state before the offsets, as with transactions
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+            done: Future = Future()
+            done.set_result(None)
+            self._in_flight = (batch, done)
+            return True
+        try:
+            self.producer.begin_transaction()
+            self._produce_all(batch.outputs)
+        except KafkaException as exc:
+            return self._failed(exc)
+        group = self.consumer.consumer_group_metadata()
+        self._in_flight = (batch, self._worker.submit(self._commit, self.producer, offsets, group, batch))
+        return True
+
+    def _commit(self, producer, offsets: list, group, batch: OutBatch) -> None:
+        """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
+        if batch.checkpoint is not None:
+            batch.checkpoint.wait_durable()
+        producer.send_offsets_to_transaction(offsets, group, 60)
+        retry(lambda: producer.commit_transaction(60), what="commit_transaction", deadline_s=120,
+              retriable=_retriable, on_retry=self._touch)
+
+    def settle(self, rewind: bool = True) -> bool:
+        """Wait for the batch in flight; count it and confirm what its offsets cover.
+
+        False if its transaction failed: the consumer was rewound (unless ``rewind`` is False:
+        a revocation repositions it anyway), and everything decided since the last commit is
+        replayed from the state.
+        """
+        if self._in_flight is None:
+            return True
+        batch, fut = self._in_flight
+        self._in_flight = None
+        try:
+            fut.result()
+        except KafkaException as exc:
+            return self._failed(exc, rewind)
+        self._committed.update(batch.offsets)
+        through = None
+        committed = self._committed
+        while self._unconfirmed and all(committed.get(tp, -1) >= o for tp, o in self._unconfirmed[0].offsets.items()):
+            through = self._unconfirmed.popleft().checkpoint.through  # type: ignore[union-attr]
+        if through is not None:
+            self._confirm(through)
+        self._on_settled(batch)
+        return True
+
+    def _failed(self, exc: KafkaException, rewind: bool = True) -> bool:
+        """A transaction failed: abort or replace the producer, rewind. Returns False."""
+        err = exc.args[0]
+        self.aborted += 1
+        if err.txn_requires_abort():
+            log.warning("transaction aborted (%s); rewinding the batch", err)
+            self.producer.abort_transaction(60)
+        elif err.fatal():
+            # e.g. fenced after a broker restart aborted the open transaction: the batch's
+            # outputs never became visible; a new producer, and the batch is replayed
+            log.warning("producer failed (%s); new producer, rewinding the batch", err)
+            self.producer = self._start_producer()
+        else:
+            raise exc
+        if rewind:
+            self.rewind()
+        return False
+
+    def rewind(self) -> None:
+        """Seek every assigned partition back to its committed offset (retrying while the broker is away)."""
+        consumer = self.consumer
+        assigned = consumer.assignment()
+        if not assigned:
+            return
+        committed = retry(lambda: consumer.committed(assigned, timeout=30), what="reading committed offsets",
+                          deadline_s=300, retriable=_kafka_error, pause_s=1.0, on_retry=self._touch)
+        for tp in committed:
+            consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+    def _produce_all(self, outputs: list) -> None:
+        """Produce every output in order, waiting out a full local queue (one loop: a call per
+        record cost more than the produce itself)."""
+        producer = self.producer
+        produce = producer.produce
+        for topic, key, value, headers in outputs:
+            while True:
+                try:
+                    produce(topic, value, key, headers=headers)
+                    break
+                except BufferError:
+                    producer.poll(0.1)
+
+    def close(self) -> None:
+        self._worker.shutdown()
+        self.producer.flush(10)
+
+
+__all__ = ["Delivery", "OutBatch"]

@@ -1,0 +1,16 @@
+"""One pipeline for every runtime: prepare -> decide -> route (pure, runtime-neutral).
+
+- :mod:`.prepare`: raw records (a scan of JSONL lines or Kafka values) -> dead letters with
+  stage and reason, and the engine's columns for the rest.
+- decide: :meth:`streamdedup.engine.Deduplicator.run_batch`, one checkpoint per micro-batch.
+- :mod:`.route`: decisions -> destination (unique, duplicate, dead_letter) and tags per record.
+- :mod:`.tags`: the one encoding of the tags (Kafka headers, file mode's ``_dedup``) and its parsing.
+
+File mode (``streamdedup.filemode``) and the Kafka runtime (``streamdedup.kafka``) call these
+and add only their I/O.
+"""
+
+from .prepare import Prepared, Preparer
+from .route import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Routed, route
+
+__all__ = ["DEAD_LETTER_DEST", "DESTINATIONS", "DUPLICATE_DEST", "UNIQUE_DEST", "Prepared", "Preparer", "Routed", "route"]

@@ -1,0 +1,76 @@
+"""route: decisions -> where each record goes and with which tags (pure, runtime-neutral).
+
+Every record of a prepared batch goes to exactly one destination: ``unique``, ``duplicate``
+or ``dead_letter``. A runtime turns a :class:`Routed` into its own outputs (Kafka records with
+headers, file-mode lines) with :mod:`streamdedup.pipeline.tags`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
+from .prepare import Prepared
+from .tags import DeadLetterTags, DuplicateTags
+
+UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST = "unique", "duplicate", "dead_letter"
+DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
+
+
+def duplicate_tags(d: Decision) -> DuplicateTags:
+    return DuplicateTags(d.duplicate_of or "", d.relation or "", d.similarity, d.ld_similarity, d.matched or "", d.reason or "")
+
+
+def rejected_tags(reason: str | None, source: str) -> DeadLetterTags:
+    """A text the engine refused (nothing left after canonicalisation)."""
+    return DeadLetterTags("text", reason or EMPTY_TEXT_REASON, source)
+
+
+@dataclass
+class Routed:
+    """Records ``lo..hi`` of a prepared batch: destination and tags (None for unique) of each."""
+
+    lo: int
+    dest: list[str]
+    tags: list[DuplicateTags | DeadLetterTags | None]
+    relations: Counter = field(default_factory=Counter)
+
+    def counts(self) -> Counter:
+        return Counter(self.dest)
+
+
+def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Decision | None],
+          source_of: Callable[[int], str]) -> Routed:
+    """Destinations of every record of ``prep``: its dead letters, the engine's decisions for
+    ``prep.docs`` (``decisions[j]`` is record ``docs[j]``), and the stored decisions of the held
+    records (``replayed``: None for one the engine had refused)."""
+    n = prep.hi - prep.lo
+    dest: list[str] = [UNIQUE_DEST] * n
+    tags: list = [None] * n
+    relations: Counter = Counter()
+    lo = prep.lo
+    for k, why in prep.dead.items():
+        dest[k - lo] = DEAD_LETTER_DEST
+        tags[k - lo] = DeadLetterTags(why.stage, why.reason, source_of(k))
+    codes = decisions.codes.tolist()
+    for j, k in enumerate(prep.docs.tolist()):
+        code = codes[j]
+        if code == UNIQUE:
+            continue
+        if code == DUPLICATE:
+            t = duplicate_tags(decisions.decision(j))
+            dest[k - lo], tags[k - lo] = DUPLICATE_DEST, t
+            relations[t.relation] += 1
+        else:
+            dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(decisions.decision(j).reason, source_of(k))
+    for k in prep.held.tolist():
+        d = replayed.get(k)
+        if d is None:
+            dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(None, source_of(k))
+        elif d.status == "duplicate":
+            t = duplicate_tags(d)
+            dest[k - lo], tags[k - lo] = DUPLICATE_DEST, t
+            relations[t.relation] += 1
+    return Routed(lo, dest, tags, relations)

@@ -1,0 +1,169 @@
+"""The tags a record leaves with, in both encodings, and their parsing (pure).
+
+One module owns the format, so Kafka headers, file mode's ``"_dedup"`` object, the demo, the
+tests and the operator tools agree on it:
+
+- Kafka: headers ``dedup.status`` (``unique`` | ``duplicate`` | ``dead_letter``), then for a
+  unique record ``dedup.duplicate_of``, ``dedup.relation``, ``dedup.similarity`` (empty), for a
+  duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched`` and
+  ``dedup.reason``, for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
+  Numbers are written with four decimals; an absent value is an empty header.
+- File mode: the same fields as a JSON object spliced into the output line under ``"_dedup"``
+  (absent values are ``null``); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
+
+Incoming headers named ``dedup.*`` are renamed ``dedup.upstream.*`` before the tags are added
+(:func:`passthrough_headers`): an upstream stage (or an attacker) cannot make a record look
+decided, and a reader that takes the first ``dedup.status`` gets ours.
+
+>>> t = DuplicateTags("a", "near_duplicate", 0.81234, None, "b", "estimated Jaccard 0.81")
+>>> parse_headers(duplicate_headers(t)) == parse_file_tags(b"{" + file_tags(t))
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+PREFIX = "dedup."
+UPSTREAM = "dedup.upstream."
+#: dead-letter reasons are cut to this many bytes in a header (a reason quotes bad input)
+MAX_REASON_BYTES = 4000
+
+
+@dataclass(frozen=True)
+class DuplicateTags:
+    duplicate_of: str
+    relation: str
+    similarity: float | None
+    ld_similarity: float | None
+    matched: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class DeadLetterTags:
+    stage: str
+    reason: str
+    #: where the record came from: ``topic:partition:offset`` or ``line:N``
+    source: str
+
+
+@dataclass(frozen=True)
+class Tags:
+    """Tags as a reader sees them, from either encoding (None where a field is absent)."""
+
+    status: str
+    duplicate_of: str | None = None
+    relation: str | None = None
+    similarity: float | None = None
+    ld_similarity: float | None = None
+    matched: str | None = None
+    reason: str | None = None
+    stage: str | None = None
+    source: str | None = None
+
+
+def _num(x: float | None) -> bytes:
+    return b"" if x is None else f"{x:.4f}".encode()
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 4)
+
+
+#: the headers of every unique record (constant: one list shared by all of them)
+UNIQUE_HEADERS: list[tuple[str, bytes]] = [
+    ("dedup.status", b"unique"), ("dedup.duplicate_of", b""), ("dedup.relation", b""), ("dedup.similarity", b"")]
+#: the ``_dedup`` object of every unique record
+UNIQUE_OBJECT = {"status": "unique", "duplicate_of": None, "relation": None, "similarity": None}
+#: what file mode splices into a unique line before its closing brace
+UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_OBJECT) + b"}"
+
+
+def duplicate_headers(t: DuplicateTags) -> list[tuple[str, bytes]]:
+    return [
+        ("dedup.status", b"duplicate"),
+        ("dedup.duplicate_of", t.duplicate_of.encode()),
+        ("dedup.relation", t.relation.encode()),
+        ("dedup.similarity", _num(t.similarity)),
+        ("dedup.ld_similarity", _num(t.ld_similarity)),
+        ("dedup.matched", t.matched.encode()),
+        ("dedup.reason", t.reason.encode()),
+    ]
+
+
+def dead_letter_headers(t: DeadLetterTags) -> list[tuple[str, bytes]]:
+    return [("dedup.status", b"dead_letter"), ("dedup.stage", t.stage.encode()),
+            ("dedup.reason", t.reason.encode("utf-8", "replace")[:MAX_REASON_BYTES]), ("dedup.source", t.source.encode())]
+
+
+def duplicate_object(t: DuplicateTags) -> dict:
+    return {"status": "duplicate", "duplicate_of": t.duplicate_of, "relation": t.relation, "similarity": _round(t.similarity),
+            "ld_similarity": _round(t.ld_similarity), "matched": t.matched, "reason": t.reason}
+
+
+def file_tags(t: DuplicateTags) -> bytes:
+    """``"_dedup":{...}}``: what file mode splices into a duplicate's line (ends the object)."""
+    return b'"_dedup":' + orjson.dumps(duplicate_object(t)) + b"}"
+
+
+def dead_letter_line(raw: bytes, line_no: int, t: DeadLetterTags) -> bytes:
+    """File mode's dead-letter line: the raw input (base64 when it is not UTF-8) with the tags."""
+    import base64
+
+    out: dict = {"line": line_no, "stage": t.stage, "reason": t.reason}
+    try:
+        out["raw"] = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        out["raw_base64"] = base64.b64encode(raw).decode("ascii")
+    return orjson.dumps(out)
+
+
+def passthrough_headers(headers: list | None) -> list | None:
+    """A record's own headers, with any ``dedup.*`` renamed ``dedup.upstream.*`` (None if none)."""
+    if not headers:
+        return None
+    if not any(k.startswith(PREFIX) for k, _ in headers):
+        return headers
+    return [(UPSTREAM + k[len(PREFIX):] if k.startswith(PREFIX) else k, v) for k, v in headers]
+
+
+def with_tags(headers: list | None, tags: list) -> list:
+    """The record's own headers (see :func:`passthrough_headers`), then the tags."""
+    own = passthrough_headers(headers)
+    return tags if not own else own + tags
+
+
+def _float(b: bytes | str | None) -> float | None:
+    if b is None or b in (b"", ""):
+        return None
+    return float(b)
+
+
+def parse_headers(headers: list | dict | None) -> Tags | None:
+    """Our tags from a record's headers (the ``dedup.upstream.*`` ones are not ours); None if untagged."""
+    items = headers.items() if isinstance(headers, dict) else (headers or [])
+    h: dict[str, str] = {}
+    for k, v in items:
+        if k.startswith(PREFIX) and not k.startswith(UPSTREAM) and k not in h:
+            h[k[len(PREFIX):]] = v.decode("utf-8", "replace") if isinstance(v, bytes) else (v or "")
+    if "status" not in h:
+        return None
+    return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, _float(h.get("similarity")),
+                _float(h.get("ld_similarity")), h.get("matched") or None, h.get("reason") or None, h.get("stage") or None,
+                h.get("source") or None)
+
+
+def parse_file_tags(obj: dict | bytes) -> Tags | None:
+    """Our tags from a file-mode output object (or its line); a dead-letter line gives its stage and reason."""
+    if isinstance(obj, (bytes, str)):
+        obj = orjson.loads(obj)
+    d = obj.get("_dedup")
+    if d is None:
+        if "stage" in obj and "reason" in obj and "line" in obj:
+            return Tags("dead_letter", reason=obj["reason"], stage=obj["stage"], source=f"line:{obj['line']}")
+        return None
+    return Tags(d["status"], d.get("duplicate_of"), d.get("relation"), d.get("similarity"), d.get("ld_similarity"),
+                d.get("matched"), d.get("reason"), d.get("stage"), d.get("source"))

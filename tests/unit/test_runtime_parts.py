@@ -1,0 +1,81 @@
+"""Small runtime parts: the retry helper, the watchdog, the state lock (standby detection)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streamdedup.errors import StateLockedError
+from streamdedup.kafka.retry import retry
+from streamdedup.kafka.supervisor import Watchdog
+from streamdedup.state.rocks import RocksStore, open_waiting
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException) and exc.args[0].retriable()
+
+
+def test_retry_until_success_then_until_the_deadline() -> None:
+    calls = []
+    clock = [0.0]
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise KafkaException(KafkaError(KafkaError._TRANSPORT, "broker away", retriable=True))
+        return "ok"
+
+    assert retry(flaky, what="x", deadline_s=10, retriable=_retriable, sleep=lambda s: None) == "ok" and len(calls) == 3
+
+    def always():
+        clock[0] += 4
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT, "still away", retriable=True))
+
+    with pytest.raises(KafkaException, match="still away"):
+        retry(always, what="x", deadline_s=10, retriable=_retriable, clock=lambda: clock[0], sleep=lambda s: None)
+    assert clock[0] == 12  # tried at 4 and 8 (before the deadline at 10), gave up at 12
+    fatal = KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    with pytest.raises(KafkaException, match="fenced"):
+        retry(lambda: (_ for _ in ()).throw(fatal), what="x", deadline_s=10, retriable=_retriable, sleep=lambda s: None)
+
+
+def test_watchdog_restarts_a_stalled_loop_and_not_a_live_one() -> None:
+    fired = threading.Event()
+    live = Watchdog(0.3, restart=fired.set, check_every_s=0.05).start()
+    for _ in range(10):
+        live.touch()
+        time.sleep(0.05)
+    live.stop()
+    assert not fired.is_set()
+    Watchdog(0.2, restart=fired.set, check_every_s=0.05).start()
+    assert fired.wait(3)
+
+
+def test_a_state_held_by_another_process_is_a_standby_not_an_error(tmp_path) -> None:
+    path = str(tmp_path / "state")
+    RocksStore(path).close()
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from streamdedup.state.rocks import RocksStore; "
+                               f"s = RocksStore({path!r}); print('open', flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        with pytest.raises(StateLockedError, match="in use by another process"):
+            RocksStore(path)
+        t0 = time.monotonic()
+        assert open_waiting(path, False, stop=lambda: time.monotonic() - t0 > 0.5, poll_s=0.1) is None
+        holder.kill()
+        holder.wait(10)
+        store = open_waiting(path, False, stop=lambda: False, poll_s=0.1)
+        assert store is not None
+        with pytest.raises(StateLockedError, match="already open in this process"):
+            RocksStore(path)
+        store.close()
+    finally:
+        holder.kill()
+        holder.wait(10)
+        holder.stdout.close()
