@@ -239,9 +239,15 @@ class KafkaConfig(_Frozen):
     replication_factor: int = Field(1, ge=1)
     #: Prometheus metrics on this port (0 = off)
     metrics_port: int = Field(0, ge=0, le=65535)
+    #: address the metrics server binds; 0.0.0.0 exposes it on every interface (containers)
+    metrics_host: str = Field("127.0.0.1", min_length=1)
     #: seconds without progress in the main loop after which the processor restarts itself
     #: (a client call that never returns); 0 = never
     stall_restart_s: float = Field(180.0, ge=0.0)
+    #: seconds allowed for the start-up checks (broker reachable, authentication, topics exist)
+    startup_timeout_s: float = Field(30.0, gt=0.0)
+    #: create missing input and output topics at start-up instead of failing
+    create_topics: bool = False
     #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); values are never logged
     librdkafka: dict[str, str | int | float | bool] = Field(default_factory=dict)
 

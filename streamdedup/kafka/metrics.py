@@ -8,7 +8,15 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 
 class Metrics:
-    def __init__(self, port: int):
+    """Processor metrics, served over HTTP for Prometheus when ``port`` is not 0.
+
+    Args:
+        port: TCP port of the metrics server; 0 = no server.
+        host: address it binds (``kafka.metrics_host``): loopback by default, so the metrics are
+            not exposed on every interface unless asked for (``0.0.0.0`` in a container).
+    """
+
+    def __init__(self, port: int, host: str = "127.0.0.1"):
         self.registry = CollectorRegistry()
         self.records_in = Counter("streamdedup_records_in_total", "records consumed", registry=self.registry)
         self.records_out = Counter("streamdedup_records_out_total", "records produced", ["status"], registry=self.registry)
@@ -17,8 +25,21 @@ class Metrics:
         self.lag = Gauge("streamdedup_consumer_lag", "records behind the high watermark, all partitions", registry=self.registry)
         self.index = Gauge("streamdedup_indexed_documents", "documents in the index", registry=self.registry)
         self._last_lag = 0.0
+        self._server = None
         if port:
-            start_http_server(port, registry=self.registry)
+            self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """(host, port) the metrics server is bound to; None without a server."""
+        return None if self._server is None else self._server.server_address[:2]
+
+    def close(self) -> None:
+        """Stop the metrics server, if any."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
 
     def batch(self, n: int, counts: dict, seconds: float, indexed: int) -> None:
         self.records_in.inc(n)

@@ -251,3 +251,11 @@ def test_lead_bands_times_rows_must_fit_its_num_perm() -> None:
 def test_bad_values_name_the_setting(variable: str, value: str, setting: str) -> None:
     with pytest.raises(ConfigError, match=setting.replace(".", r"\.")):
         load_config(environ={variable: value})
+
+
+# ----------------------------------------------------------------------------- start-up settings
+
+
+def test_kafka_start_up_and_metrics_defaults() -> None:
+    kafka = load_config(environ=NO_ENV).kafka
+    assert (kafka.metrics_host, kafka.startup_timeout_s, kafka.create_topics) == ("127.0.0.1", 30.0, False)
