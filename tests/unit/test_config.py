@@ -108,7 +108,7 @@ def test_env_override() -> None:
     assert batch.minhash.shape == (1, 64)
 
 
-def test_env_values_are_yaml_scalars() -> None:
+def test_env_values_are_typed_by_the_setting() -> None:
     cfg = load_config(environ={
         "STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.6",
         "STREAMDEDUP_STATE__SYNC": "false",
@@ -251,6 +251,155 @@ def test_lead_bands_times_rows_must_fit_its_num_perm() -> None:
 def test_bad_values_name_the_setting(variable: str, value: str, setting: str) -> None:
     with pytest.raises(ConfigError, match=setting.replace(".", r"\.")):
         load_config(environ={variable: value})
+
+
+# ----------------------------------------------------------------------------- env values are strings
+
+# Each was mangled when env values went through YAML: 83 (octal), 750 (sexagesimal), True, 31, 1000,
+# or an error message quoting the value.
+HOSTILE = ["0123", "12:30", "yes", "0x1F", "1_000", "*S3cr3t: {x", "null", "", "  padded  ", "[not, a, list]", "~"]
+SECRET = "*S3cr3t: {x"
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_string_setting_keeps_the_exact_string(value: str) -> None:
+    assert load_config(environ={"STREAMDEDUP_KAFKA__GROUP_ID": value}).kafka.group_id == value
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_librdkafka_value_keeps_the_exact_string(value: str) -> None:
+    kafka = load_config(environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": value}).kafka
+    assert kafka.librdkafka["sasl.password"] == value
+
+
+def test_numbers_and_booleans_are_converted_by_the_settings_type() -> None:
+    cfg = load_config(environ={
+        "STREAMDEDUP_ENGINE__BATCH_SIZE": "64", "STREAMDEDUP_ENGINE__WINDOW_HOURS": "0.5",
+        "STREAMDEDUP_STATE__SYNC": "yes", "STREAMDEDUP_FINGERPRINT__CANONICAL__NFKC": "off",
+        "STREAMDEDUP_FINGERPRINT__MINHASH__STORAGE_BITS": "16",  # an int Literal
+        "STREAMDEDUP_KAFKA__CREATE_TOPICS": "TRUE", "STREAMDEDUP_KAFKA__METRICS_PORT": "0123",  # decimal, not octal
+    })
+    assert (cfg.engine.batch_size, cfg.engine.window_hours, cfg.fingerprint.minhash.storage_bits) == (64, 0.5, 16)
+    assert cfg.state.sync is True and cfg.fingerprint.canonical.nfkc is False and cfg.kafka.create_topics is True
+    assert cfg.kafka.metrics_port == 123
+
+
+@pytest.mark.parametrize(
+    "variable, value, setting",
+    [
+        ("STREAMDEDUP_ENGINE__BATCH_SIZE", "0x1F", "engine.batch_size"),  # not 31
+        ("STREAMDEDUP_ENGINE__BATCH_SIZE", "1e3", "engine.batch_size"),
+        ("STREAMDEDUP_ENGINE__WINDOW_HOURS", "inf", "engine.window_hours"),
+        ("STREAMDEDUP_ENGINE__WINDOW_HOURS", "nan", "engine.window_hours"),
+        ("STREAMDEDUP_STATE__SYNC", "maybe", "state.sync"),
+        ("STREAMDEDUP_STATE__SYNC", "", "state.sync"),
+        ("STREAMDEDUP_KAFKA__STARTUP_TIMEOUT_S", "0", "kafka.startup_timeout_s"),
+        ("STREAMDEDUP_KAFKA__METRICS_HOST", "", "kafka.metrics_host"),
+        ("STREAMDEDUP_INPUT__TEXT_FIELDS", "", "input.text_fields"),
+        ("STREAMDEDUP_INPUT__TEXT_FIELDS", "a,,b", "input.text_fields"),
+        ("STREAMDEDUP_INPUT__TEXT_FIELDS", "[a, [b]]", "input.text_fields"),
+        ("STREAMDEDUP_FINGERPRINT__LSH__BANDS", "", "fingerprint.lsh"),  # null bands with rows set
+        ("STREAMDEDUP_FINGERPRINT__MINHASH", "64", "fingerprint.minhash"),  # a section, not a setting
+        ("STREAMDEDUP_ENGINE__BATCH_SIZE__X", "1", "engine.batch_size"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA", "[a]", "kafka.librdkafka"),
+    ],
+)
+def test_env_errors_name_the_setting_and_the_variable(variable: str, value: str, setting: str) -> None:
+    env = {variable: value}
+    if variable.endswith("LSH__BANDS"):
+        env["STREAMDEDUP_FINGERPRINT__LSH__ROWS"] = "4"
+    with pytest.raises(ConfigError) as info:
+        load_config(environ=env)
+    assert setting in str(info.value) and variable in str(info.value)
+
+
+def test_lists_take_a_flow_list_a_comma_list_or_one_item() -> None:
+    def topics(value: str) -> tuple[str, ...]:
+        return load_config(environ={"STREAMDEDUP_KAFKA__INPUT_TOPICS": value}).kafka.input_topics
+
+    assert topics("[news, wire]") == topics("news, wire") == topics("news,wire") == ("news", "wire")
+    assert topics("news") == topics("[news]") == ("news",)
+    assert topics("[0123, yes, 'a,b']") == ("0123", "yes", "a,b")  # items stay strings
+    relations = load_config(environ={"STREAMDEDUP_VERIFY__DUPLICATE_RELATIONS": "exact,contains"}).verify
+    assert relations.duplicate_relations == ("exact", "contains")
+
+
+@pytest.mark.parametrize("value, expected", [("", None), ("null", None), ("published", "published"), ("NULL", "NULL")])
+def test_a_nullable_setting_is_null_when_empty_or_null(value: str, expected: str | None) -> None:
+    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": value, "STREAMDEDUP_STATE__DIR": value})
+    assert cfg.input.time_field == expected and cfg.state.dir == expected
+
+
+def test_a_nullable_number_is_null_when_empty() -> None:
+    env = {"STREAMDEDUP_FINGERPRINT__LSH__BANDS": "", "STREAMDEDUP_FINGERPRINT__LSH__ROWS": "null"}
+    assert load_config(environ=env).fingerprint.lsh.bands is None
+    env = {"STREAMDEDUP_FINGERPRINT__LSH__BANDS": "10", "STREAMDEDUP_FINGERPRINT__LSH__ROWS": "4"}
+    assert load_config(environ=env).fingerprint.lsh.bands == 10
+
+
+def test_an_unknown_env_setting_suggests_the_near_one() -> None:
+    with pytest.raises(ConfigError, match=r"STREAMDEDUP_FINGERPRINT__MINHASH__NUM_PREM.*num_perm"):
+        load_config(environ={"STREAMDEDUP_FINGERPRINT__MINHASH__NUM_PREM": "64"})
+
+
+# ----------------------------------------------------------------------------- librdkafka
+
+
+@pytest.mark.parametrize(
+    "variable, prop",
+    [
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD", "sasl.password"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SECURITY.PROTOCOL", "security.protocol"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SECURITY_PROTOCOL", "security.protocol"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL__MECHANISM", "sasl.mechanism"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SSL_KEY_PASSWORD", "ssl.key.password"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__SESSION_TIMEOUT_MS", "session.timeout.ms"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__LOG_LEVEL", "log_level"),  # one of the two underscored properties
+    ],
+)
+def test_librdkafka_property_spelling_in_env_names(variable: str, prop: str) -> None:
+    assert load_config(environ={variable: "7"}).kafka.librdkafka == {prop: "7"}  # values stay strings
+
+
+def test_librdkafka_whole_mapping_merges_with_the_file_and_single_properties_win(tmp_path: Path) -> None:
+    path = _write(tmp_path, "kafka:\n  librdkafka:\n    security.protocol: SSL\n    session.timeout.ms: 10000\n")
+    cfg = load_config(path, environ={
+        "STREAMDEDUP_KAFKA__LIBRDKAFKA": '{security.protocol: SASL_SSL, "sasl.password": 0123, sasl.username: yes}',
+        "STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_USERNAME": "svc",
+    })
+    assert cfg.kafka.librdkafka == {
+        "security.protocol": "SASL_SSL", "session.timeout.ms": 10000,
+        "sasl.password": "0123", "sasl.username": "svc",
+    }
+
+
+def _message_and_chain(exc: BaseException) -> str:
+    """Everything a traceback could print: the message and any chained exception."""
+    parts = []
+    seen: BaseException | None = exc
+    while seen is not None:
+        parts.append(f"{type(seen).__name__}: {seen}")
+        seen = seen.__cause__ or seen.__context__
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("env", [{"STREAMDEDUP_KAFKA__LIBRDKAFKA": "{sasl.password: *S3cr3t: {x"},
+                                 {"STREAMDEDUP_INPUT__TEXT_FIELDS": "[*S3cr3t: {x"}])
+def test_unparsable_env_values_are_not_quoted(env: dict[str, str]) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(environ=env)
+    assert "S3cr3t" not in _message_and_chain(info.value) and next(iter(env)) in str(info.value)
+
+
+def test_a_bad_yaml_file_says_where_without_quoting_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"streamdedup\.yaml: not valid YAML at line 3, column 20") as info:
+        load_config(_write(tmp_path, "kafka:\n  librdkafka:\n    sasl.password: *S3cr3t: {x\n"), environ=NO_ENV)
+    assert "S3cr3t" not in _message_and_chain(info.value)
+
+
+def test_an_unquoted_string_setting_in_a_file_says_quote_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"kafka\.group_id: .*quote it"):
+        load_config(_write(tmp_path, "kafka:\n  group_id: 0123\n"), environ=NO_ENV)
 
 
 # ----------------------------------------------------------------------------- start-up settings
