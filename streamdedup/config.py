@@ -16,7 +16,9 @@ converted by the setting's type. Lists take ``[a, b]`` (a YAML flow list whose i
 (``STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD`` sets ``sasl.password``; ``log_level`` and
 ``enabled_events`` keep their underscore), their values stay strings; or the whole mapping goes in
 ``STREAMDEDUP_KAFKA__LIBRDKAFKA='{security.protocol: SASL_SSL}'`` (YAML/JSON, values stay
-strings), merged over the file's and overridden by single-property variables.
+strings), merged over the file's and overridden by single-property variables. librdkafka
+properties whose name says password, passphrase, secret, key, token or credential are held as
+``SecretStr``: no error message, repr or log shows their value.
 """
 
 from __future__ import annotations
@@ -29,18 +31,36 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError
 
 ENV_PREFIX = "STREAMDEDUP_"
+
+#: parts of a librdkafka property name that mark its value as a secret (over-matching a file
+#: path such as ssl.key.location only hides it from logs)
+_SECRET_PARTS = re.compile(r"password|passphrase|secret|key|token|credential")
+#: secrets whose name does not say so (its implementation-defined text may carry credentials)
+_SECRET_NAMES = frozenset({"sasl.oauthbearer.config"})
+
+
+def is_secret_property(name: str) -> bool:
+    """Whether a librdkafka property holds a secret (its value is never shown).
+
+    >>> is_secret_property("sasl.password"), is_secret_property("ssl.key.pem"), is_secret_property("security.protocol")
+    (True, True, False)
+    """
+    name = name.lower()
+    return name in _SECRET_NAMES or _SECRET_PARTS.search(name) is not None
+
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    # hide_input_in_errors: a pydantic error printed anywhere must not carry a secret it was given
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
 
 
 class CanonicalConfig(_Frozen):
@@ -260,8 +280,52 @@ class KafkaConfig(_Frozen):
     startup_timeout_s: float = Field(30.0, gt=0.0)
     #: create missing input and output topics at start-up instead of failing
     create_topics: bool = False
-    #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); values are never logged
-    librdkafka: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); secret values are SecretStr
+    librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(default_factory=dict)
+
+    @field_validator("librdkafka", mode="before")
+    @classmethod
+    def _hold_secrets(cls, v: Any) -> Any:
+        if not isinstance(v, Mapping):
+            return v  # pydantic reports the type
+        out = {}
+        for key, value in v.items():
+            if key in ("bootstrap.servers", "metadata.broker.list"):
+                # two sources for the brokers would make --bootstrap-servers silently lose
+                raise ValueError(f"{key}: set kafka.bootstrap_servers instead")
+            if isinstance(key, str) and is_secret_property(key) and not isinstance(value, SecretStr):
+                if not isinstance(value, str):
+                    # YAML reads an unquoted 0123 as 83 and yes as true: never guess a secret
+                    raise ValueError(f"{key} is a secret and must be a string; quote it in YAML")
+                value = SecretStr(value)
+            out[key] = value
+        return out
+
+    def client_conf(self) -> dict[str, str | int | float | bool]:
+        """librdkafka configuration with secrets revealed: the one place they are handed out.
+
+        Callers pass it (adding their own client-specific properties) to confluent-kafka
+        clients (``Consumer``, ``Producer``, ``AdminClient``); never log it, log
+        :meth:`redacted_conf` instead.
+
+        >>> KafkaConfig(librdkafka={"sasl.password": "0123"}).client_conf()
+        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '0123'}
+        """
+        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
+        for key, value in self.librdkafka.items():
+            conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return conf
+
+    def redacted_conf(self) -> dict[str, str | int | float | bool]:
+        """:meth:`client_conf` for logs: secret values are ``***``.
+
+        >>> KafkaConfig(librdkafka={"sasl.password": "0123", "security.protocol": "SASL_SSL"}).redacted_conf()
+        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '***', 'security.protocol': 'SASL_SSL'}
+        """
+        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
+        for key, value in self.librdkafka.items():
+            conf[key] = "***" if isinstance(value, SecretStr) else value
+        return conf
 
 
 class Config(_Frozen):
@@ -398,8 +462,8 @@ def _env_overrides(environ: Mapping[str, str]) -> list[tuple[tuple[str, ...], An
 
 
 def _format_error(exc: ValidationError, sources: Mapping[tuple[str, ...], str]) -> str:
-    """One line per error: the dotted setting, pydantic's message (never the input) and the
-    environment variables that set anything there."""
+    """One line per error: the dotted setting, pydantic's message (never the input: secrets),
+    and the environment variables that set anything there."""
     lines = []
     for err in exc.errors():
         loc = tuple(str(p) for p in err["loc"])
@@ -440,7 +504,8 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
             Values are typed by the setting they override (see the module docstring).
 
     Raises:
-        ConfigError: naming the setting that is wrong (and the variable, for an override).
+        ConfigError: naming the setting that is wrong (and the variable, for an override);
+            never quoting a secret.
 
     >>> load_config(environ={}).fingerprint.minhash.num_perm
     128

@@ -8,9 +8,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ..config import KafkaConfig
 
 
-def create_topics(cfg: KafkaConfig, timeout: float = 30.0) -> dict[str, str]:
-    """Create input and output topics; existing ones are left alone. Returns topic -> outcome."""
-    admin = AdminClient({"bootstrap.servers": cfg.bootstrap_servers, **cfg.librdkafka})
+def create_topics(cfg: KafkaConfig, timeout: float | None = None) -> dict[str, str]:
+    """Create input and output topics; existing ones are left alone. Returns topic -> outcome.
+
+    ``timeout`` (seconds) defaults to ``kafka.startup_timeout_s``.
+    """
+    if timeout is None:
+        timeout = cfg.startup_timeout_s
+    admin = AdminClient(cfg.client_conf())
     names = [*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]
     futures = admin.create_topics([NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], request_timeout=timeout)
     out = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 import yaml
 
 from streamdedup import Config, ConfigError, Fingerprinter, StreamdedupError, load_config
+from streamdedup.config import KafkaConfig, is_secret_property
 
 DEFAULT_YAML = Path(__file__).resolve().parents[2] / "config" / "default.yaml"
 NO_ENV: dict[str, str] = {}
@@ -267,9 +269,10 @@ def test_a_string_setting_keeps_the_exact_string(value: str) -> None:
 
 
 @pytest.mark.parametrize("value", HOSTILE)
-def test_a_librdkafka_value_keeps_the_exact_string(value: str) -> None:
+def test_a_librdkafka_password_keeps_the_exact_string(value: str) -> None:
     kafka = load_config(environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": value}).kafka
-    assert kafka.librdkafka["sasl.password"] == value
+    assert isinstance(kafka.librdkafka["sasl.password"], pydantic.SecretStr)
+    assert kafka.client_conf()["sasl.password"] == value
 
 
 def test_numbers_and_booleans_are_converted_by_the_settings_type() -> None:
@@ -302,6 +305,8 @@ def test_numbers_and_booleans_are_converted_by_the_settings_type() -> None:
         ("STREAMDEDUP_FINGERPRINT__MINHASH", "64", "fingerprint.minhash"),  # a section, not a setting
         ("STREAMDEDUP_ENGINE__BATCH_SIZE__X", "1", "engine.batch_size"),
         ("STREAMDEDUP_KAFKA__LIBRDKAFKA", "[a]", "kafka.librdkafka"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__BOOTSTRAP_SERVERS", "x:9092", "kafka.librdkafka"),
+        ("STREAMDEDUP_KAFKA__LIBRDKAFKA__METADATA_BROKER_LIST", "x:9092", "kafka.librdkafka"),
     ],
 )
 def test_env_errors_name_the_setting_and_the_variable(variable: str, value: str, setting: str) -> None:
@@ -342,7 +347,7 @@ def test_an_unknown_env_setting_suggests_the_near_one() -> None:
         load_config(environ={"STREAMDEDUP_FINGERPRINT__MINHASH__NUM_PREM": "64"})
 
 
-# ----------------------------------------------------------------------------- librdkafka
+# ----------------------------------------------------------------------------- librdkafka and secrets
 
 
 @pytest.mark.parametrize(
@@ -358,7 +363,8 @@ def test_an_unknown_env_setting_suggests_the_near_one() -> None:
     ],
 )
 def test_librdkafka_property_spelling_in_env_names(variable: str, prop: str) -> None:
-    assert load_config(environ={variable: "7"}).kafka.librdkafka == {prop: "7"}  # values stay strings
+    conf = load_config(environ={variable: "7"}).kafka.client_conf()
+    assert conf == {"bootstrap.servers": "127.0.0.1:9092", prop: "7"}  # values stay strings
 
 
 def test_librdkafka_whole_mapping_merges_with_the_file_and_single_properties_win(tmp_path: Path) -> None:
@@ -367,10 +373,37 @@ def test_librdkafka_whole_mapping_merges_with_the_file_and_single_properties_win
         "STREAMDEDUP_KAFKA__LIBRDKAFKA": '{security.protocol: SASL_SSL, "sasl.password": 0123, sasl.username: yes}',
         "STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_USERNAME": "svc",
     })
-    assert cfg.kafka.librdkafka == {
-        "security.protocol": "SASL_SSL", "session.timeout.ms": 10000,
+    assert cfg.kafka.client_conf() == {
+        "bootstrap.servers": "127.0.0.1:9092", "security.protocol": "SASL_SSL", "session.timeout.ms": 10000,
         "sasl.password": "0123", "sasl.username": "svc",
     }
+
+
+@pytest.mark.parametrize("name", ["sasl.password", "ssl.key.password", "ssl.key.pem", "ssl.keystore.password",
+                                  "sasl.oauthbearer.client.secret", "sasl.oauthbearer.assertion.private.key.passphrase",
+                                  "sasl.oauthbearer.config", "SASL.PASSWORD"])
+def test_secret_property_names(name: str) -> None:
+    assert is_secret_property(name)
+
+
+@pytest.mark.parametrize("name", ["security.protocol", "sasl.username", "sasl.mechanism", "ssl.ca.location",
+                                  "ssl.certificate.pem", "session.timeout.ms"])
+def test_ordinary_property_names(name: str) -> None:
+    assert not is_secret_property(name)
+
+
+def test_secrets_are_secretstr_and_hidden_from_repr_str_and_dumps(tmp_path: Path) -> None:
+    path = _write(tmp_path, "kafka:\n  librdkafka:\n    ssl.key.pem: 'K3y-PEM'\n    security.protocol: SSL\n")
+    cfg = load_config(path, environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": SECRET,
+                                     "STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_OAUTHBEARER_CLIENT_SECRET": "0c-S3cr3t"})
+    lib = cfg.kafka.librdkafka
+    assert all(isinstance(lib[k], pydantic.SecretStr) for k in ("sasl.password", "ssl.key.pem", "sasl.oauthbearer.client.secret"))
+    assert lib["security.protocol"] == "SSL"
+    for text in (repr(cfg), str(cfg), repr(cfg.kafka), cfg.model_dump_json(), str(cfg.model_dump()), str(cfg.kafka.redacted_conf())):
+        assert "S3cr3t" not in text and "K3y" not in text
+    assert cfg.kafka.redacted_conf()["sasl.password"] == "***" and cfg.kafka.redacted_conf()["security.protocol"] == "SSL"
+    conf = cfg.kafka.client_conf()
+    assert (conf["sasl.password"], conf["ssl.key.pem"], conf["sasl.oauthbearer.client.secret"]) == (SECRET, "K3y-PEM", "0c-S3cr3t")
 
 
 def _message_and_chain(exc: BaseException) -> str:
@@ -383,23 +416,73 @@ def _message_and_chain(exc: BaseException) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("env", [{"STREAMDEDUP_KAFKA__LIBRDKAFKA": "{sasl.password: *S3cr3t: {x"},
-                                 {"STREAMDEDUP_INPUT__TEXT_FIELDS": "[*S3cr3t: {x"}])
-def test_unparsable_env_values_are_not_quoted(env: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA": "{sasl.password: *S3cr3t: {x"},
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA": "*S3cr3t: {x"},
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA": "S3cr3t"},
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA": '{sasl.password: [S3cr3t]}'},
+        {"STREAMDEDUP_INPUT__TEXT_FIELDS": "[*S3cr3t: {x"},
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": SECRET, "STREAMDEDUP_KAFKA__LINGER_MS": "-1"},
+        {"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": SECRET, "STREAMDEDUP_KAFKA__BOGUS": "1"},
+    ],
+)
+def test_env_errors_never_quote_a_secret(env: dict[str, str]) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(environ=env)
-    assert "S3cr3t" not in _message_and_chain(info.value) and next(iter(env)) in str(info.value)
-
-
-def test_a_bad_yaml_file_says_where_without_quoting_it(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"streamdedup\.yaml: not valid YAML at line 3, column 20") as info:
-        load_config(_write(tmp_path, "kafka:\n  librdkafka:\n    sasl.password: *S3cr3t: {x\n"), environ=NO_ENV)
     assert "S3cr3t" not in _message_and_chain(info.value)
+    assert any(name in str(info.value) for name in env)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "kafka:\n  librdkafka:\n    sasl.password: *S3cr3t: {x\n",
+        "kafka:\n  librdkafka:\n    sasl.password: 'S3cr3t\n",
+        'kafka:\n  librdkafka:\n    sasl.password: "\\qS3cr3t"\n',
+        "kafka:\n  librdkafka:\n    sasl.password: [S3cr3t]\n",
+        "kafka:\n  librdkafka:\n    sasl.password: S3cr3t\n  linger_ms: -1\n",
+        "kafka:\n  librdkafka:\n    sasl.password: S3cr3t\n  bogus: 1\n",
+    ],
+)
+def test_file_errors_never_quote_a_secret(tmp_path: Path, text: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_config(_write(tmp_path, text), environ=NO_ENV)
+    assert "S3cr3t" not in _message_and_chain(info.value)
+
+
+def test_a_bad_yaml_file_still_says_where(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"streamdedup\.yaml: not valid YAML at line 3, column 20"):
+        load_config(_write(tmp_path, "kafka:\n  librdkafka:\n    sasl.password: *S3cr3t: {x\n"), environ=NO_ENV)
+
+
+@pytest.mark.parametrize("value", ["4711", "0123", "yes", "12:30"])
+def test_a_secret_in_a_file_must_be_a_quoted_string(tmp_path: Path, value: str) -> None:
+    """YAML turns them into 4711, 83, True, 750: refuse to guess, without quoting the value."""
+    path = _write(tmp_path, f"kafka:\n  librdkafka:\n    sasl.password: {value}\n")
+    with pytest.raises(ConfigError, match=r"kafka\.librdkafka.*sasl\.password.*quote it") as info:
+        load_config(path, environ=NO_ENV)
+    assert not {"4711", "83", "True", "750"} & set(re.findall(r"\w+", str(info.value)))
+    quoted = _write(tmp_path, f"kafka:\n  librdkafka:\n    sasl.password: '{value}'\n")
+    assert load_config(quoted, environ=NO_ENV).kafka.client_conf()["sasl.password"] == value
 
 
 def test_an_unquoted_string_setting_in_a_file_says_quote_it(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"kafka\.group_id: .*quote it"):
         load_config(_write(tmp_path, "kafka:\n  group_id: 0123\n"), environ=NO_ENV)
+
+
+def test_pydantic_errors_built_directly_hide_their_input() -> None:
+    with pytest.raises(pydantic.ValidationError) as info:
+        KafkaConfig(librdkafka={"sasl.password": ["S3cr3t"]}, linger_ms=-1)
+    assert "S3cr3t" not in str(info.value)
+
+
+def test_client_conf_is_a_fresh_dict() -> None:
+    kafka = load_config(environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": "pw"}).kafka
+    kafka.client_conf()["sasl.password"] = "changed"
+    assert kafka.client_conf()["sasl.password"] == "pw"
 
 
 # ----------------------------------------------------------------------------- start-up settings
