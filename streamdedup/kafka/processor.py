@@ -77,11 +77,6 @@ class Clients:
     producer: Callable[[dict], object] = Producer
 
 
-def redacted(conf: dict) -> dict:
-    """librdkafka settings for logs: every value hidden (SASL passwords, keys, tokens)."""
-    return {k: "***" for k in conf}
-
-
 class Processor:
     """Consume, decide, produce. Build it with ``topologies.single_index.build`` or directly."""
 
@@ -94,7 +89,7 @@ class Processor:
         self.clients = clients or Clients()
         self._stop = False
         self.summary = RunSummary()
-        self.metrics = Metrics(self.kcfg.metrics_port)
+        self.metrics = Metrics(self.kcfg.metrics_port, self.kcfg.metrics_host)
         self.watchdog = Watchdog(self.kcfg.stall_restart_s if watchdog else 0)
 
     def request_stop(self, *_: object) -> None:
@@ -104,12 +99,10 @@ class Processor:
         signal.signal(signal.SIGTERM, self.request_stop)
         signal.signal(signal.SIGINT, self.request_stop)
 
-    def _client_conf(self) -> dict:
-        return {"bootstrap.servers": self.kcfg.bootstrap_servers, **self.kcfg.librdkafka}
-
     def _consumer_conf(self) -> dict:
+        client = self.kcfg.client_conf()  # the one place secrets are revealed, to librdkafka only
         return {
-            **self._client_conf(),
+            **client,
             "group.id": self.kcfg.group_id,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -120,11 +113,11 @@ class Processor:
             # session (45 s by default) and a rebalance.
             "group.instance.id": self.kcfg.transactional_id,
             "session.timeout.ms": 10000,
-            **self.kcfg.librdkafka,
+            **{k: v for k, v in client.items() if k != "bootstrap.servers"},  # the user's settings win
         }
 
     def _producer_conf(self) -> dict:
-        conf = {**self._client_conf(), "linger.ms": 5, "enable.idempotence": True}
+        conf = {**self.kcfg.client_conf(), "linger.ms": 5, "enable.idempotence": True}
         if self.kcfg.delivery == "exactly_once":
             conf["transactional.id"] = self.kcfg.transactional_id
         return conf
@@ -144,7 +137,7 @@ class Processor:
             engine.warm_up()
             log.info("state open: %d documents indexed", engine.indexed_documents)
             consumer = self.clients.consumer(self._consumer_conf())
-            log.info("connecting to %s (librdkafka overrides: %s)", self.kcfg.bootstrap_servers, redacted(dict(self.kcfg.librdkafka)))
+            log.info("connecting to %s (librdkafka settings: %s)", self.kcfg.bootstrap_servers, self.kcfg.redacted_conf())
             delivery = Delivery(consumer, lambda: self.clients.producer(self._producer_conf()), engine.confirm_outputs,
                                 self._settled, self.kcfg.delivery == "exactly_once", self.watchdog.touch)
             loop = _Loop(self, engine, consumer, delivery)

@@ -88,3 +88,13 @@ def test_incoming_dedup_headers_cannot_spoof_the_tags() -> None:
     assert parse_headers(headers).status == "duplicate"
     dead = parse_headers(with_tags(None, dead_letter_headers(DeadLetterTags("json", "x" * 9000, "t:0:1"))))
     assert dead.stage == "json" and len(dead.reason) == 4000
+
+
+def test_the_processor_hands_secrets_to_librdkafka_only(tmp_path, caplog) -> None:
+    cfg = load_config(environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SASL_PASSWORD": "0123:pw*{x",
+                               "STREAMDEDUP_KAFKA__LIBRDKAFKA__SECURITY_PROTOCOL": "SASL_PLAINTEXT"})
+    proc = Processor(cfg, str(tmp_path / "s"), watchdog=False)
+    for conf in (proc._consumer_conf(), proc._producer_conf()):
+        assert conf["sasl.password"] == "0123:pw*{x" and type(conf["sasl.password"]) is str
+        assert conf["security.protocol"] == "SASL_PLAINTEXT" and conf["bootstrap.servers"] == "127.0.0.1:9092"
+    assert "pw*{x" not in repr(cfg) and "pw*{x" not in str(cfg.kafka.redacted_conf())
