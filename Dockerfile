@@ -7,7 +7,7 @@ COPY pyproject.toml README.md ./
 COPY streamdedup ./streamdedup
 COPY topologies ./topologies
 COPY config ./config
-RUN pip install --no-cache-dir ".[kafka]" && \
+RUN pip install --no-cache-dir . && \
     useradd --create-home --uid 10001 streamdedup && mkdir -p /state && chown streamdedup /state
 USER streamdedup
 # Numba's on-disk kernel cache lives next to the package; keep it writable for the app user.

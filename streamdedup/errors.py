@@ -29,3 +29,7 @@ class StateError(StreamdedupError):
 
 class StateLockedError(StateError):
     """Another process holds the state directory (RocksDB's lock): this one can only wait."""
+
+
+class MissingExtraError(StreamdedupError, ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""

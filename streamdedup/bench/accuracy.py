@@ -25,6 +25,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from .._optional import require
 from ..canonical import canonicalize
 from ..config import Config
 from ..corpus import load_reuters
@@ -202,7 +203,8 @@ def run_streamdedup(cfg: Config, stream: list[Item]) -> tuple[list[bool], dict, 
 
 
 def run_datasketch(stream: list[Item], w: int, num_perm: int, thresholds: list[float]) -> dict[float, list[bool]]:
-    from datasketch import MinHash, MinHashLSH
+    ds = require("datasketch", "bench", "the datasketch baseline of streamdedup bench accuracy")
+    MinHash, MinHashLSH = ds.MinHash, ds.MinHashLSH
 
     hashes = []
     for it in stream:

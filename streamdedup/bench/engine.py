@@ -21,6 +21,7 @@ import time
 import numpy as np
 import orjson
 
+from .._optional import require
 from ..canonical import canonicalize
 from ..config import Config
 from ..corpus import load_reuters
@@ -71,7 +72,8 @@ def file_mode(cfg: Config, rounds: int = 3) -> dict:
 
 
 def datasketch_stream(cfg: Config, limit: int = 5000) -> dict:
-    from datasketch import MinHash, MinHashLSH
+    ds = require("datasketch", "bench", "streamdedup bench engine")
+    MinHash, MinHashLSH = ds.MinHash, ds.MinHashLSH
 
     texts = [s.text for s in load_reuters()][:limit]
     k = cfg.fingerprint.minhash.num_perm

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import calibration
+from .._optional import require
 from ..canonical import canonicalize
 from ..config import Config
 from ..corpus import load_reuters
@@ -51,7 +52,7 @@ def documents(min_len: int = 600, max_len: int = 6000) -> list[str]:
 
 
 def make_pairs(docs: list[str], per_kind: int, rng: random.Random) -> list[Pair]:
-    from rapidfuzz.distance import Levenshtein
+    Levenshtein = require("rapidfuzz.distance", "bench", "streamdedup bench estimates").Levenshtein
 
     pairs = []
     for kind, edit in EDIT_KINDS.items():

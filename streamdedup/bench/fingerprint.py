@@ -15,6 +15,7 @@ from typing import Callable
 
 import numpy as np
 
+from .._optional import require
 from ..config import Config
 from ..corpus import load_reuters
 from ..fingerprint import Fingerprinter
@@ -35,8 +36,8 @@ def _timed(fn: Callable[[], None]) -> float:
 
 
 def run(cfg: Config, rounds: int = 5, batch_size: int = 512, datasketch_docs: int = 2000) -> dict:
-    import datasketch
-    import rensa
+    datasketch = require("datasketch", "bench", "streamdedup bench fingerprint")
+    rensa = require("rensa", "bench", "streamdedup bench fingerprint")
 
     texts = [s.body for s in load_reuters()]
     n = len(texts)

@@ -8,12 +8,19 @@ import random
 import click
 from rich.table import Table
 
+from .._optional import require
 from ._common import config_option, get_config, make_console
 
 
 @click.group()
 def bench() -> None:
     """Benchmarks and accuracy harnesses on the Reuters-21578 corpus."""
+
+
+def _require_baselines(command: str, *modules: str) -> None:
+    """Fail before minutes of benchmarking, not after them, when a baseline is not installed."""
+    for module in modules:
+        require(module, "bench", f"streamdedup bench {command}")
 
 
 @bench.command("fingerprint")
@@ -25,6 +32,7 @@ def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_
     """streamdedup fingerprint_batch vs rensa vs datasketch, single core, same run."""
     from ..bench.fingerprint import run
 
+    _require_baselines("fingerprint", "datasketch", "rensa")
     res = run(get_config(config_path), rounds=rounds, batch_size=batch_size)
     if as_json:
         click.echo(json.dumps(res, indent=2))
@@ -55,6 +63,7 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
     """Jaccard and LD estimate accuracy on held-out Reuters documents."""
     from ..bench import estimates as est
 
+    _require_baselines("estimates", "rapidfuzz")
     cfg = get_config(config_path)
     docs = est.documents()
     random.Random(seed).shuffle(docs)
@@ -99,6 +108,8 @@ def bench_accuracy(config_path: str | None, per_kind: int, hard_negatives: int, 
     """Precision/recall on the Reuters stream with synthetic copies and hard negatives."""
     from ..bench.accuracy import run as run_accuracy
 
+    if not no_datasketch:
+        _require_baselines("accuracy", "datasketch")
     cfg = get_config(config_path)
     res = run_accuracy(cfg, per_kind=per_kind, hard_negatives=hard_negatives, seed=seed, with_datasketch=not no_datasketch)
     if as_json:
@@ -134,6 +145,7 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
     """File mode end to end vs a datasketch streaming filter; throughput and memory at scale."""
     from ..bench import engine as eb
 
+    _require_baselines("engine", "datasketch")
     cfg = get_config(config_path)
     res: dict = {"file_mode": eb.file_mode(cfg, rounds), "datasketch": eb.datasketch_stream(cfg)}
     res["ratio_vs_datasketch"] = res["file_mode"]["docs_per_s"] / res["datasketch"]["docs_per_s"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
+from .._optional import require
 from ..bench.edits import word_shingles
 from ..errors import InputError
 from ..fingerprint import Fingerprinter
@@ -46,8 +47,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
     union = len(sa | sb)
     true_ld = None
     if max(len(ca), len(cb)) <= TRUE_LD_LIMIT:
-        from rapidfuzz.distance import Levenshtein
-
+        Levenshtein = require("rapidfuzz.distance", "tools", "streamdedup explain").Levenshtein
         true_ld = Levenshtein.distance(ca, cb)
     return {
         "canonical_length": [len(ca), len(cb)],

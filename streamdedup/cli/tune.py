@@ -6,6 +6,7 @@ import click
 import numpy as np
 from rich.table import Table
 
+from .._optional import require
 from ..lsh import candidate_probability, optimal_params
 from ._common import make_console
 
@@ -20,6 +21,9 @@ SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write the S-curve to this PNG file.")
 def tune(threshold: float, num_perm: int, fp_weight: float, fn_weight: float, plot: str | None) -> None:
     """Choose (bands, rows) for a Jaccard threshold."""
+    if plot:
+        matplotlib = require("matplotlib", "tools", "streamdedup tune --plot")
+        matplotlib.use("Agg")
     choice = optimal_params(threshold, num_perm, fp_weight, fn_weight)
     console = make_console()
     console.print(
@@ -35,9 +39,6 @@ def tune(threshold: float, num_perm: int, fp_weight: float, fn_weight: float, pl
         table.add_row(f"{s:.2f}", f"{float(candidate_probability(s, choice.bands, choice.rows)):.4f}")
     console.print(table)
     if plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
         s = np.linspace(0, 1, 501)

@@ -1,0 +1,86 @@
+"""The command line's contract: a missing extra or a StreamdedupError is one line and exit code 1."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from streamdedup.cli import main
+from streamdedup.errors import IncompatibleFingerprintError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _invoke(args: list[str]):
+    return CliRunner().invoke(main, args, prog_name="streamdedup")
+
+
+@pytest.fixture
+def texts(tmp_path: Path) -> tuple[str, str]:
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text("the central bank left interest rates unchanged at its monthly meeting")
+    b.write_text("the central bank left rates unchanged at its meeting on tuesday")
+    return str(a), str(b)
+
+
+@pytest.mark.parametrize(("args", "module", "extra"), [
+    (["tune", "--threshold", "0.45", "--plot", "{tmp}/s.png"], "matplotlib", "tools"),
+    (["explain", "{a}", "{b}"], "rapidfuzz", "tools"),
+    (["bench", "fingerprint"], "datasketch", "bench"),
+    (["bench", "fingerprint"], "rensa", "bench"),
+    (["bench", "estimates"], "rapidfuzz", "bench"),
+    (["bench", "accuracy"], "datasketch", "bench"),
+    (["bench", "engine"], "datasketch", "bench"),
+])
+def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
+    result = _invoke([a.format(tmp=tmp_path, a=texts[0], b=texts[1]) for a in args])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"pip install 'streamdedup[{extra}]'" in lines[0] and module in lines[0]
+    assert not (tmp_path / "s.png").exists()
+
+
+def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch) -> None:
+    """``--no-datasketch`` skips the one baseline ``bench accuracy`` needs, so it is not required."""
+    import streamdedup.bench.accuracy as accuracy
+
+    monkeypatch.setitem(sys.modules, "datasketch", None)
+    monkeypatch.setattr(accuracy, "run", lambda cfg, with_datasketch, **kw: {"with_datasketch": with_datasketch})
+    result = _invoke(["bench", "accuracy", "--no-datasketch", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"with_datasketch": false' in result.stdout
+
+
+def test_a_streamdedup_error_is_one_line_and_exit_code_1(monkeypatch) -> None:
+    @click.command()
+    def boom() -> None:
+        raise IncompatibleFingerprintError("state record 7 is not an engine record of this version")
+
+    monkeypatch.setitem(main.commands, "boom", boom)
+    result = _invoke(["boom"])
+    assert result.exit_code == 1
+    assert result.stderr == "Error: state record 7 is not an engine record of this version\n"
+
+
+def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
+    """`streamdedup run` (file mode and Kafka) and `bench kafka` import nothing from an extra,
+    and the Kafka client and the metrics library are core dependencies."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {d.split(">")[0].split("=")[0].split("<")[0].strip() for d in project["dependencies"]}
+    assert {"confluent-kafka", "prometheus-client"} <= core
+    blocked = ["matplotlib", "rapidfuzz", "datasketch", "rensa", "faust"]
+    code = ("import sys\n"
+            f"for m in {blocked!r}: sys.modules[m] = None\n"
+            "import streamdedup.cli, streamdedup.filemode, streamdedup.kafka.processor, streamdedup.kafka.metrics\n"
+            "import streamdedup.bench.kafka, topologies.single_index\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
