@@ -10,6 +10,7 @@ from .demo import demo
 from .explain import explain
 from .run import run, topics
 from .tune import tune
+from .warmup import warm_up
 
 
 class _Main(click.Group):
@@ -35,3 +36,4 @@ main.add_command(bench)
 main.add_command(demo)
 main.add_command(run)
 main.add_command(topics)
+main.add_command(warm_up)

@@ -1,7 +1,9 @@
-"""The command line's contract: a missing extra or a StreamdedupError is one line and exit code 1."""
+"""The command line's contract: a missing extra or a StreamdedupError is one line and exit code 1;
+``warm-up`` leaves every kernel of the pipeline cached."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -11,6 +13,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from streamdedup._kernels import cache
 from streamdedup.cli import main
 from streamdedup.errors import IncompatibleFingerprintError
 
@@ -84,3 +87,23 @@ def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
             "import streamdedup.bench.kafka, topologies.single_index\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
+
+
+# ---------------------------------------------------------------- the kernel cache
+
+
+def test_an_empty_numba_cache_dir_means_every_kernel_compiles(tmp_path: Path) -> None:
+    """The real check, not a stub (a fresh interpreter: Numba reads NUMBA_CACHE_DIR at import)."""
+    code = "from streamdedup._kernels.cache import missing_kernels, PIPELINE_KERNELS as P; assert missing_kernels() == list(P)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stderr
+
+
+def test_warm_up_leaves_every_pipeline_kernel_cached() -> None:
+    """Compiles what the other tests did not (restore, growth, the Kafka and raw-text scans)."""
+    result = _invoke(["warm-up"])
+    assert result.exit_code == 0, result.output
+    assert cache.missing_kernels() == []
+    assert "kernels" in result.stdout and " s" in result.stdout
