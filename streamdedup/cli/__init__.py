@@ -12,10 +12,32 @@ from .run import run, topics
 from .tune import tune
 from .warmup import warm_up
 
+#: the commands that call the Numba kernels (``tune``, ``topics`` and ``warm-up`` itself get no
+#: notice)
+KERNEL_COMMANDS = frozenset({"run", "demo", "bench", "explain"})
+COMPILE_NOTICE = (
+    "compiling the Numba kernels not in the cache yet (up to a minute on the first run after an install; "
+    "cached afterwards, or run 'streamdedup warm-up' first)"
+)
+
 
 class _Main(click.Group):
     """The top-level group: a :class:`~streamdedup.errors.StreamdedupError` (a missing extra, a
-    state of another version, ...) ends the command with its one-line message and exit code 1."""
+    state of another version, ...) ends the command with its one-line message and exit code 1,
+    and a command about to compile kernels says so on stderr first."""
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        # not in the group's callback: that runs before the subcommand parses ``--help``, and
+        # only here are the subcommand's arguments still in sight
+        name, cmd, rest = super().resolve_command(ctx, args)
+        asks_help = any(a in ctx.help_option_names for a in rest)
+        bare_group = isinstance(cmd, click.Group) and not rest  # prints its usage only
+        if name in KERNEL_COMMANDS and not (asks_help or bare_group or ctx.resilient_parsing):
+            from .._kernels.cache import missing_kernels
+
+            if missing_kernels():
+                click.echo(COMPILE_NOTICE, err=True)
+        return name, cmd, rest
 
     def invoke(self, ctx: click.Context):
         try:

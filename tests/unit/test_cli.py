@@ -1,5 +1,6 @@
 """The command line's contract: a missing extra or a StreamdedupError is one line and exit code 1;
-``warm-up`` leaves every kernel of the pipeline cached."""
+a command about to compile Numba kernels says so first (not for --help); ``warm-up`` leaves
+every kernel of the pipeline cached."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from streamdedup._kernels import cache
-from streamdedup.cli import main
+from streamdedup.cli import COMPILE_NOTICE, main
 from streamdedup.errors import IncompatibleFingerprintError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,6 +23,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _invoke(args: list[str]):
     return CliRunner().invoke(main, args, prog_name="streamdedup")
+
+
+@pytest.fixture
+def kernels_cached(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No compile notice in the output of the tests that are not about it."""
+    monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: [])
 
 
 @pytest.fixture
@@ -41,7 +48,7 @@ def texts(tmp_path: Path) -> tuple[str, str]:
     (["bench", "accuracy"], "datasketch", "bench"),
     (["bench", "engine"], "datasketch", "bench"),
 ])
-def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts) -> None:
+def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts, kernels_cached) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
     result = _invoke([a.format(tmp=tmp_path, a=texts[0], b=texts[1]) for a in args])
     assert result.exit_code == 1, result.output
@@ -52,7 +59,7 @@ def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch,
     assert not (tmp_path / "s.png").exists()
 
 
-def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch) -> None:
+def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch, kernels_cached) -> None:
     """``--no-datasketch`` skips the one baseline ``bench accuracy`` needs, so it is not required."""
     import streamdedup.bench.accuracy as accuracy
 
@@ -63,7 +70,7 @@ def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch) -> None
     assert '"with_datasketch": false' in result.stdout
 
 
-def test_a_streamdedup_error_is_one_line_and_exit_code_1(monkeypatch) -> None:
+def test_a_streamdedup_error_is_one_line_and_exit_code_1(monkeypatch, kernels_cached) -> None:
     @click.command()
     def boom() -> None:
         raise IncompatibleFingerprintError("state record 7 is not an engine record of this version")
@@ -87,6 +94,32 @@ def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
             "import streamdedup.bench.kafka, topologies.single_index\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr
+
+
+# ---------------------------------------------------------------- the compile notice
+
+
+@pytest.mark.parametrize(("args", "notice"), [
+    (["run", "--input", "x.jsonl"], True),  # stops at the missing --output-dir, after the notice
+    (["explain", "missing-a", "missing-b"], True),
+    (["bench", "fingerprint", "--rounds", "0"], True),
+    (["run", "--help"], False),
+    (["bench", "fingerprint", "-h"], False),
+    (["bench"], False),
+    (["tune", "--threshold", "0"], False),
+    (["--help"], False),
+])
+def test_the_compile_notice_comes_before_a_command_that_compiles(args, notice, monkeypatch) -> None:
+    monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: ["decide.decide_batch"])
+    result = _invoke(args)
+    assert (COMPILE_NOTICE in result.stderr) is notice, result.stderr
+    if notice:
+        assert result.stderr.splitlines()[0] == COMPILE_NOTICE
+
+
+def test_no_compile_notice_when_the_kernels_are_cached(kernels_cached) -> None:
+    result = _invoke(["run", "--input", "x.jsonl"])
+    assert result.exit_code == 2 and COMPILE_NOTICE not in result.stderr
 
 
 # ---------------------------------------------------------------- the kernel cache
