@@ -49,7 +49,9 @@ def texts(tmp_path: Path) -> tuple[str, str]:
     (["bench", "engine"], "datasketch", "bench"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts, kernels_cached) -> None:
-    monkeypatch.setitem(sys.modules, module, None)  # `import module` now raises ImportError
+    # `import module` (and of any submodule an earlier test loaded) now raises ImportError
+    for name in {module, *(m for m in sys.modules if m.startswith(module + "."))}:
+        monkeypatch.setitem(sys.modules, name, None)
     result = _invoke([a.format(tmp=tmp_path, a=texts[0], b=texts[1]) for a in args])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
