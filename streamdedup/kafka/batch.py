@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import Config
-from ..decisions import BatchDecisions, Decision
+from ..decisions import Decision
 from ..engine import Checkpoint, Deduplicator, Source
 from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
 from ..pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, with_tags
@@ -43,8 +43,8 @@ class OutBatch:
     counts: Counter
     relations: Counter
     started: float
-    #: the engine's checkpoint; None when the engine decided nothing in this batch
-    checkpoint: Checkpoint | None
+    #: the engine's checkpoint (``through`` is None when it indexed nothing in this batch)
+    checkpoint: Checkpoint
 
 
 def source_name(m) -> str:
@@ -91,23 +91,21 @@ class KafkaPipeline:
         replayed = {k: replay.get((sources[k], msgs[k].offset())) for k in prep.held.tolist()}
         return KafkaBatch(msgs, prep, sources, offsets, replayed, started)
 
-    def decide(self, batch: KafkaBatch) -> Checkpoint | None:
-        """Decide thread: the engine on the batch (its kernels release the GIL)."""
+    def decide(self, batch: KafkaBatch) -> Checkpoint:
+        """Decide thread: the engine on the batch (its kernels release the GIL); a batch without
+        documents still commits its positions."""
         prep = batch.prep
         positions = {Source(t, p): o for (t, p), o in batch.offsets.items()}
         docs = prep.docs
-        if not len(docs) and not positions:
-            return None
         ids, texts, times = prep.gather(docs) if len(docs) else ([], [], np.zeros(0, np.int64))
         engine = self.engine
         sids = np.array([engine.source_id(batch.sources[k]) for k in docs.tolist()], dtype=np.int64)
         offs = np.array([batch.msgs[k].offset() for k in docs.tolist()], dtype=np.int64)
         return engine.run_batch(ids, texts, times, sids, offs, positions)
 
-    def route(self, batch: KafkaBatch, cp: Checkpoint | None) -> OutBatch:
+    def route(self, batch: KafkaBatch, cp: Checkpoint) -> OutBatch:
         """Outputs of every record: key and value unchanged, the record's headers, then the tags."""
-        decisions = cp.decisions if cp is not None else BatchDecisions.empty(self.cfg.verify)
-        routed = route(batch.prep, decisions, batch.replayed, lambda k: source_name(batch.msgs[k]))
+        routed = route(batch.prep, cp.decisions, batch.replayed, lambda k: source_name(batch.msgs[k]))
         outputs = []
         topics = self.topics
         for m, dest, tags in zip(batch.msgs, routed.dest, routed.tags):

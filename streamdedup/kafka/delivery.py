@@ -81,7 +81,7 @@ class Delivery:
 
     def decided(self, batch: OutBatch) -> None:
         """A batch's decisions are in the state (emitted or not): it waits for its confirmation."""
-        if batch.checkpoint is not None and batch.checkpoint.through is not None:
+        if batch.checkpoint.through is not None:
             self._unconfirmed.append(batch)
 
     def emit(self, batch: OutBatch) -> bool:
@@ -92,8 +92,7 @@ class Delivery:
             remaining = self.producer.flush(60)
             if remaining:
                 raise StreamdedupError(f"{remaining} records not delivered within 60 s")
-            if batch.checkpoint is not None:
-                batch.checkpoint.wait_durable()  # the state before the offsets, as with transactions
+            batch.checkpoint.wait_durable()  # the state before the offsets, as with transactions
             self.consumer.commit(offsets=offsets, asynchronous=False)
             done: Future = Future()
             done.set_result(None)
@@ -110,8 +109,7 @@ class Delivery:
 
     def _commit(self, producer, offsets: list, group, batch: OutBatch) -> None:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
-        if batch.checkpoint is not None:
-            batch.checkpoint.wait_durable()
+        batch.checkpoint.wait_durable()
         producer.send_offsets_to_transaction(offsets, group, 60)
         retry(lambda: producer.commit_transaction(60), what="commit_transaction", deadline_s=120,
               retriable=_retriable, on_retry=self._touch)
@@ -135,7 +133,7 @@ class Delivery:
         through = None
         committed = self._committed
         while self._unconfirmed and all(committed.get(tp, -1) >= o for tp, o in self._unconfirmed[0].offsets.items()):
-            through = self._unconfirmed.popleft().checkpoint.through  # type: ignore[union-attr]
+            through = self._unconfirmed.popleft().checkpoint.through
         if through is not None:
             self._confirm(through)
         self._on_settled(batch)

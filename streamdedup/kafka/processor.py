@@ -171,13 +171,18 @@ class _Loop:
 
     def emit_pending(self) -> bool:
         """Route the decided batch, wait for the previous commit, produce it; False if rewound."""
+        out = self._take_pending()
+        return out is None or (self.delivery.settle() and self.delivery.emit(out))
+
+    def _take_pending(self) -> OutBatch | None:
+        """Route the batch being decided; it joins the decided ones (emitted or not)."""
         if self.pending is None:
-            return True
+            return None
         batch, fut = self.pending
         self.pending = None
         out = self.pipeline.route(batch, fut.result())
         self.delivery.decided(out)
-        return self.delivery.settle() and self.delivery.emit(out)
+        return out
 
     def on_revoke(self, consumer, partitions) -> None:
         """Partitions are taken away (inside consume()): the transaction in flight settles while
@@ -187,10 +192,7 @@ class _Loop:
         rebalance test)."""
         if self.closed:  # consumer.close() revokes too; _finish has settled everything
             return
-        if self.pending is not None:
-            batch, fut = self.pending
-            self.pending = None
-            self.delivery.decided(self.pipeline.route(batch, fut.result()))
+        self._take_pending()
         self.delivery.settle(rewind=False)  # a failed commit needs no seek: the assignment repositions
         self.replay.update(self.engine.unconfirmed_decisions())
         log.info("partitions revoked (%d): decided batches not yet committed are replayed after the assignment",
@@ -230,7 +232,8 @@ class _Loop:
                 if not self.emit_pending():
                     # rewound: the batch being decided is in the state as well (it joins the
                     # unconfirmed ones), and everything since the last commit is replayed
-                    delivery.decided(self.pipeline.route(batch, fut.result()))
+                    self.pending = (batch, fut)
+                    self._take_pending()
                     self.replay.update(self.engine.unconfirmed_decisions())
                     continue
                 self.pending = (batch, fut)
