@@ -31,9 +31,34 @@ def test_compose_parses_and_matches_the_local_setup() -> None:
         assert "config/default.yaml" in svc["command"]
 
 
+def _instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) per Dockerfile instruction, continuation lines joined."""
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+
+
 def test_dockerfile_installs_the_package_and_runs_the_processor() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert text.startswith("# ") and "FROM python:3.11" in text
-    for path in ("streamdedup", "topologies", "config", "pyproject.toml"):
-        assert f"COPY {path}" in text or "COPY pyproject.toml" in text
+    copied = {src for op, args in _instructions() if op == "COPY" for src in args.split()[:-1]}
+    for path in ("streamdedup", "topologies", "config", "pyproject.toml", "README.md"):
+        assert path in copied, f"the Dockerfile does not COPY {path}"
     assert 'ENTRYPOINT ["streamdedup"]' in text and '"run"' in text
+
+
+def test_dockerfile_bakes_the_kernel_cache_for_the_app_user() -> None:
+    """A fresh container must not compile the kernels: the image runs warm-up at build, with
+    NUMBA_CACHE_DIR set before it, as the user the container runs as, into a directory it owns."""
+    steps = _instructions()
+    ops = [op for op, _ in steps]
+    env = next(i for i, (op, args) in enumerate(steps) if op == "ENV" and args.startswith("NUMBA_CACHE_DIR="))
+    cache_dir = steps[env][1].split("=", 1)[1].split()[0]
+    assert not cache_dir.startswith("/tmp"), "a cache under /tmp is not where a warm image should keep it"
+    warm = next(i for i, (op, args) in enumerate(steps) if op == "RUN" and "streamdedup warm-up" in args)
+    user = ops.index("USER")
+    assert env < warm and user < warm, "warm-up must see NUMBA_CACHE_DIR and run as the app user"
+    assert ops.count("USER") == 1 and steps[user][1] == "streamdedup"
+    chown = [args for op, args in steps[:user] if op == "RUN" and "chown streamdedup" in args]
+    assert chown and '"$NUMBA_CACHE_DIR"' in chown[0], "the app user must own the cache directory"
+    assert not any(op == "ENV" and "NUMBA_CACHE_DIR" in args for op, args in steps[env + 1:]), "the cache dir changes after warm-up"
