@@ -5,12 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv system-deps test test-unit test-integration demo demo-file bench bench-fingerprint calibrate clean clean-cache
+.PHONY: help venv system-deps test test-unit test-integration demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
 	@echo "make test   - run the whole test suite"
 	@echo "make bench-fingerprint - fingerprint benchmark against rensa and datasketch"
+	@echo "make calibrate - refit the LD calibration constants on Reuters (streamdedup bench estimates --fit)"
+	@echo "make warm-up - compile the Numba kernels ahead of the first run"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "streamdedup needs Python 3.11, got " + sys.version'
@@ -34,6 +36,10 @@ test: $(STAMP) system-deps
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit streamdedup
 
+# The real Kafka broker of scripts/kafka-local; a broker that cannot start fails the tests.
+test-integration: $(STAMP) system-deps
+	$(BIN)/python -m pytest tests/integration
+
 # The main job: a real local Kafka broker, the topics, a news feed, the processor until idle.
 demo: $(STAMP) system-deps
 	@BOOT=$$(scripts/kafka-local start | tail -n 1) && \
@@ -45,8 +51,13 @@ demo-file: $(STAMP)
 bench-fingerprint: $(STAMP)
 	$(BIN)/streamdedup bench fingerprint
 
+# Fits the constants of streamdedup/calibration.py on one half of Reuters and reports the
+# errors on the other; the constants are copied into the module by hand.
 calibrate: $(STAMP)
-	$(BIN)/python benchmarks/calibrate_ld.py
+	$(BIN)/streamdedup bench estimates --fit
+
+warm-up: $(STAMP)
+	$(BIN)/streamdedup warm-up
 
 # Numba caches are keyed by each kernel's own file: after editing a kernel that others inline,
 # remove them (a fresh clone or install has none).

@@ -1,4 +1,5 @@
-"""Calibration of Coates' LD estimate, fitted on Reuters-21578 (``make calibrate``).
+"""Calibration of Coates' LD estimate, fitted on Reuters-21578 (``make calibrate``, which runs
+``streamdedup bench estimates --fit``).
 
 The raw estimate ``LD(sig_a, sig_b) * C`` is right for block edits but several-fold too high
 for scattered edits: one changed character disturbs the N windows around it, and whenever one
@@ -12,7 +13,7 @@ of ``k < LONG_RUN`` edits counts ``SHORT_RUN_FACTOR * C / N`` characters (a char
 shows up in the signature with probability about N/C, so each short run stands for about C/N
 edits), and a longer run counts ``k * C`` as Coates says. Fitted by least squares on held-out
 Reuters pairs with scattered and block edits; the residual errors per edit kind are printed
-by ``benchmarks/calibrate_ld.py`` and quoted in the README.
+by ``streamdedup bench estimates`` and quoted in the README.
 
 Unrelated texts: the signature distance of two unrelated signatures of lengths n <= m is
 close to ``m - UNRELATED_MATCH_RATE * n`` (chance matches of an optimal alignment), fitted

@@ -1,7 +1,8 @@
-"""docker-compose.yml and the Dockerfile cannot run here (no Docker engine): check what can be checked."""
+"""docker-compose.yml, the Dockerfile and most Makefile targets cannot run here (no Docker engine, no broker): check what can be checked."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -62,3 +63,17 @@ def test_dockerfile_bakes_the_kernel_cache_for_the_app_user() -> None:
     chown = [args for op, args in steps[:user] if op == "RUN" and "chown streamdedup" in args]
     assert chown and '"$NUMBA_CACHE_DIR"' in chown[0], "the app user must own the cache directory"
     assert not any(op == "ENV" and "NUMBA_CACHE_DIR" in args for op, args in steps[env + 1:]), "the cache dir changes after warm-up"
+
+
+def test_makefile_targets_exist_and_run_what_exists() -> None:
+    """Every .PHONY name has a rule, and every repository path a recipe runs exists (`make
+    calibrate` once ran a benchmarks/calibrate_ld.py that never existed)."""
+    text = (ROOT / "Makefile").read_text()
+    phony = re.search(r"^\.PHONY:(.*)$", text, re.M).group(1).split()
+    rules = set(re.findall(r"^([A-Za-z0-9_.-]+):(?!=)", text, re.M))
+    assert set(phony) <= rules, f"in .PHONY without a rule: {sorted(set(phony) - rules)}"
+    recipes = "\n".join(line for line in text.splitlines() if line.startswith("\t"))
+    paths = set(re.findall(r"(?<![\w/.])((?:benchmarks|scripts|tests|streamdedup|config)/[\w./-]*)", recipes))
+    assert paths, "the path pattern found nothing: the check would be vacuous"
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, f"the Makefile runs paths that do not exist: {missing}"
