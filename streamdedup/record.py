@@ -1,6 +1,9 @@
-"""The stored form of one document's fingerprint (the value kept per document in the state store).
+"""Issue 2's fingerprint record format: one document's fingerprint (and source position) as
+bytes, sized by ``streamdedup bench fingerprint`` and used by ``verify.Fingerprint.from_record``.
+It is not what the engine stores: the engine's per-document value in the state store is
+:mod:`streamdedup.engine_record`.
 
-Layout, version 1, little-endian (the document id is the store key, not part of the value)::
+Layout, version 1, little-endian (the document id is not part of it)::
 
     offset  bytes          field
     0       1              record format version (RECORD_VERSION)
@@ -63,7 +66,7 @@ class FingerprintRecord:
 
 
 def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, partition: int = -1, offset: int = -1) -> bytes:
-    """Record ``i`` of a batch, ready to store."""
+    """Record ``i`` of a batch as bytes."""
     fine = batch.signatures[i]
     coarse = batch.coarse_signatures[i]
     if len(fine) > MAX_SIGNATURE:
@@ -144,7 +147,7 @@ def encode_batch(batch: FingerprintBatch, bits: int, event_times: np.ndarray, pa
 
 
 def decode(data: bytes, num_perm: int, expected_params_key: int | None = None) -> FingerprintRecord:
-    """Parse a stored record; refuse one built with other parameters when a key is given."""
+    """Parse a record; refuse one built with other parameters when a key is given."""
     if len(data) < _HEAD.size or data[0] != RECORD_VERSION:
         raise IncompatibleFingerprintError(f"not a version-{RECORD_VERSION} fingerprint record")
     version, flags, bits, bands, lead_bands, key, digest, length, n_sh, t_ms, part, off = _HEAD.unpack_from(data, 0)

@@ -9,7 +9,13 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 - ``hashing``: fmix64, rotations, the 128-bit digest;
 - ``fingerprint``: canonical bytes, shingles, MinHash, band keys, LD signatures, the batch pass;
 - ``align``: bounded / semi-global edit distance and edit runs on signatures;
-- ``index``: the in-memory candidate index of the engine.
+- ``verify``: one candidate pair, every estimate and the verdict (the decide loop and ``explain``);
+- ``index``: the engine's in-memory candidate index (ring of document slots, per-band cells);
+- ``arena``: what verification needs of every indexed document (b-bit MinHash, sizes, signatures);
+- ``decide``: the decide loop of a micro-batch (lookup, verification, decision, insertion, in order);
+- ``records``: the engine's stored records, encoded and restored in bulk;
+- ``jsonscan``: JSON records checked and split, the decoding fast path of file mode and Kafka;
+- ``cache`` (no kernel): which kernels Numba would compile on their next call.
 """
 
 from .align import edit_runs, levenshtein_bounded, semi_global
