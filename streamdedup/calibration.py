@@ -56,12 +56,6 @@ def calibrated_from_runs(runs: np.ndarray, cfg: SignatureConfig) -> float:
     return float(long_runs.sum() * cfg.compression + n_short * SHORT_RUN_FACTOR * cfg.compression / cfg.neighbourhood)
 
 
-def calibrated_ld(sig_a: bytes, sig_b: bytes, cfg: SignatureConfig) -> float:
-    """Calibrated LD estimate in characters (see module docstring)."""
-    _, runs = run_lengths(sig_a, sig_b)
-    return calibrated_from_runs(runs, cfg)
-
-
 def expected_unrelated_ld(length_a: int, length_b: int, cfg: SignatureConfig) -> float:
     """Expected raw LD estimate (characters) of two unrelated texts with these lengths.
 

@@ -89,10 +89,6 @@ class StoredDocument:
     band_keys: np.ndarray  # uint32, the low half of each key
     signature: bytes
 
-    @property
-    def is_root(self) -> bool:
-        return self.root_seq == self.seq
-
 
 _NAN5 = (float("nan"),) * 5
 

@@ -30,19 +30,6 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.count_nonzero(a == b)) / a.shape[-1]
 
 
-def jaccard_many(query: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """Estimated Jaccard of one MinHash row against each row of ``others``."""
-    if others.shape[0] == 0:
-        return np.zeros(0)
-    if query.shape[-1] != others.shape[-1]:
-        raise ValueError(f"MinHash widths differ: {query.shape[-1]} vs {others.shape[-1]}")
-    est = (others == query).mean(axis=1)
-    if query[0] == EMPTY_SLOT:
-        est[:] = 0.0
-    est[others[:, 0] == EMPTY_SLOT] = 0.0
-    return est
-
-
 def containment(j: float, n_a: int, n_b: int) -> float:
     """Estimated containment of A in B, ``|A & B| / |A|``, from Jaccard and set sizes.
 

@@ -18,7 +18,6 @@ FNV_PRIME = np.uint64(0x100000001B3)
 #: base of the polynomial rolling hash for character shingles
 ROLL_BASE = np.uint64(0x100000001B3)
 EMPTY_SLOT = np.uint32(0xFFFFFFFF)
-SPACE = np.uint8(32)
 
 
 @njit(uint64(uint64), cache=True, inline="always")
