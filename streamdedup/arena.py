@@ -49,9 +49,10 @@ class Arena:
         arrays = (self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf)
         return sum(a.nbytes for a in arrays)
 
-    def arrays(self) -> tuple:
-        """The arrays in the order the kernels take them."""
-        return (self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf, self.state)
+    def arrays(self) -> K.ArenaArrays:
+        """The arrays as the kernels take them (made per call: :meth:`reserve` may replace the ring)."""
+        return K.ArenaArrays(self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf,
+                             self.state)
 
     def reserve(self, need: int, slot_seq: np.ndarray, slot_time: np.ndarray, seq_lo: int, min_time: int, next_seq: int) -> None:
         """Make room for ``need`` more signature bytes without overwriting a live document's."""

@@ -244,12 +244,7 @@ class Deduplicator:
         # a record's signature is smaller than the record: reserving the chunk's bytes is enough
         self.arena.reserve(int(off[-1]), self.index.slot_seq, self.index.slot_time, meta.seq_lo, meta.watermark - self.window_ms,
                            seqs[0])
-        ix = self.index
-        bad = KR.restore_batch(
-            buf, off, np.asarray(seqs, dtype=np.int64), self.bits, self.index_bands, ix.n_cells,
-            ix.capacity, ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest,
-            *self.arena.arrays(),
-        )
+        bad = KR.restore_batch(buf, off, np.asarray(seqs, dtype=np.int64), self.bits, self.index.arrays(), self.arena.arrays())
         if bad >= 0:
             raise IncompatibleFingerprintError(
                 f"state record {seqs[bad]} is not an engine record of this version and configuration; use a new state directory")
@@ -361,11 +356,8 @@ class Deduplicator:
             i = KD.decide_batch(
                 i, ix.grow_at, batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
                 batch.fine_buf, batch.fine_start, batch.fine_len,
-                self.index_bands, self.bands, self.rows, ix.n_cells, ix.capacity, ix.hot_threshold, self.window_ms,
-                self.cfg.engine.max_verified, self.bits, self._params, state,
-                ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time, ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest,
-                *self.arena.arrays(),
-                ix.cand_slots, ix.cand_shared, ix.hot_bands, self._informative, self._runs, self._scratch, self._cmp,
+                self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits, self._params,
+                state, ix.arrays(), self.arena.arrays(), ix.probe, self._informative, self._runs, self._scratch, self._cmp,
                 seqs, roots, matched, relations, numbers, flags, hots,
             )
             if i == n:

@@ -60,8 +60,9 @@ GROWTH = 4
 class CandidateIndex:
     """Ring of document slots plus per-band direct-mapped cells (see ``_kernels/index.py``).
 
-    The kernels (``_kernels.decide``, ``_kernels.records``) take the arrays directly; this
-    class owns them, sizes them and holds the per-document scratch the lookups write into.
+    The kernels (``_kernels.decide``, ``_kernels.records``) take the arrays as one
+    :class:`~streamdedup._kernels.index.IndexArrays` (:meth:`arrays`); this class owns them,
+    sizes them and holds the per-document scratch the lookups write into (``probe``).
     """
 
     def __init__(self, bands: int, capacity: int, hot_threshold: int, max_candidates: int, full: bool = False,
@@ -79,9 +80,10 @@ class CandidateIndex:
         self.slot_keys = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
         self.slot_hot = _zeros(capacity * bands, np.uint8).reshape(capacity, bands)
         self.slot_digest = _zeros(capacity, np.uint64)
-        self.cand_slots = np.empty(max_candidates, dtype=np.int64)
-        self.cand_shared = np.empty(max_candidates, dtype=np.int64)
-        self.hot_bands = np.empty(bands, dtype=np.bool_)
+        self.probe = K.Probe(cand_slots=np.empty(max_candidates, dtype=np.int64),
+                             cand_shared=np.empty(max_candidates, dtype=np.int64), hot_bands=np.empty(bands, dtype=np.bool_),
+                             cell=np.empty(bands, dtype=np.uint32), key=np.empty(bands, dtype=np.uint32),
+                             live=np.empty(bands, dtype=np.bool_))
         self._allocate(self.cells_for(next_seq))
         if full:
             for a in (self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot, self.slot_digest):
@@ -109,14 +111,16 @@ class CandidateIndex:
     def grow(self, next_seq: int, seq_lo: int) -> None:
         """Bigger tables for document ``next_seq``, refilled from the slots of the valid documents."""
         self._allocate(self.cells_for(next_seq))
-        K.rehash(max(seq_lo, next_seq - self.capacity), next_seq, self.bands, self.n_cells, self.capacity,
-                 self.cells, self.digest_cells, self.slot_seq, self.slot_keys, self.slot_digest)
+        K.rehash(max(seq_lo, next_seq - self.capacity), next_seq, self.arrays())
+
+    def arrays(self) -> K.IndexArrays:
+        """The tables as the kernels take them (made per call: growth replaces the cell tables)."""
+        return K.IndexArrays(self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
+                             self.slot_hot, self.slot_digest)
 
     @property
     def bytes_used(self) -> int:
-        arrays = (self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot,
-                  self.slot_digest)
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in self.arrays())
 
     def forget(self, seq: int) -> None:
         """Make a document unreachable (deletion by id)."""

@@ -20,10 +20,34 @@ bytes may still be live.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
 A_CURSOR = 0
 A_TAIL = 1
+
+
+class ArenaArrays(NamedTuple):
+    """The arena's arrays, as the kernels take them (built by ``Arena.arrays``); one row per index slot."""
+
+    #: uint8/16/32 (capacity, num_perm): the MinHash slots at storage width
+    minhash: np.ndarray
+    #: int32 (capacity,): shingle count
+    n_sh: np.ndarray
+    #: int32 (capacity,): canonical length
+    length: np.ndarray
+    #: uint64 (capacity,): the high half of the digest
+    digest_hi: np.ndarray
+    #: int64 (capacity,): the signature's virtual start in the ring
+    sig_start: np.ndarray
+    #: int32 (capacity,): the signature's length
+    sig_len: np.ndarray
+    #: uint8: the signature ring
+    buf: np.ndarray
+    #: int64 (2,): ``[cursor, tail_seq]`` (see ``A_*``)
+    state: np.ndarray
 
 
 @njit(cache=True)

@@ -33,13 +33,12 @@ F_BOILERPLATE = 1
 @njit(cache=True, nogil=True)
 def decide_batch(
     start, grow_at, digests, keys, times, empty, minhash, n_shingles, lengths, sig_buf, sig_start, sig_len,
-    bands, main_bands, rows, n_cells, capacity, hot_threshold, window_ms, max_verified, bits, params, state,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest,
-    a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state,
-    cand_slots, cand_shared, hot_bands, informative, runs, scratch, cmp_out,
-    seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
+    main_bands, rows, hot_threshold, window_ms, max_verified, bits, params, state, ix, ar, probe,
+    informative, runs, scratch, cmp_out, seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
 ):
-    """Decide the documents of a batch from ``start``; ``state`` is ``[next_seq, seq_lo, watermark]``.
+    """Decide the documents of a batch from ``start`` against index ``ix`` (``index.IndexArrays``;
+    ``probe`` is its ``index.Probe``) and arena ``ar`` (``arena.ArenaArrays``); ``state`` is
+    ``[next_seq, seq_lo, watermark]``.
 
     Returns the batch length, or the position of the first document that would get seq
     ``grow_at``: the caller grows the index tables and calls again from there.
@@ -49,11 +48,16 @@ def decide_batch(
     ``rel_out`` (0 for unique, else the relation code), ``num_out`` (the estimates of the
     match, see ``D_*``), ``flag_out`` and ``hot_out`` (its band cells' hot counts).
     """
+    # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)
+    cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
+    slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
+    a_minhash, a_n_sh, a_len, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.digest_hi
+    a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
+    cand_slots, cand_shared, hot_bands = probe.cand_slots, probe.cand_shared, probe.hot_bands
+    probe_cell, probe_key, probe_live = probe.cell, probe.key, probe.live
     n = keys.shape[0]
+    bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
-    probe_cell = np.empty(bands, dtype=np.uint32)
-    probe_key = np.empty(bands, dtype=np.uint32)
-    probe_live = np.empty(bands, dtype=np.bool_)
     for i in range(start, n):
         if not empty[i] and state[0] >= grow_at:
             return i

@@ -208,16 +208,18 @@ def _unpack_minhash(buf, pos, bits, out):
 
 
 @njit(cache=True, nogil=True)
-def restore_batch(
-    buf, off, seqs, bits, bands, n_cells, capacity,
-    cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest,
-    a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state,
-):
-    """Re-insert stored records (in seq order) into the index and the arena.
+def restore_batch(buf, off, seqs, bits, ix, ar):
+    """Re-insert stored records (in seq order) into the index ``ix`` and the arena ``ar``.
 
     Returns -1, or the position of the first record that is not a version-3 engine record
     with this MinHash width (the caller refuses to start).
     """
+    # the fields as locals: restore and put take arrays (see index.IndexArrays)
+    cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
+    slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
+    a_minhash, a_n_sh, a_len, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.digest_hi
+    a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
+    bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     k = a_minhash.shape[1]
     keys = np.empty(bands, dtype=np.uint32)
     hots = np.empty(bands, dtype=np.uint8)
