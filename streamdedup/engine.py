@@ -342,24 +342,18 @@ class Deduplicator:
         # this batch's first one, or an earlier one the caller has not confirmed yet
         meta.last_batch_seq = self._confirmed_through if self._explicit_confirm else first_seq
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
-        seqs = np.empty(n, dtype=np.int64)
-        roots = np.empty(n, dtype=np.int64)
-        matched = np.empty(n, dtype=np.int64)
-        relations = np.empty(n, dtype=np.uint8)
-        numbers = np.empty((n, KD.N_NUMBERS), dtype=np.float32)
-        flags = np.empty(n, dtype=np.uint8)
-        hots = np.empty((n, self.index_bands), dtype=np.uint8)
+        out = KD.outputs(n, self.index_bands)
+        seqs, roots, matched, relations, numbers, flags, hots = out
         ix = self.index
         times = np.ascontiguousarray(times, dtype=np.int64)
+        docs = KD.BatchPrints(batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
+                              batch.fine_buf, batch.fine_start, batch.fine_len)
+        params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
+                                 self._params)
+        scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)
         i = 0
         while True:
-            i = KD.decide_batch(
-                i, ix.grow_at, batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
-                batch.fine_buf, batch.fine_start, batch.fine_len,
-                self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits, self._params,
-                state, ix.arrays(), self.arena.arrays(), ix.probe, self._informative, self._runs, self._scratch, self._cmp,
-                seqs, roots, matched, relations, numbers, flags, hots,
-            )
+            i = KD.decide_batch(i, ix.grow_at, docs, params, state, ix.arrays(), self.arena.arrays(), ix.probe, scratch, out)
             if i == n:
                 break
             ix.grow(int(state[0]), int(state[1]))

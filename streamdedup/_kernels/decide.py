@@ -10,6 +10,8 @@ batch behaves exactly like the same documents one at a time.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -30,31 +32,119 @@ N_NUMBERS = 5
 F_BOILERPLATE = 1
 
 
+class BatchPrints(NamedTuple):
+    """The fingerprints of a batch's n documents, as ``decide_batch`` reads them."""
+
+    #: uint64 (n, 2): the 128-bit digest as (low, high) words
+    digests: np.ndarray
+    #: uint32 (n, bands): the index band keys (main bands, then lead bands; low 32 bits)
+    keys: np.ndarray
+    #: int64 (n,): event times (ms)
+    times: np.ndarray
+    #: bool (n,): no words after canonicalisation (not indexed)
+    empty: np.ndarray
+    #: uint32 (n, num_perm): full-width MinHash slots
+    minhash: np.ndarray
+    #: int64 (n,): shingle counts
+    n_shingles: np.ndarray
+    #: int64 (n,): canonical lengths (UTF-8 bytes)
+    lengths: np.ndarray
+    #: uint8: the fine LD signatures, document i's at ``sig_buf[sig_start[i]:][:sig_len[i]]``
+    sig_buf: np.ndarray
+    #: int64 (n,)
+    sig_start: np.ndarray
+    #: int64 (n,)
+    sig_len: np.ndarray
+
+
+class DecideParams(NamedTuple):
+    """The engine's settings for a batch's decisions."""
+
+    #: the main LSH bands (the index's first bands; the rest are lead bands)
+    main_bands: int
+    #: MinHash slots per band
+    rows: int
+    #: hot count from which a band is boilerplate (``engine.hot_bucket_clusters``)
+    hot_threshold: int
+    #: event-time window (ms)
+    window_ms: int
+    #: candidates verified per document, most shared bands first
+    max_verified: int
+    #: MinHash storage width in the arena
+    bits: int
+    #: float64 (N_PARAMS,): the verification thresholds and constants (``verify.P_*``)
+    verify: np.ndarray
+
+
+class Scratch(NamedTuple):
+    """Working memory of the verification, reused across documents and batches."""
+
+    #: bool (num_perm,): the MinHash slots that count (False in hot main bands)
+    informative: np.ndarray
+    #: int64: edit runs of the LD estimate
+    runs: np.ndarray
+    #: uint8 (longest signature,): where a stored signature that wraps the arena's ring is
+    #: copied to be read in one piece
+    sig: np.ndarray
+    #: float64 (verify.N_OUT,): one pair's estimates
+    cmp: np.ndarray
+
+
+class Outputs(NamedTuple):
+    """What ``decide_batch`` writes per document i (made by :func:`outputs`)."""
+
+    #: int64: its seq, -1 for a text without words (not indexed)
+    seq: np.ndarray
+    #: int64: its cluster's first seq (unset where ``seq`` is -1)
+    root: np.ndarray
+    #: int64: the seq it was matched to, or -1
+    match: np.ndarray
+    #: uint8: 0 for unique, else the relation code
+    rel: np.ndarray
+    #: float32 (n, N_NUMBERS): the estimates of the match (see ``D_*``)
+    num: np.ndarray
+    #: uint8: ``F_*`` flags
+    flag: np.ndarray
+    #: uint8 (n, bands): its band cells' hot counts
+    hot: np.ndarray
+
+
+def outputs(n: int, bands: int) -> Outputs:
+    """Uninitialised outputs for a batch of ``n`` documents (``decide_batch`` writes every one it uses)."""
+    return Outputs(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+                   np.empty(n, dtype=np.uint8), np.empty((n, N_NUMBERS), dtype=np.float32), np.empty(n, dtype=np.uint8),
+                   np.empty((n, bands), dtype=np.uint8))
+
+
+# One kernel of ~125 lines on purpose: its steps (window, lookup, ordering, verification,
+# the kept match's LD, insertion, storage) share a dozen per-document values (seq, the best
+# match and its relation and Jaccard, the signature, the boilerplate state), which helpers
+# would have to take and hand back as tuples; lookup, insert and put are apart already, and
+# the first 16 lines only unpack the structs.
 @njit(cache=True, nogil=True)
-def decide_batch(
-    start, grow_at, digests, keys, times, empty, minhash, n_shingles, lengths, sig_buf, sig_start, sig_len,
-    main_bands, rows, hot_threshold, window_ms, max_verified, bits, params, state, ix, ar, probe,
-    informative, runs, scratch, cmp_out, seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
-):
-    """Decide the documents of a batch from ``start`` against index ``ix`` (``index.IndexArrays``;
-    ``probe`` is its ``index.Probe``) and arena ``ar`` (``arena.ArenaArrays``); ``state`` is
-    ``[next_seq, seq_lo, watermark]``.
+def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, out):
+    """Decide documents ``start..`` of ``docs`` (a :class:`BatchPrints`) with settings ``params``
+    (a :class:`DecideParams`) against index ``ix`` and arena ``ar``, writing ``out``.
 
-    Returns the batch length, or the position of the first document that would get seq
-    ``grow_at``: the caller grows the index tables and calls again from there.
-
-    Outputs per document i: ``seq_out`` (-1 for a text without words: not indexed),
-    ``root_out`` (its cluster's first seq), ``match_out`` (the seq it was matched to, or -1),
-    ``rel_out`` (0 for unique, else the relation code), ``num_out`` (the estimates of the
-    match, see ``D_*``), ``flag_out`` and ``hot_out`` (its band cells' hot counts).
+    ``state`` is ``[next_seq, seq_lo, watermark]``. ``probe`` (``index.Probe``) and ``scratch``
+    are working memory. Returns the batch length, or the position of the first document that
+    would get seq ``grow_at``: the caller grows the index tables and calls again from there.
     """
     # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)
+    digests, keys, times, empty = docs.digests, docs.keys, docs.times, docs.empty
+    minhash, n_shingles, lengths = docs.minhash, docs.n_shingles, docs.lengths
+    sig_buf, sig_start, sig_len = docs.sig_buf, docs.sig_start, docs.sig_len
+    main_bands, rows, hot_threshold, window_ms = params.main_bands, params.rows, params.hot_threshold, params.window_ms
+    max_verified, bits, verify = params.max_verified, params.bits, params.verify
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
     slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
     a_minhash, a_n_sh, a_len, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.digest_hi
     a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
     cand_slots, cand_shared, hot_bands = probe.cand_slots, probe.cand_shared, probe.hot_bands
     probe_cell, probe_key, probe_live = probe.cell, probe.key, probe.live
+    informative, runs, sig_copy, cmp_out = scratch.informative, scratch.runs, scratch.sig, scratch.cmp
+    seq_out, root_out, match_out, rel_out = out.seq, out.root, out.match, out.rel
+    num_out, flag_out, hot_out = out.num, out.flag, out.hot
     n = keys.shape[0]
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
@@ -119,13 +209,13 @@ def decide_batch(
                     for b in range(main_bands):
                         if hot_bands[b] and slot_keys[c, b] == keys[i, b]:
                             shared_bp = True
-                sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, scratch)
+                sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, sig_copy)
                 rel = compare_pair(
                     a_minhash[c], bits, False, slot_digest[c], a_digest_hi[c], a_n_sh[c], a_len[c], sig_a,
                     minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], sig_b,
-                    informative, boilerplate, shared_bp, False, True, params, runs, cmp_out,
+                    informative, boilerplate, shared_bp, False, True, verify, runs, cmp_out,
                 )
-                if is_duplicate(rel, params) and cmp_out[O_JACCARD] > best_j:
+                if is_duplicate(rel, verify) and cmp_out[O_JACCARD] > best_j:
                     best = c
                     best_rel = rel
                     best_j = cmp_out[O_JACCARD]
@@ -135,10 +225,10 @@ def decide_batch(
                     num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
                     num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
-            if best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, params):
+            if best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify):
                 # the kept match's LD (reported), skipped while its Jaccard already decided
-                sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, scratch)
-                ld_estimate(sig_a, sig_b, a_len[best], lengths[i], params, runs, cmp_out)
+                sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, sig_copy)
+                ld_estimate(sig_a, sig_b, a_len[best], lengths[i], verify, runs, cmp_out)
                 num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
         root = seq
         if best >= 0:
@@ -157,4 +247,3 @@ def decide_batch(
         root_out[i] = root
         state[0] = seq + 1
     return n
-
