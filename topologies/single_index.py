@@ -8,8 +8,11 @@
 from __future__ import annotations
 
 from streamdedup.config import Config
+from streamdedup.kafka.lost_state import Since
 from streamdedup.kafka.processor import Processor
 
 
-def build(config: Config, state_dir: str | None = None, stop_when_idle: float | None = None) -> Processor:
-    return Processor(config, state_dir or config.state.dir or "state", stop_when_idle=stop_when_idle)
+def build(config: Config, state_dir: str | None = None, stop_when_idle: float | None = None,
+          lost_state: str | Since = "refuse") -> Processor:
+    """``lost_state``: "refuse", "accept" or a ``Since`` to rebuild from (see ``streamdedup run --help``)."""
+    return Processor(config, state_dir or config.state.dir or "state", stop_when_idle=stop_when_idle, lost_state=lost_state)

@@ -16,13 +16,21 @@ from ._common import config_option, get_config, make_console
 @click.option("--bootstrap-servers", default=None, help="Kafka mode: overrides kafka.bootstrap_servers.")
 @click.option("--input-topic", "input_topics", multiple=True, help="Kafka mode: overrides kafka.input_topics (repeatable).")
 @click.option("--stop-when-idle", type=click.FloatRange(0, None), default=None, help="Kafka mode: exit after this many seconds without input.")
+@click.option("--rebuild-from-input", "rebuild_since", metavar="SINCE", default=None,
+              help="Kafka mode, when the state is lost (the group committed offsets the state does not hold): first index "
+                   "the input from SINCE (earliest, an offset, an ISO time, or an age such as 48h) up to the committed "
+                   "offsets, emitting nothing.")
+@click.option("--accept-empty-state", is_flag=True, help="Kafka mode: go on although the state holds less than the group committed.")
 def run(config_path: str | None, input_path: str | None, output_dir: str | None, state_dir: str | None,
-        bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None) -> None:
+        bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None,
+        rebuild_since: str | None, accept_empty_state: bool) -> None:
     """Deduplicate a stream: a JSONL file (--input) or Kafka topics (the default)."""
     cfg = get_config(config_path)
     if input_path is None:
-        _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle)
+        _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, _lost_state(rebuild_since, accept_empty_state))
         return
+    if rebuild_since is not None or accept_empty_state:
+        raise click.UsageError("--rebuild-from-input and --accept-empty-state are for Kafka mode (without --input)")
     if output_dir is None:
         raise click.UsageError("--output-dir is required with --input")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -55,7 +63,20 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     console.print(f"outputs in {output_dir}: unique.jsonl, duplicates.jsonl, dead_letter.jsonl")
 
 
-def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle) -> None:
+def _lost_state(rebuild_since: str | None, accept: bool):
+    from ..kafka.lost_state import parse_since
+
+    if rebuild_since is not None and accept:
+        raise click.UsageError("give --rebuild-from-input or --accept-empty-state, not both")
+    if rebuild_since is None:
+        return "accept" if accept else "refuse"
+    try:
+        return parse_since(rebuild_since)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--rebuild-from-input") from None
+
+
+def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:
     import logging
 
     from ..kafka.processor import Processor
@@ -69,7 +90,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle) 
         updates["input_topics"] = tuple(input_topics)
     if updates:
         cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)})
-    processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle)
+    processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle, lost_state=lost_state)
     processor.install_signal_handlers()
     s = processor.run()
     logging.getLogger("streamdedup").info(

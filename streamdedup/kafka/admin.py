@@ -8,15 +8,19 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ..config import KafkaConfig
 
 
-def create_topics(cfg: KafkaConfig, timeout: float | None = None) -> dict[str, str]:
+def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None) -> dict[str, str]:
     """Create input and output topics; existing ones are left alone. Returns topic -> outcome.
 
-    ``timeout`` (seconds) defaults to ``kafka.startup_timeout_s``.
+    ``timeout`` (seconds) defaults to ``kafka.startup_timeout_s``; ``admin`` is a client to
+    reuse (the start-up checks have one).
     """
     if timeout is None:
         timeout = cfg.startup_timeout_s
-    admin = AdminClient(cfg.client_conf())
-    names = [*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]
+    if admin is None:
+        from .clientlog import client_logger
+
+        admin = AdminClient({**cfg.client_conf(), "logger": client_logger()})
+    names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]))
     futures = admin.create_topics([NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], request_timeout=timeout)
     out = {}
     for topic, fut in futures.items():

@@ -23,14 +23,20 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from ..config import Config
 from ..engine import Deduplicator
 from ..state.pipelined import PipelinedStore
 from ..state.rocks import open_waiting
 from .batch import KafkaBatch, KafkaPipeline, OutBatch
+from .clientlog import client_logger
 from .delivery import Delivery
+from .lost_state import Since, refusal, state_gaps
+from .rebuild import rebuild
+from .retry import retry
+from .startup import Cluster, check_cluster
 from .metrics import Metrics
 from .supervisor import Watchdog
 
@@ -75,13 +81,20 @@ class Clients:
 
     consumer: Callable[[dict], object] = Consumer
     producer: Callable[[dict], object] = Producer
+    admin: Callable[[dict], object] = AdminClient
 
 
 class Processor:
     """Consume, decide, produce. Build it with ``topologies.single_index.build`` or directly."""
 
     def __init__(self, cfg: Config, state_dir: str, stop_when_idle: float | None = None, clients: Clients | None = None,
-                 watchdog: bool = True):
+                 watchdog: bool = True, lost_state: str | Since = "refuse"):
+        """``lost_state``: what to do when the group committed further than the state holds:
+        "refuse" (raise :class:`~.lost_state.LostStateError`), "accept" (go on), or a
+        :class:`~.lost_state.Since` to rebuild the index from the input first."""
+        if not (lost_state in ("refuse", "accept") or isinstance(lost_state, Since)):
+            raise ValueError(f"lost_state must be 'refuse', 'accept' or a Since, got {lost_state!r}")
+        self.lost_state = lost_state
         self.cfg = cfg
         self.kcfg = cfg.kafka
         self.state_dir = state_dir
@@ -103,6 +116,7 @@ class Processor:
         client = self.kcfg.client_conf()  # the one place secrets are revealed, to librdkafka only
         return {
             **client,
+            "logger": client_logger(),
             "group.id": self.kcfg.group_id,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -117,7 +131,7 @@ class Processor:
         }
 
     def _producer_conf(self) -> dict:
-        conf = {**self.kcfg.client_conf(), "linger.ms": 5, "enable.idempotence": True}
+        conf = {**self.kcfg.client_conf(), "logger": client_logger(), "linger.ms": 5, "enable.idempotence": True}
         if self.kcfg.delivery == "exactly_once":
             conf["transactional.id"] = self.kcfg.transactional_id
         return conf
@@ -126,8 +140,28 @@ class Processor:
         self.summary.add(batch)
         self.metrics.batch(batch.records, batch.counts, time.perf_counter() - batch.started, self._engine.indexed_documents)
 
+    def _check_state(self, consumer, engine: Deduplicator, cluster: Cluster) -> None:
+        """The lost-state check (``kafka.lost_state``): refuse, accept, or rebuild from the input."""
+        tps = [TopicPartition(t, p) for t in self.kcfg.input_topics for p in range(cluster.partitions[t])]
+        committed = retry(lambda: consumer.committed(tps, timeout=10), what="reading the group's committed offsets",
+                          deadline_s=self.kcfg.startup_timeout_s, retriable=lambda e: isinstance(e, KafkaException))
+        gaps = state_gaps({(tp.topic, tp.partition): tp.offset for tp in committed}, engine.resume_positions())
+        if not gaps:
+            return
+        if self.lost_state == "refuse":
+            raise refusal(gaps, self.kcfg.group_id, self.state_dir)
+        if self.lost_state == "accept":
+            log.warning("the state holds less than group %r committed on %d input partition(s); going on without "
+                        "those records in the index (--accept-empty-state)", self.kcfg.group_id, len(gaps))
+            return
+        r = rebuild(self.cfg, engine, self.clients.consumer, gaps, self.lost_state, self.watchdog.touch)
+        log.info("index rebuilt from the input: %d records (%d indexed, %d duplicates among them) in %.1f s",
+                 r.records, r.indexed, r.duplicates, r.seconds,
+                 extra={"rebuilt_records": r.records, "rebuilt_indexed": r.indexed, "rebuilt_duplicates": r.duplicates})
+
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
+        cluster = check_cluster(self.kcfg, self.clients.admin)
         self.watchdog.start()
         rocks = open_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
         if rocks is None:
@@ -138,6 +172,7 @@ class Processor:
             log.info("state open: %d documents indexed", engine.indexed_documents)
             consumer = self.clients.consumer(self._consumer_conf())
             log.info("connecting to %s (librdkafka settings: %s)", self.kcfg.bootstrap_servers, self.kcfg.redacted_conf())
+            self._check_state(consumer, engine, cluster)
             delivery = Delivery(consumer, lambda: self.clients.producer(self._producer_conf()), engine.confirm_outputs,
                                 self._settled, self.kcfg.delivery == "exactly_once", self.watchdog.touch)
             loop = _Loop(self, engine, consumer, delivery)

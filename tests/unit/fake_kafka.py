@@ -211,6 +211,10 @@ class Consumer:
     def seek(self, tp) -> None:
         self.positions[(tp.topic, tp.partition)] = tp.offset
 
+    def assign(self, partitions) -> None:
+        """Manual assignment (the rebuild reader): OFFSET_BEGINNING (-2) is the log's start."""
+        self.positions = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in partitions}
+
     def position(self, partitions) -> list:
         return [TopicPartition(tp.topic, tp.partition, self.positions[(tp.topic, tp.partition)]) for tp in partitions]
 
@@ -225,3 +229,31 @@ class Consumer:
 
     def close(self) -> None:
         pass
+
+
+@dataclass
+class _TopicMeta:
+    partitions: dict
+    error: object = None
+
+
+@dataclass
+class _Metadata:
+    topics: dict
+
+
+class Admin:
+    """The admin calls of the start-up checks: cluster metadata from the broker's logs."""
+
+    def __init__(self, broker: Broker, conf: dict):
+        self.b = broker
+
+    def list_topics(self, topic=None, timeout=-1) -> _Metadata:
+        self.b._call("list_topics")
+        topics: dict = {}
+        for t, p in self.b.logs:
+            topics.setdefault(t, _TopicMeta({})).partitions[p] = None
+        return _Metadata(topics)
+
+    def poll(self, timeout=0) -> int:
+        return 0

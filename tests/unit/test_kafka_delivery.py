@@ -18,7 +18,7 @@ from streamdedup import load_config
 from streamdedup.kafka.processor import Clients, Processor
 from streamdedup.pipeline.tags import parse_headers
 
-from .fake_kafka import Broker, Consumer, Crash, Producer, kafka_error
+from .fake_kafka import Admin, Broker, Consumer, Crash, Producer, kafka_error
 
 TOPICS = {"unique": "out.unique", "duplicate": "out.dups", "dead_letter": "out.dead"}
 WORDS = [f"w{i}" for i in range(3000)]
@@ -64,7 +64,7 @@ def broker(records) -> Broker:
 def run(b: Broker, state: str, delivery: str = "exactly_once"):
     cfg = config()
     cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update={"delivery": delivery})})
-    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf))
+    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
     return Processor(cfg, state, stop_when_idle=0.05, clients=clients, watchdog=False).run()
 
 
@@ -137,7 +137,7 @@ def test_rewind_after_a_rebalance(reference, tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(Consumer, "consume", consume)
     clients_consumer = lambda conf: made.append(Consumer(b, conf)) or made[-1]  # noqa: E731
     cfg = config()
-    clients = Clients(consumer=clients_consumer, producer=lambda conf: Producer(b, conf))
+    clients = Clients(consumer=clients_consumer, producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
     s = Processor(cfg, str(tmp_path / "s"), stop_when_idle=0.05, clients=clients, watchdog=False).run()
     assert s.replayed > 0 and s.reconciles()
     assert decisions(b) == want

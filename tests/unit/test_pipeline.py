@@ -11,7 +11,7 @@ from streamdedup.kafka.processor import Clients, Processor
 from streamdedup.pipeline.tags import (DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers, parse_file_tags,
                                        parse_headers, with_tags)
 
-from .fake_kafka import Broker, Consumer, Producer
+from .fake_kafka import Admin, Broker, Consumer, Producer
 
 STORY = " ".join(f"word{i} of the story about trade talks in geneva" for i in range(40))
 HOSTILE = [
@@ -66,7 +66,7 @@ def test_hostile_records_get_the_same_tags_in_file_mode_and_kafka(tmp_path) -> N
     for t in ["news", k.unique_topic, k.duplicates_topic, k.dead_letter_topic]:
         b.create(t)
     b.append("news", [(f"k{i + 1}".encode(), v) for i, v in enumerate(HOSTILE)])
-    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf))
+    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
     summary = Processor(cfg, str(tmp_path / "state"), stop_when_idle=0.05, clients=clients, watchdog=False).run()
     assert summary.reconciles() and summary.records == len(HOSTILE)
     kafka = {int(key[1:]): parse_headers(h) for _, key, _, h in b.read_committed([k.unique_topic, k.duplicates_topic,
