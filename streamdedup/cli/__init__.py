@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..errors import StreamdedupError
+from ._fatal import fatal_message
 from .bench import bench
 from .demo import demo
 from .explain import explain
@@ -22,9 +22,9 @@ COMPILE_NOTICE = (
 
 
 class _Main(click.Group):
-    """The top-level group: a :class:`~streamdedup.errors.StreamdedupError` (a missing extra, a
-    state of another version, ...) ends the command with its one-line message and exit code 1,
-    and a command about to compile kernels says so on stderr first."""
+    """The top-level group: any error ends the command with one line naming it (and one JSON
+    log line when the JSON logger is on) and exit code 1, the traceback only with ``--debug``;
+    a command about to compile kernels says so on stderr first."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         # not in the group's callback: that runs before the subcommand parses ``--help``, and
@@ -42,13 +42,18 @@ class _Main(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except StreamdedupError as exc:
-            raise click.ClickException(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(fatal_message(exc)) from None
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="streamdedup")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of a fatal error (default: one line naming it).")
+def main(debug: bool) -> None:
     """Streaming near-duplicate filter for news pipelines."""
 
 

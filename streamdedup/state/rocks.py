@@ -32,6 +32,16 @@ def _key(seq: int) -> bytes:
 _OPEN: set[str] = set()
 
 
+def _write_failure(path: str, exc: Exception) -> str:
+    """One line for a failed state write; the commit that failed is lost with its batch, which
+    is decided again after a restart (its outputs and offsets were never committed)."""
+    text = str(exc)
+    if "No space left on device" in text:
+        return (f"state directory {path}: the disk is full (No space left on device); free space or move "
+                f"state.dir, then restart: nothing is lost, the unfinished batch is decided again")
+    return f"state directory {path}: write failed ({text}); after fixing it, restart: the unfinished batch is decided again"
+
+
 def _check_unlocked(path: str) -> None:
     """Raise StateLockedError if another process holds RocksDB's lock on ``path``.
 
@@ -129,9 +139,12 @@ class RocksStore:
             wb.put(_key(s), value)
         if batch.meta is not None:
             wb.put(_META, batch.meta)
-        self._db.write(wb, self._write_opts)
-        if self._sync:
-            self._db.flush_wal(True)
+        try:
+            self._db.write(wb, self._write_opts)
+            if self._sync:
+                self._db.flush_wal(True)
+        except Exception as exc:  # rocksdict raises plain Exception with the RocksDB status
+            raise StateError(_write_failure(self._path, exc)) from None
 
     def disk_bytes(self) -> int:
         total = 0
