@@ -218,3 +218,76 @@ def _latency_line(lat: dict, at: str) -> str:
     return (f"end-to-end latency at {at}: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms, max {lat['max_ms']:.0f} ms "
             f"({lat['seen']:,}/{lat['records']:,} seen); after the first 5 s: p50 {lat['steady_p50_ms']:.0f} ms, "
             f"p99 {lat['steady_p99_ms']:.0f} ms")
+
+
+@bench.command("soak")
+@config_option
+@click.option("--bootstrap-servers", default=None,
+              help="broker to use (default: the local one of scripts/kafka-local, reused if running, else started and stopped)")
+@click.option("--rate", type=click.FloatRange(1, 1_000_000), default=3000, show_default=True, help="input records per second")
+@click.option("--seconds", type=click.FloatRange(1, 86_400), default=300, show_default=True, help="how long the load runs")
+@click.option("--partitions", type=click.IntRange(1, 1000), default=1, show_default=True, help="input and output topic partitions")
+@click.option("--max-documents", type=click.IntRange(16, 2**31 - 1), default=None,
+              help="engine.max_documents for the processor (default: the config's); lower it to see the index fill and evict")
+@click.option("--sample-every", type=click.FloatRange(0.5, 600), default=5.0, show_default=True, help="seconds between RSS/lag samples")
+@click.option("--window", "window_s", type=click.FloatRange(1, 3600), default=30.0, show_default=True, help="latency window, seconds")
+@click.option("--seed", type=int, default=21, show_default=True)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None, help="also write the report here")
+def bench_soak(config_path: str | None, bootstrap_servers: str | None, rate: float, seconds: float, partitions: int,
+               max_documents: int | None, sample_every: float, window_s: float, seed: int, json_path: str | None) -> None:
+    """The Kafka processor (own process) under a steady load: latency, lag, RSS over time, nothing lost."""
+    from ..bench import soak
+    from ..bench.soak_probe import broker
+
+    cfg = get_config(config_path)
+    with broker(bootstrap_servers) as bootstrap:
+        res = soak.run(cfg, bootstrap, rate, seconds, config_path=config_path, partitions=partitions, max_documents=max_documents,
+                       sample_every=sample_every, window_s=window_s, seed=seed)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(res, f, indent=2)
+    _print_soak(make_console(), res)
+    if not res["ok"]:
+        raise click.ClickException("the soak failed: records lost, doubled or unknown, or the processor did not exit cleanly (see above)")
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:,.0f}"
+
+
+def _print_soak(console, res: dict) -> None:
+    p = res["producer"]
+    console.print(f"soak: {res['rate']:g} records/s for {res['seconds']:g} s, {res['partitions']} partition(s), batch {res['batch_size']}, "
+                  f"max_documents {res['max_documents']:,}; produced {p['records']:,} at {p['achieved_rate']:,.0f}/s "
+                  f"(producer at most {p['max_late_ms']:,.0f} ms late), drained {res['drain_s']} s after the load")
+    table = Table("t (s)", "produced", "seen", "lag", "RSS MB", "CPU %", "indexed", "load 1m")
+    for r in res["samples"]:
+        table.add_row(f"{r['t_s']:.0f}", f"{r['produced']:,}", f"{r['seen']:,}", _ms(r["lag"]),
+                      "-" if r["rss_mb"] is None else f"{r['rss_mb']:,.0f}", "-" if r["cpu_pct"] is None else f"{r['cpu_pct']:.0f}",
+                      _ms(r["indexed"]), f"{r['load1']:.2f}")
+    console.print(table)
+    lat = res["latency"]
+    console.print(f"visible latency (produce -> read_committed), {lat['n']:,} records: p50 {_ms(lat['p50_ms'])} ms, "
+                  f"p95 {_ms(lat['p95_ms'])} ms, p99 {_ms(lat['p99_ms'])} ms, max {_ms(lat['max_ms'])} ms")
+    windows = Table("window (s)", "records", "p50 ms", "p95 ms", "p99 ms", "max ms")
+    for w in res["latency_windows"]:
+        windows.add_row(f"{w['start_s']:.0f}-{w['end_s']:.0f}", f"{w['n']:,}", _ms(w["p50_ms"]), _ms(w["p95_ms"]), _ms(w["p99_ms"]),
+                        _ms(w["max_ms"]))
+    console.print(windows)
+    rss = res["rss"]
+    verdict = {True: "levelled off", False: "still growing", None: "undetermined"}[rss["levelled"]]
+    console.print(f"RSS {_ms(rss['first_mb'])} -> {_ms(rss['last_mb'])} MB (max {_ms(rss['max_mb'])}): {verdict}; "
+                  f"first third {rss['first_mb_per_min']} MB/min, last third {rss['last_mb_per_min']} MB/min ({rss['rule']})")
+    ix = res["index"]
+    full = f"full at {ix['full_at_s']:.0f} s" if ix["full_at_s"] is not None else "not full"
+    console.print(f"index: {_ms(ix['indexed'])} documents of engine.max_documents {ix['max_documents']:,} ({full})")
+    d = res["delivery"]
+    console.print(f"outputs: {res['outputs']}; produced {d['produced']:,}, seen {d['seen']:,}: lost {d['lost']}, doubled {d['doubled']}, "
+                  f"unknown {d['unexpected']} -> {'nothing lost' if d['ok'] else 'FAILED ' + str(d['examples'])}")
+    console.print(f"processor exit code {res['processor_exit_code']} after SIGTERM; its summary: {res.get('processor_summary')}")
+    console.print(f"machine: {res['cpu_count']} cores, load average {_load(res['loadavg_start'])} at the start, "
+                  f"{_load(res['loadavg_end'])} at the end; processor CPU {res['processor_cpu_pct_mean']}% of one core (mean)")
+
+
+def _load(avg) -> str:
+    return "/".join(f"{x:.2f}" for x in avg)
