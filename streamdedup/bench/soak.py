@@ -34,7 +34,7 @@ from ..config import Config
 from ..errors import StreamdedupError
 from . import soak_probe as probe
 from .kafka import _processor_env, _topics, feed
-from .soak_stats import delivery_check, latency_windows, percentiles, rss_trend
+from .soak_stats import delivery_check, latency_windows, percentiles, rss_trend, slope_per_min
 
 SENT_HEADER = "soak.sent_ns"
 STATUSES = ("unique", "duplicate", "dead_letter")
@@ -287,8 +287,9 @@ def _summarise(res: dict, rows: list, produced_ids: list[str], window_s: float) 
                   **rss_trend([r["t_s"] for r in samples], rss).as_dict()}
     indexed = [r for r in res.get("samples", []) if r["indexed"] is not None]
     full = next((r["t_s"] for r in indexed if r["indexed"] >= res["max_documents"]), None)
+    after = [r for r in samples if full is not None and r["t_s"] >= full]
     res["index"] = {"indexed": indexed[-1]["indexed"] if indexed else None, "max_documents": res["max_documents"],
-                    "full_at_s": full}
+                    "full_at_s": full, "rss_mb_per_min_once_full": slope_per_min([r["t_s"] for r in after], [r["rss_mb"] for r in after])}
     cpu = [r["cpu_pct"] for r in res.get("samples", []) if r["cpu_pct"] is not None]
     res["processor_cpu_pct_mean"] = round(sum(cpu) / len(cpu), 1) if cpu else None
     res["ok"] = bool(res["delivery"]["ok"] and res.get("processor_exit_code") == 0)

@@ -66,20 +66,28 @@ class RssTrend:
         return asdict(self)
 
 
-def _slope_per_min(t_s: np.ndarray, y: np.ndarray) -> float:
-    """Least-squares slope in units per minute (robust to one noisy sample, unlike end - start)."""
-    if np.ptp(t_s) == 0:
-        return 0.0
-    return float(np.polyfit(t_s, y, 1)[0]) * 60.0
+def slope_per_min(t_s: Iterable[float], y: Iterable[float]) -> float | None:
+    """Least-squares slope in units per minute (robust to one noisy sample, unlike end - start);
+    None for fewer than two samples.
+
+    >>> slope_per_min([0, 30, 60], [100, 101, 102])
+    2.0
+    """
+    t, v = np.asarray(list(t_s), dtype=np.float64), np.asarray(list(y), dtype=np.float64)
+    if t.size < 2 or np.ptp(t) == 0:
+        return None
+    return round(float(np.polyfit(t, v, 1)[0]) * 60.0, 2)
 
 
-def rss_trend(t_s: Iterable[float], rss_mb: Iterable[float], ratio: float = 0.25, tolerance_mb_per_min: float = 2.0,
+def rss_trend(t_s: Iterable[float], rss_mb: Iterable[float], ratio: float = 0.1, tolerance_mb_per_min: float = 1.0,
               min_samples_per_third: int = 2) -> RssTrend:
     """Does RSS level off? Compares the slope of the last third of the samples with the first's.
 
     Levelled when the last third grows at most ``ratio`` times as fast as the first third, or
     by at most ``tolerance_mb_per_min`` (allocator noise: a process that is flat from the start
     has no first-third growth to compare with). Either way a *falling* RSS counts as levelled.
+    The ratio is strict on purpose: start-up growth is steep, and a lenient ratio would call a
+    steady leak of a tenth of it (gigabytes a day) levelled.
 
     >>> rss_trend(range(0, 90, 5), [100 + 10 * min(t, 30) for t in range(0, 90, 5)]).levelled
     True
@@ -94,10 +102,10 @@ def rss_trend(t_s: Iterable[float], rss_mb: Iterable[float], ratio: float = 0.25
     third = t.size // 3
     if third < min_samples_per_third:
         return RssTrend(None, None, None, f"{rule}; too few samples ({t.size}) to tell")
-    first = _slope_per_min(t[:third], y[:third])
-    last = _slope_per_min(t[-third:], y[-third:])
+    first = slope_per_min(t[:third], y[:third]) or 0.0
+    last = slope_per_min(t[-third:], y[-third:]) or 0.0
     levelled = last <= max(ratio * first, tolerance_mb_per_min)
-    return RssTrend(round(first, 2), round(last, 2), bool(levelled), rule)
+    return RssTrend(first, last, bool(levelled), rule)
 
 
 def delivery_check(produced_ids: Iterable[str], seen_ids: Iterable[str]) -> dict:

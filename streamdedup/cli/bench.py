@@ -279,7 +279,8 @@ def _print_soak(console, res: dict) -> None:
     console.print(f"RSS {_ms(rss['first_mb'])} -> {_ms(rss['last_mb'])} MB (max {_ms(rss['max_mb'])}): {verdict}; "
                   f"first third {rss['first_mb_per_min']} MB/min, last third {rss['last_mb_per_min']} MB/min ({rss['rule']})")
     ix = res["index"]
-    full = f"full at {ix['full_at_s']:.0f} s" if ix["full_at_s"] is not None else "not full"
+    full = (f"full at {ix['full_at_s']:.0f} s; RSS since then {ix['rss_mb_per_min_once_full']} MB/min" if ix["full_at_s"] is not None
+            else "not full: RSS grows while the arena fills, up to engine.max_documents")
     console.print(f"index: {_ms(ix['indexed'])} documents of engine.max_documents {ix['max_documents']:,} ({full})")
     d = res["delivery"]
     console.print(f"outputs: {res['outputs']}; produced {d['produced']:,}, seen {d['seen']:,}: lost {d['lost']}, doubled {d['doubled']}, "

@@ -63,15 +63,19 @@ def test_rss_not_levelled_when_it_keeps_growing() -> None:
     assert trend.last_mb_per_min == pytest.approx(trend.first_mb_per_min, rel=0.01) == pytest.approx(40.9, rel=0.01)
 
 
-def test_rss_slow_late_growth_within_the_ratio_is_levelled_but_a_leak_is_not() -> None:
-    fast_then_slow = _samples(lambda x: 800 + (x if x < 100 else 100 + 0.1 * (x - 100)))  # 60 then 6 MB/min
+def test_rss_slow_late_growth_within_a_tenth_is_levelled_but_a_leak_is_not() -> None:
+    fast_then_slow = _samples(lambda x: 800 + (x if x < 100 else 100 + 0.05 * (x - 100)))  # 60 then 3 MB/min
     assert rss_trend(*fast_then_slow).levelled is True
     flat_then_leak = _samples(lambda x: 800 + (0 if x < 200 else 0.2 * (x - 200)))  # 0 then 12 MB/min
     assert rss_trend(*flat_then_leak).levelled is False
+    # an eighth of the start-up growth is still a leak: 120 then 15 MB/min
+    steep_then_leak = _samples(lambda x: 800 + (2 * x if x < 100 else 200 + 0.25 * (x - 100)))
+    assert rss_trend(*steep_then_leak).levelled is False
 
 
 def test_rss_flat_from_the_start_is_levelled_and_few_samples_undetermined() -> None:
     assert rss_trend(*_samples(lambda x: 750.0)).levelled is True
+    assert rss_trend(*_samples(lambda x: 900 - x)).levelled is True  # falling
     few = rss_trend([0, 5, 10, 15, 20], [1, 2, 3, 4, 5])
     assert few.levelled is None and "too few samples" in few.rule
 
