@@ -147,6 +147,8 @@ class Processor:
                           deadline_s=self.kcfg.startup_timeout_s, retriable=lambda e: isinstance(e, KafkaException))
         gaps = state_gaps({(tp.topic, tp.partition): tp.offset for tp in committed}, engine.resume_positions())
         if not gaps:
+            if isinstance(self.lost_state, Since):
+                log.info("--rebuild-from-input: the state holds everything the group committed; nothing to rebuild")
             return
         if self.lost_state == "refuse":
             raise refusal(gaps, self.kcfg.group_id, self.state_dir)
@@ -172,12 +174,15 @@ class Processor:
             log.info("state open: %d documents indexed", engine.indexed_documents)
             consumer = self.clients.consumer(self._consumer_conf())
             log.info("connecting to %s (librdkafka settings: %s)", self.kcfg.bootstrap_servers, self.kcfg.redacted_conf())
-            self._check_state(consumer, engine, cluster)
+            # the producer first: its init_transactions fences a killed predecessor and aborts
+            # its open transaction, whose pending offsets would keep the group's committed
+            # offsets unreadable (UNSTABLE_OFFSET_COMMIT) for the lost-state check
             delivery = Delivery(consumer, lambda: self.clients.producer(self._producer_conf()), engine.confirm_outputs,
                                 self._settled, self.kcfg.delivery == "exactly_once", self.watchdog.touch)
-            loop = _Loop(self, engine, consumer, delivery)
-            consumer.subscribe(list(self.kcfg.input_topics), on_revoke=loop.on_revoke)
             try:
+                self._check_state(consumer, engine, cluster)
+                loop = _Loop(self, engine, consumer, delivery)
+                consumer.subscribe(list(self.kcfg.input_topics), on_revoke=loop.on_revoke)
                 loop.run()
             finally:
                 self.summary.aborted_batches = delivery.aborted
