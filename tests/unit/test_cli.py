@@ -83,6 +83,29 @@ def test_a_streamdedup_error_is_one_line_and_exit_code_1(monkeypatch, kernels_ca
     assert result.stderr == "Error: state record 7 is not an engine record of this version\n"
 
 
+def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, kernels_cached) -> None:
+    @click.command()
+    def boom() -> None:
+        raise RuntimeError("the thing that never happens")
+
+    monkeypatch.setitem(main.commands, "boom", boom)
+    result = _invoke(["boom"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("Error: RuntimeError: the thing that never happens (unexpected: --debug")
+    debug = _invoke(["--debug", "boom"])
+    assert debug.exit_code == 1 and isinstance(debug.exception, RuntimeError)  # raised: Python prints the traceback
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--rebuild-from-input", "yesterday"], "give earliest, an offset, an ISO time"),
+    (["--rebuild-from-input", "earliest", "--accept-empty-state"], "not both"),
+    (["--input", "x.jsonl", "--output-dir", "o", "--accept-empty-state"], "are for Kafka mode"),
+])
+def test_lost_state_options_are_checked_before_anything_starts(args, message, kernels_cached) -> None:
+    result = _invoke(["run", *args])
+    assert result.exit_code == 2 and message in result.stderr
+
+
 def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
     """`streamdedup run` (file mode and Kafka) and `bench kafka` import nothing from an extra,
     and the Kafka client and the metrics library are core dependencies."""
