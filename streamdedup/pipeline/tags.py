@@ -7,6 +7,8 @@ tests and the operator tools agree on it:
   unique record ``dedup.duplicate_of``, ``dedup.relation``, ``dedup.similarity`` (empty), for a
   duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched`` and
   ``dedup.reason``, for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
+  A dead letter too large to produce whole (its value cut to a prefix, its own headers
+  dropped) adds ``dedup.original_bytes``: the size of the original value.
   Numbers are written with four decimals; an absent value is an empty header.
 - File mode: the same fields as a JSON object spliced into the output line under ``"_dedup"``
   (absent values are ``null``); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
@@ -63,6 +65,8 @@ class Tags:
     reason: str | None = None
     stage: str | None = None
     source: str | None = None
+    #: a truncated dead letter's original value size (None for a whole one)
+    original_bytes: int | None = None
 
 
 def _num(x: float | None) -> bytes:
@@ -97,6 +101,14 @@ def duplicate_headers(t: DuplicateTags) -> list[tuple[str, bytes]]:
 def dead_letter_headers(t: DeadLetterTags) -> list[tuple[str, bytes]]:
     return [("dedup.status", b"dead_letter"), ("dedup.stage", t.stage.encode()),
             ("dedup.reason", t.reason.encode("utf-8", "replace")[:MAX_REASON_BYTES]), ("dedup.source", t.source.encode())]
+
+
+def truncated_dead_letter_headers(t: DeadLetterTags, original_bytes: int, reason_bytes: int = MAX_REASON_BYTES) -> list:
+    """The tags of a dead letter whose value was cut: no record headers before them (they may be
+    what made it too large), the reason cut to ``reason_bytes``, and the original value's size."""
+    return [("dedup.status", b"dead_letter"), ("dedup.stage", t.stage.encode()),
+            ("dedup.reason", t.reason.encode("utf-8", "replace")[:reason_bytes]), ("dedup.source", t.source.encode()),
+            ("dedup.original_bytes", str(original_bytes).encode())]
 
 
 def duplicate_object(t: DuplicateTags) -> dict:
@@ -151,9 +163,10 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
             h[k[len(PREFIX):]] = v.decode("utf-8", "replace") if isinstance(v, bytes) else (v or "")
     if "status" not in h:
         return None
+    size = h.get("original_bytes")
     return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, _float(h.get("similarity")),
                 _float(h.get("ld_similarity")), h.get("matched") or None, h.get("reason") or None, h.get("stage") or None,
-                h.get("source") or None)
+                h.get("source") or None, int(size) if size and size.isdigit() else None)
 
 
 def parse_file_tags(obj: dict | bytes) -> Tags | None:
