@@ -5,15 +5,24 @@ It keeps what the state machine depends on: partition logs with transactional re
 (visible to read_committed readers once committed, never once aborted; an open transaction
 blocks readers behind it), consumer-group offsets committed inside transactions, producer
 epochs (``init_transactions`` with the same transactional id aborts the open transaction and
-fences the old producer), and faults injected into named calls.
+fences the old producer), faults injected into named calls, and record size limits as
+librdkafka and the broker apply them: the producer's ``message.max.bytes`` refuses a record
+at ``produce()``; a topic's ``max.message.bytes`` (``Broker.max_message_bytes``) refuses a
+whole batch (cut by the producer's ``batch.size``) in its records' delivery reports, and the
+transaction then fails as librdkafka's does (the first commit call waits out its timeout,
+the next one reports the abortable error).
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from streamdedup.kafka.limits import BATCH_OVERHEAD, record_bytes
 
 
 class Crash(BaseException):
@@ -68,6 +77,13 @@ class Broker:
     epochs: dict = field(default_factory=dict)  # transactional id -> epoch
     faults: dict = field(default_factory=dict)  # call name -> [exception to raise, ...]
     calls: dict = field(default_factory=dict)  # call name -> count
+    #: topic -> max.message.bytes: the broker refuses a batch over it (61 bytes + its records)
+    max_message_bytes: dict = field(default_factory=dict)
+    #: describe_configs calls answered with the default limit before the above: a limit
+    #: lowered at run time, after the processor read them at start-up
+    stale_describes: int = 0
+    describe_denied: bool = False  # describe_configs is not authorised: the limits cannot be read
+    refused: list = field(default_factory=list)  # (topic, key) of every record refused
 
     def create(self, topic: str, partitions: int = 1) -> None:
         for p in range(partitions):
@@ -102,16 +118,67 @@ def kafka_error(code: int, reason: str, **flags) -> KafkaException:
 
 
 class Producer:
+    """Records wait in a queue until flushed (poll, flush, commit); then, per topic, they are
+    cut into batches of at most ``batch.size`` bytes with their header (a larger record
+    alone), and the broker appends or refuses each batch whole, as librdkafka and Kafka do."""
+
     def __init__(self, broker: Broker, conf: dict):
         self.b = broker
         self.tid = conf.get("transactional.id")
+        self.max_bytes = int(conf.get("message.max.bytes", 1_000_000))
+        self.batch_size = int(conf.get("batch.size", 1_000_000))
+        self.conf = conf
         self.epoch = -1
         self.txn: list | None = None
         self.offsets: tuple | None = None
+        self.queue: list = []  # (topic, rec, size, callback) not yet sent
+        self.reports: list = []  # (callback, error, msg) not yet served
+        self.txn_error: KafkaException | None = None  # the open transaction must be aborted
+        self.stalled = False  # the commit call after a refusal already waited out its timeout
 
     def _check_fenced(self) -> None:
         if self.tid is not None and self.b.epochs.get(self.tid) != self.epoch:
             raise kafka_error(KafkaError._FENCED, "producer fenced by a newer instance", fatal=True)
+
+    def _send(self) -> None:
+        queue, self.queue = self.queue, []
+        by_topic: dict = {}
+        for item in queue:
+            by_topic.setdefault(item[0], []).append(item)
+        for topic, items in by_topic.items():
+            batches: list = []
+            for item in items:
+                # librdkafka counts the request's framing in batch.size; the batch header is part of it
+                if batches and BATCH_OVERHEAD + sum(i[2] for i in batches[-1]) + item[2] <= self.batch_size:
+                    batches[-1].append(item)
+                else:
+                    batches.append([item])
+            limit = self.b.max_message_bytes.get(topic)
+            for batch in batches:
+                refused = limit is not None and BATCH_OVERHEAD + sum(i[2] for i in batch) > limit
+                for _, rec, _, callback in batch:
+                    self._deliver(topic, rec, callback, refused)
+
+    def _deliver(self, topic: str, rec: Rec, callback, refused: bool) -> None:
+        err = None
+        if refused:
+            err = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+            self.b.refused.append((topic, rec.key))
+            if self.tid is not None and self.txn_error is None:
+                self.txn_error = kafka_error(KafkaError.MSG_SIZE_TOO_LARGE, "ProduceRequest failed: Broker: Message size "
+                                             "too large: current transaction must be aborted", txn_requires_abort=True)
+        else:
+            if self.tid is not None:
+                rec.txn = (self.tid, self.epoch)
+                self.txn.append(rec)  # type: ignore[union-attr]
+            self.b.logs[(topic, 0)].append(rec)
+        if callback is not None:
+            self.reports.append((callback, err, Msg(topic, 0, -1, rec)))
+
+    def _serve_reports(self) -> None:
+        reports, self.reports = self.reports, []
+        for callback, err, msg in reports:
+            callback(err, msg)
 
     def init_transactions(self, timeout=None) -> None:
         self.b._call("init_transactions")
@@ -124,21 +191,23 @@ class Producer:
     def begin_transaction(self) -> None:
         self.b._call("begin_transaction")
         self._check_fenced()
-        self.txn, self.offsets = [], None
+        self.txn, self.offsets, self.txn_error, self.stalled = [], None, None, False
 
-    def produce(self, topic, value=None, key=None, headers=None) -> None:
-        rec = Rec(key, value, list(headers) if headers else None)
+    def produce(self, topic, value=None, key=None, headers=None, on_delivery=None) -> None:
+        size = record_bytes(key, value, headers)
+        if size > self.max_bytes:  # librdkafka's local check
+            raise kafka_error(KafkaError.MSG_SIZE_TOO_LARGE, "Unable to produce message: Broker: Message size too large")
         if self.tid is not None:
             self._check_fenced()
-            rec.txn = (self.tid, self.epoch)
-            self.txn.append(rec)  # type: ignore[union-attr]
-        self.b.logs[(topic, 0)].append(rec)
+        self.queue.append((topic, Rec(key, value, list(headers) if headers else None), size, on_delivery))
 
     def poll(self, timeout=None) -> int:
+        self._send()
+        self._serve_reports()
         return 0
 
     def flush(self, timeout=None) -> int:
-        return 0
+        return self.poll(timeout)
 
     def send_offsets_to_transaction(self, offsets, group, timeout=None) -> None:
         self.b._call("send_offsets_to_transaction")
@@ -148,6 +217,12 @@ class Producer:
     def commit_transaction(self, timeout=None) -> None:
         self.b._call("commit_transaction")
         self._check_fenced()
+        self.poll()
+        if self.txn_error is not None:
+            if not self.stalled:  # librdkafka: the flush waits for the records behind the refused one
+                self.stalled = True
+                raise kafka_error(KafkaError._TIMED_OUT, "Failed to flush all outstanding messages", retriable=True)
+            raise self.txn_error
         for r in self.txn or []:
             r.txn = None
         if self.offsets is not None:
@@ -157,9 +232,13 @@ class Producer:
 
     def abort_transaction(self, timeout=None) -> None:
         self.b._call("abort_transaction")
+        purged = KafkaError(KafkaError._PURGE_QUEUE, "Purged in queue")
+        queue, self.queue = self.queue, []
+        self.reports += [(cb, purged, Msg(topic, 0, -1, rec)) for topic, rec, _, cb in queue if cb is not None]
+        self._serve_reports()
         for r in self.txn or []:
             r.txn, r.aborted = None, True
-        self.txn, self.offsets = None, None
+        self.txn, self.offsets, self.txn_error = None, None, None
 
 
 class Consumer:
@@ -243,10 +322,27 @@ class _Metadata:
 
 
 class Admin:
-    """The admin calls of the start-up checks: cluster metadata from the broker's logs."""
+    """The admin calls of the start-up checks (cluster metadata from the broker's logs) and the
+    output topics' max.message.bytes (``Broker.max_message_bytes``)."""
 
     def __init__(self, broker: Broker, conf: dict):
         self.b = broker
+
+    def describe_configs(self, resources, request_timeout=None) -> dict:
+        stale = self.b.stale_describes > 0
+        self.b.stale_describes -= stale
+        out = {}
+        for res in resources:
+            fut: Future = Future()
+            if (res.name, 0) not in self.b.logs:
+                fut.set_exception(kafka_error(KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic or partition"))
+            elif self.b.describe_denied:
+                fut.set_exception(kafka_error(KafkaError.TOPIC_AUTHORIZATION_FAILED, "Broker: Topic authorization failed"))
+            else:
+                value = 1_048_588 if stale else self.b.max_message_bytes.get(res.name, 1_048_588)
+                fut.set_result({"max.message.bytes": SimpleNamespace(name="max.message.bytes", value=str(value))})
+            out[res] = fut
+        return out
 
     def list_topics(self, topic=None, timeout=-1) -> _Metadata:
         self.b._call("list_topics")
