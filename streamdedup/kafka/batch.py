@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..config import Config
 from ..decisions import Decision
+from ..decode import Rejected
 from ..engine import Checkpoint, Deduplicator, Source
 from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
 from ..pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, with_tags
@@ -45,6 +46,8 @@ class OutBatch:
     started: float
     #: the engine's checkpoint (``through`` is None when it indexed nothing in this batch)
     checkpoint: Checkpoint
+    #: the consumed records, one per output (their positions; what a dead letter carries)
+    msgs: list = field(default_factory=list)
 
 
 def source_name(m) -> str:
@@ -52,12 +55,17 @@ def source_name(m) -> str:
 
 
 class KafkaPipeline:
-    """prepare -> decide -> route for batches of confluent-kafka messages."""
+    """prepare -> decide -> route for batches of confluent-kafka messages.
 
-    def __init__(self, cfg: Config, engine: Deduplicator):
+    ``guard`` (a ``kafka.oversize.OutputGuard``) screens records whose output could not be
+    produced: they are dead letters before the engine sees them.
+    """
+
+    def __init__(self, cfg: Config, engine: Deduplicator, guard=None):
         self.cfg = cfg
         self.engine = engine
         self.preparer = Preparer(cfg)
+        self.guard = guard
         k = cfg.kafka
         self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
 
@@ -88,8 +96,26 @@ class KafkaPipeline:
             times[k] = ts if ts_type else now_ms
             hold[k] = off < positions.get(src, -1)
         prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times, hold)
+        if self.guard is not None:
+            self._screen(msgs, prep)
         replayed = {k: replay.get((sources[k], msgs[k].offset())) for k in prep.held.tolist()}
         return KafkaBatch(msgs, prep, sources, offsets, replayed, started)
+
+    def _screen(self, msgs: list, prep: Prepared) -> None:
+        """Records that could be produced neither as unique nor as duplicate become dead letters
+        (stage ``output``) instead of documents or replays."""
+        screen = self.guard.screen
+        out: list[int] = []
+        for arr in (prep.docs, prep.held):
+            for k in arr.tolist():
+                m = msgs[k]
+                why = screen(m.key(), m.value(), m.headers())
+                if why is not None:
+                    prep.dead[k] = Rejected("output", why)
+                    out.append(k)
+        if out:
+            prep.docs = np.setdiff1d(prep.docs, out)
+            prep.held = np.setdiff1d(prep.held, out)
 
     def decide(self, batch: KafkaBatch) -> Checkpoint:
         """Decide thread: the engine on the batch (its kernels release the GIL); a batch without
@@ -118,4 +144,4 @@ class KafkaPipeline:
             outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
         counts = routed.counts()
         counts["replayed"] = len(batch.prep.held)
-        return OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp)
+        return OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)

@@ -20,6 +20,14 @@ Kafka, and records Kafka has not committed are replayed, never decided twice.
 
 At-least-once: outputs are produced and flushed, the state commit is awaited, then the
 offsets are committed; a crash repeats at most the batches in flight.
+
+Outputs that cannot be produced (``kafka.oversize``): before producing, every output is
+checked against its topic's limit and re-routed to dead letter if it does not fit. A record
+the broker refuses anyway shows in its delivery report: the guard remembers its input
+position, the transaction fails (librdkafka makes it abortable), and the replay sends that
+record's dead letter; when the refusal was for size, the guard first re-reads the topics'
+limits and a producer whose batch.size no longer fits them is replaced. At-least-once
+re-sends the refused outputs (or their dead letters) at once, before the commit.
 """
 
 from __future__ import annotations
@@ -29,13 +37,19 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from ..errors import StreamdedupError
 from .batch import OutBatch
 from .retry import retry
 
 log = logging.getLogger("streamdedup.kafka")
+
+#: seconds per commit_transaction call (resumed until the deadline): after the broker refused
+#: a record, librdkafka's commit first waits out its whole timeout for the records queued
+#: behind the refused one (their sequence has a gap) and only the next call reports the
+#: abortable error; a short slice bounds that wait, a healthy commit takes milliseconds
+COMMIT_SLICE_S = 5.0
 
 
 def _retriable(exc: BaseException) -> bool:
@@ -54,16 +68,22 @@ class Delivery:
         confirm: the engine's ``confirm_outputs(through)``.
         on_settled: called with each batch whose offsets were committed (counts, metrics).
         touch: tells the watchdog the loop is alive (called while retrying).
+        guard: a ``kafka.oversize.OutputGuard``: outputs that cannot be produced go to dead
+            letter (without one, such an output stops the processor).
     """
 
     def __init__(self, consumer, new_producer: Callable[[], object], confirm: Callable[[int], None],
-                 on_settled: Callable[[OutBatch], None], exactly_once: bool = True, touch: Callable[[], None] = lambda: None):
+                 on_settled: Callable[[OutBatch], None], exactly_once: bool = True, touch: Callable[[], None] = lambda: None,
+                 guard=None):
         self.consumer = consumer
         self._new_producer = new_producer
         self._confirm = confirm
         self._on_settled = on_settled
         self.exactly_once = exactly_once
         self._touch = touch
+        self.guard = guard
+        self._sending: OutBatch | None = None  # the batch whose delivery reports may arrive
+        self._undelivered: list[KafkaError] = []  # at-least-once: errors that are not the record's
         self.producer = self._start_producer()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-commit")
         self._in_flight: tuple[OutBatch, Future] | None = None
@@ -87,20 +107,22 @@ class Delivery:
     def emit(self, batch: OutBatch) -> bool:
         """Produce a batch (in a transaction whose commit runs on the worker); False if rewound."""
         offsets = [TopicPartition(t, p, o) for (t, p), o in batch.offsets.items()]
+        if self.guard is not None:
+            self.guard.check(batch)
+        self._sending = batch
         if not self.exactly_once:
-            self._produce_all(batch.outputs)
-            remaining = self.producer.flush(60)
-            if remaining:
-                raise StreamdedupError(f"{remaining} records not delivered within 60 s")
+            self._deliver_at_least_once(batch)
             batch.checkpoint.wait_durable()  # the state before the offsets, as with transactions
             self.consumer.commit(offsets=offsets, asynchronous=False)
+            if self.guard is not None:
+                self.guard.committed(batch.offsets)
             done: Future = Future()
             done.set_result(None)
             self._in_flight = (batch, done)
             return True
         try:
             self.producer.begin_transaction()
-            self._produce_all(batch.outputs)
+            self._produce_all(batch)
         except KafkaException as exc:
             return self._failed(exc)
         group = self.consumer.consumer_group_metadata()
@@ -111,7 +133,7 @@ class Delivery:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
         batch.checkpoint.wait_durable()
         producer.send_offsets_to_transaction(offsets, group, 60)
-        retry(lambda: producer.commit_transaction(60), what="commit_transaction", deadline_s=120,
+        retry(lambda: producer.commit_transaction(COMMIT_SLICE_S), what="commit_transaction", deadline_s=120,
               retriable=_retriable, on_retry=self._touch)
 
     def settle(self, rewind: bool = True) -> bool:
@@ -130,6 +152,8 @@ class Delivery:
         except KafkaException as exc:
             return self._failed(exc, rewind)
         self._committed.update(batch.offsets)
+        if self.guard is not None:
+            self.guard.committed(self._committed)
         through = None
         committed = self._committed
         while self._unconfirmed and all(committed.get(tp, -1) >= o for tp, o in self._unconfirmed[0].offsets.items()):
@@ -145,7 +169,8 @@ class Delivery:
         self.aborted += 1
         if err.txn_requires_abort():
             log.warning("transaction aborted (%s); rewinding the batch", err)
-            self.producer.abort_transaction(60)
+            self.producer.abort_transaction(60)  # serves the delivery reports: the guard learns what was refused
+            self._refresh_limits()
         elif err.fatal():
             # e.g. fenced after a broker restart aborted the open transaction: the batch's
             # outputs never became visible; a new producer, and the batch is replayed
@@ -156,6 +181,14 @@ class Delivery:
         if rewind:
             self.rewind()
         return False
+
+    def _refresh_limits(self) -> None:
+        """After a size refusal the guard re-reads the topics' limits; a producer whose
+        batch.size no longer fits them is replaced (every batch it sends would be refused)."""
+        if self.guard is not None and self.guard.refresh():
+            log.warning("an output topic's max.message.bytes is below the producer's batch.size: new producer with %s",
+                        self.guard.producer_conf())
+            self.producer = self._start_producer()
 
     def rewind(self) -> None:
         """Seek every assigned partition back to its committed offset (retrying while the broker is away)."""
@@ -168,18 +201,56 @@ class Delivery:
         for tp in committed:
             consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
 
-    def _produce_all(self, outputs: list) -> None:
-        """Produce every output in order, waiting out a full local queue (one loop: a call per
-        record cost more than the produce itself)."""
+    def _report(self, err, msg) -> None:
+        """Delivery report (on the thread that flushes: the commit worker, or abort's caller)."""
+        if err is None:
+            return
+        batch = self._sending
+        if self.guard is None or batch is None or not self.guard.refused(batch, msg.topic(), msg.key(), msg.value(), err):
+            if not self.exactly_once and err.code() not in (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT):
+                self._undelivered.append(err)
+
+    def _produce_all(self, batch: OutBatch, only: list[int] | None = None) -> None:
+        """Produce every output in order (or those at ``only``), waiting out a full local queue
+        (one loop: a call per record cost more than the produce itself)."""
         producer = self.producer
         produce = producer.produce
-        for topic, key, value, headers in outputs:
+        report = self._report
+        outputs = batch.outputs
+        for k in range(len(outputs)) if only is None else only:
+            topic, key, value, headers = outputs[k]
+            refusals = 0
             while True:
                 try:
-                    produce(topic, value, key, headers=headers)
+                    produce(topic, value, key, headers=headers, on_delivery=report)
                     break
                 except BufferError:
                     producer.poll(0.1)
+                except KafkaException as exc:
+                    # the guard's estimate said it fits and librdkafka disagrees: re-route it
+                    # (each refusal escalates: dead letter, truncated, then an error)
+                    if self.guard is None or exc.args[0].code() != KafkaError.MSG_SIZE_TOO_LARGE or refusals > 2:
+                        raise
+                    refusals += 1
+                    topic, key, value, headers = self.guard.refused_locally(batch, k, exc.args[0])
+
+    def _deliver_at_least_once(self, batch: OutBatch) -> None:
+        """Produce and flush; outputs the broker refused go out again as their dead letters."""
+        self._undelivered = []
+        only = None
+        for _ in range(4):  # output, dead letter, truncated dead letter; the guard raises after that
+            self._produce_all(batch, only)
+            remaining = self.producer.flush(60)
+            if remaining:
+                raise StreamdedupError(f"{remaining} records not delivered within 60 s")
+            if self._undelivered:
+                # not the record's fault (e.g. a timeout): stop; the restart delivers them again
+                raise StreamdedupError(f"{len(self._undelivered)} records not delivered: {self._undelivered[0]}")
+            self._refresh_limits()
+            only = self.guard.resend_refused(batch) if self.guard is not None else []
+            if not only:
+                return
+        raise StreamdedupError("outputs refused by the broker again after their dead letters")
 
     def close(self) -> None:
         self._worker.shutdown()

@@ -37,7 +37,9 @@ from .lost_state import Since, refusal, state_gaps
 from .rebuild import rebuild
 from .retry import retry
 from .startup import Cluster, check_cluster
+from .limits import check_size_settings
 from .metrics import Metrics
+from .oversize import OutputGuard
 from .supervisor import Watchdog
 
 log = logging.getLogger("streamdedup.kafka")
@@ -163,6 +165,7 @@ class Processor:
 
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
+        check_size_settings(self.cfg)  # pure: before anything waits on the network
         cluster = check_cluster(self.kcfg, self.clients.admin)
         self.watchdog.start()
         rocks = open_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
@@ -177,8 +180,10 @@ class Processor:
             # the producer first: its init_transactions fences a killed predecessor and aborts
             # its open transaction, whose pending offsets would keep the group's committed
             # offsets unreadable (UNSTABLE_OFFSET_COMMIT) for the lost-state check
-            delivery = Delivery(consumer, lambda: self.clients.producer(self._producer_conf()), engine.confirm_outputs,
-                                self._settled, self.kcfg.delivery == "exactly_once", self.watchdog.touch)
+            guard = OutputGuard.start(self.cfg, self.clients.admin({**self.kcfg.client_conf(), "logger": client_logger()}))
+            delivery = Delivery(consumer, lambda: self.clients.producer({**self._producer_conf(), **guard.producer_conf()}),
+                                engine.confirm_outputs, self._settled, self.kcfg.delivery == "exactly_once",
+                                self.watchdog.touch, guard)
             try:
                 self._check_state(consumer, engine, cluster)
                 loop = _Loop(self, engine, consumer, delivery)
@@ -203,7 +208,7 @@ class _Loop:
         self.consumer = consumer
         self.delivery = delivery
         self.engine = engine
-        self.pipeline = KafkaPipeline(proc.cfg, engine)
+        self.pipeline = KafkaPipeline(proc.cfg, engine, delivery.guard)
         self.decider = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decide")
         self.replay = engine.unconfirmed_decisions()
         self.pending: tuple[KafkaBatch, Future] | None = None  # the batch being decided

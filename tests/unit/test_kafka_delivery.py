@@ -14,7 +14,8 @@ import orjson
 import pytest
 from confluent_kafka import KafkaError
 
-from streamdedup import load_config
+from streamdedup import StreamdedupError, load_config
+from streamdedup.kafka.oversize import TRUNCATED_PREFIX_BYTES
 from streamdedup.kafka.processor import Clients, Processor
 from streamdedup.pipeline.tags import parse_headers
 
@@ -45,11 +46,11 @@ def feed(n: int = 600, seed: int = 1) -> list[tuple[bytes, bytes]]:
     return out
 
 
-def config():
+def config(**extra: str):
     env = {"STREAMDEDUP_ENGINE__BATCH_SIZE": "32", "STREAMDEDUP_ENGINE__MAX_DOCUMENTS": "4096",
            "STREAMDEDUP_KAFKA__INPUT_TOPICS": "[in]", "STREAMDEDUP_KAFKA__UNIQUE_TOPIC": TOPICS["unique"],
            "STREAMDEDUP_KAFKA__DUPLICATES_TOPIC": TOPICS["duplicate"], "STREAMDEDUP_KAFKA__DEAD_LETTER_TOPIC": TOPICS["dead_letter"],
-           "STREAMDEDUP_KAFKA__LINGER_MS": "0", "STREAMDEDUP_STATE__SYNC": "false"}
+           "STREAMDEDUP_KAFKA__LINGER_MS": "0", "STREAMDEDUP_STATE__SYNC": "false", **extra}
     return load_config(environ=env)
 
 
@@ -61,8 +62,8 @@ def broker(records) -> Broker:
     return b
 
 
-def run(b: Broker, state: str, delivery: str = "exactly_once"):
-    cfg = config()
+def run(b: Broker, state: str, delivery: str = "exactly_once", **env: str):
+    cfg = config(**env)
     cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update={"delivery": delivery})})
     clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
     return Processor(cfg, state, stop_when_idle=0.05, clients=clients, watchdog=False).run()
@@ -160,3 +161,178 @@ def test_at_least_once_delivers_every_record(reference, tmp_path) -> None:
     b = broker(records)
     s = run(b, str(tmp_path / "s"), delivery="at_least_once")
     assert s.reconciles() and decisions(b) == want
+
+
+# -- outputs that cannot be produced (issue 15, case 1) -------------------------------------
+
+
+def sized(i: int, size: int, seed: int) -> bytes:
+    """A JSON story of exactly ``size`` bytes (its words are its own: unrelated to the feed)."""
+    rng = random.Random(seed)
+    head = orjson.dumps({"id": f"big-{i}", "text": ""})[:-3]  # without '""}'
+    words = []
+    length = len(head) + 3
+    while length < size:
+        w = f"z{rng.randrange(10**6)}"
+        words.append(w)
+        length += len(w) + 1
+    text = " ".join(words)[: size - len(head) - 3].ljust(size - len(head) - 3, "x")
+    out = head + orjson.dumps(text) + b"}"
+    assert len(out) == size
+    return out
+
+
+def with_big(records: list, bigs: dict[int, bytes]) -> list:
+    """``records`` with ``bigs`` (position -> value) inserted, keys ``b<position>``."""
+    out = list(records)
+    for at, value in sorted(bigs.items()):
+        out.insert(at, (f"b{at}".encode(), value))
+    return out
+
+
+def outputs(b: Broker) -> dict:
+    """key -> (status, tags, value) of every committed output; asserts none is doubled."""
+    inv = {v: k for k, v in TOPICS.items()}
+    out = {}
+    for topic, key, value, headers in b.read_committed(list(TOPICS.values())):
+        assert key not in out, f"{key!r} emitted twice"
+        t = parse_headers(headers)
+        assert t.status == inv[topic]
+        out[key] = (t.status, t, value)
+    return out
+
+
+def same_decisions(got: dict, want: dict, but: set) -> None:
+    """Every record of the reference run has its decision, apart from the keys in ``but``."""
+    mine = {k: (t.status, t.duplicate_of, t.relation, t.reason, t.stage) for k, (_, t, _) in got.items()
+            if k in want and k not in but}
+    assert mine == {k: v for k, v in want.items() if k not in but}
+
+
+def test_output_over_the_producer_limit_goes_out_as_a_truncated_dead_letter(reference, tmp_path) -> None:
+    """message.max.bytes 20,000: a 19,990-byte record cannot leave whole, not even as a dead
+    letter; it leaves truncated, with its position, size and reason, before the engine sees
+    it. A 19,000-byte record and its resend still fit (unique, duplicate)."""
+    records, want = reference
+    near, fits = sized(1, 19_990, 1), sized(2, 19_000, 2)
+    feed_ = with_big(records, {40: near, 100: fits, 300: fits})
+    b = broker(feed_)
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LIBRDKAFKA__MESSAGE_MAX_BYTES="20000",
+            STREAMDEDUP_INPUT__MAX_RECORD_BYTES="20000")
+    got = outputs(b)
+    assert len(got) == len(feed_) and s.reconciles() and s.records == len(feed_) and s.aborted_batches == 0
+    status, t, value = got[b"b40"]
+    assert status == "dead_letter" and t.stage == "output" and t.source == "in:0:40"
+    assert t.original_bytes == 19_990 and value == near[:TRUNCATED_PREFIX_BYTES]
+    assert "message.max.bytes (20,000)" in t.reason and "truncated" in t.reason
+    assert got[b"b100"][0] == "unique" and got[b"b100"][2] == fits
+    assert got[b"b300"][0] == "duplicate" and got[b"b300"][1].duplicate_of == "big-2"
+    same_decisions(got, want, set())
+
+
+def test_output_over_a_topic_limit_goes_to_dead_letter_whole(reference, tmp_path) -> None:
+    """The duplicates topic takes 3,000 bytes (read at start-up): a duplicate over that goes to
+    dead letter with its original bytes and headers; a unique record of that size is unaffected.
+    The batch's counts follow the re-routing."""
+    records, want = reference
+    story = sized(3, 4_000, 3)
+    feed_ = with_big(records, {50: story, 400: story})
+    b = broker(feed_)
+    b.max_message_bytes[TOPICS["duplicate"]] = 3_000
+    s = run(b, str(tmp_path / "s"))
+    got = outputs(b)
+    assert len(got) == len(feed_) and s.reconciles() and s.aborted_batches == 0 and not b.refused
+    assert got[b"b50"][0] == "unique"
+    status, t, value = got[b"b400"]
+    assert status == "dead_letter" and t.stage == "output" and t.original_bytes is None and value == story
+    assert f"topic {TOPICS['duplicate']}" in t.reason and "max.message.bytes" in t.reason and "(3,000)" in t.reason
+    # the other duplicates over 3,000 bytes went the same way; the rest are as in the reference
+    moved = {k for k, (st, t, _) in got.items() if st == "dead_letter" and t.stage == "output"}
+    assert s.duplicates == sum(v[0] == "duplicate" for v in want.values()) - (len(moved) - 1)
+    same_decisions(got, want, moved)
+
+
+def refused_once(b: Broker) -> set:
+    """Keys the broker refused; asserts none was refused twice."""
+    keys = [key for _, key in b.refused]
+    assert len(keys) == len(set(keys)), "a record was refused twice"
+    return set(keys)
+
+
+@pytest.mark.parametrize("delivery", ["exactly_once", "at_least_once"])
+def test_a_limit_lowered_at_run_time_costs_one_refusal(reference, tmp_path, delivery) -> None:
+    """The unique topic's limit dropped after the start-up read: the broker refuses the first
+    batches whole (small records with the large ones). The guard re-reads the limits: the small
+    records are forgiven and re-sent through a producer whose batch.size fits, the large ones go
+    to dead letter with the broker's reason; later large ones are caught before produce."""
+    records, want = reference
+    bigs = {10: sized(4, 6_000, 4), 11: sized(5, 7_000, 5), 250: sized(6, 9_000, 6)}
+    feed_ = with_big(records, bigs)
+    b = broker(feed_)
+    b.max_message_bytes[TOPICS["unique"]] = 5_000
+    b.stale_describes = 1
+    s = run(b, str(tmp_path / "s"), delivery=delivery)
+    got = outputs(b)
+    assert len(got) == len(feed_) and s.reconciles() and s.records == len(feed_)
+    refused = refused_once(b)
+    assert len(refused) > 10 and {b"b10", b"b11"} <= refused and b"b250" not in refused  # small ones refused too
+    for key in (b"b10", b"b11", b"b250"):
+        status, t, value = got[key]
+        assert status == "dead_letter" and t.stage == "output" and value == bigs[int(key[1:])]
+    assert "the broker refused it: Broker: Message size too large" in got[b"b10"][1].reason
+    assert "over max.message.bytes of topic out.unique (5,000)" in got[b"b250"][1].reason
+    if delivery == "exactly_once":
+        assert s.aborted_batches == 1
+    assert b.calls["init_transactions" if delivery == "exactly_once" else "consume"] >= 2  # a new producer
+    same_decisions(got, want, {b"b10", b"b11", b"b250"})  # the small refused ones as in the reference
+
+
+def test_without_topic_limits_every_refused_record_goes_to_dead_letter(reference, tmp_path) -> None:
+    """The limits cannot be read (describe_configs not authorised): the refused batch, small
+    records and all, goes to dead letter with the broker's reason; nothing lost or doubled, no loop."""
+    records, _ = reference
+    feed_ = with_big(records[:100], {10: sized(4, 6_000, 4)})  # every batch is refused once: a short feed
+    b = broker(feed_)
+    b.max_message_bytes[TOPICS["unique"]] = 5_000
+    b.describe_denied = True
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LIBRDKAFKA__BATCH_SIZE="40000")
+    got = outputs(b)
+    assert len(got) == len(feed_) and s.reconciles()
+    refused = refused_once(b)
+    assert b"b10" in refused and len(refused) > 1 and s.aborted_batches >= 1
+    for key in refused:
+        status, t, _ = got[key]
+        assert status == "dead_letter" and "the broker refused it" in t.reason
+
+
+def test_broker_refusing_the_dead_letter_too_gets_a_truncated_one(reference, tmp_path) -> None:
+    """Refused, then its dead letter refused: the truncated dead letter goes out (the limits
+    cannot be read, so the refusals are the only news; batch.size keeps the small records apart)."""
+    records, want = reference
+    big = sized(7, 8_000, 7)
+    feed_ = with_big(records, {70: big})
+    b = broker(feed_)
+    b.max_message_bytes[TOPICS["unique"]] = 5_000
+    b.max_message_bytes[TOPICS["dead_letter"]] = 6_000
+    b.describe_denied = True
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LIBRDKAFKA__BATCH_SIZE="4000")
+    got = outputs(b)
+    assert len(got) == len(feed_) and s.reconciles() and s.aborted_batches == 2
+    status, t, value = got[b"b70"]
+    assert status == "dead_letter" and t.original_bytes == 8_000 and value == big[:TRUNCATED_PREFIX_BYTES]
+    assert t.reason.count("Message size too large") == 2 and t.source == "in:0:70"
+    assert [(topic, key) for topic, key in b.refused] == [(TOPICS["unique"], b"b70"), (TOPICS["dead_letter"], b"b70")]
+    same_decisions(got, want, {b"b70"})
+
+
+def test_a_dead_letter_topic_that_refuses_everything_stops_the_processor(reference, tmp_path) -> None:
+    """Not a poison record but a broken dead-letter topic: refused three times, then an error naming it."""
+    records, _ = reference
+    b = broker(with_big(records, {80: sized(8, 8_000, 8)}))
+    b.max_message_bytes[TOPICS["unique"]] = 5_000
+    b.max_message_bytes[TOPICS["dead_letter"]] = 500
+    b.describe_denied = True
+    with pytest.raises(StreamdedupError, match=f"dead-letter topic {TOPICS['dead_letter']} refused even a truncated"):
+        run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LIBRDKAFKA__BATCH_SIZE="4000")
+    keys = [key for _, key in b.refused]
+    assert max(keys.count(k) for k in keys) == 3
