@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamdedup.kafka.admin import produce_all
@@ -41,6 +43,81 @@ def stop_broker(port: int = 9092, keep_data: bool = False) -> None:
 
 def broker_data_dir(port: int = 9092) -> str:
     return Path(f"/tmp/streamdedup-kafka-{port}/data_dir").read_text().strip()
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports on 127.0.0.1 that nothing listens on right now.
+
+    All sockets stay bound until every port is picked, so the kernel hands out distinct ones. A
+    port can still be taken between this call and the broker's bind; kafka-local then refuses
+    to start with a message naming the port, rather than talking to the wrong server.
+    """
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def wait_for(predicate: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None,
+             interval: float = 0.1) -> object:
+    """Poll ``predicate`` until it returns something truthy (returned) or ``timeout`` seconds pass.
+
+    Fails with an AssertionError naming ``what`` was awaited. With ``proc``, also fails as soon as
+    that process exits: the condition cannot come true any more, so waiting out the deadline
+    would only hide the cause.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"the process exited with code {proc.returncode} while waiting for {what}")
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what} (last: {value!r})")
+        time.sleep(interval)
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> int:
+    """Sum over ``topic``'s partitions of the offsets ``group`` has committed (0 before the first commit).
+
+    -1 when the broker cannot answer right now (a coordinator still loading on a fresh broker
+    says NOT_COORDINATOR), so a polled ``committed_offsets(...) >= goal`` is simply not yet true.
+
+    With exactly-once delivery the offsets commit inside the output transaction, so this counts
+    input records whose outputs are visible to read_committed consumers. A consumer that never
+    subscribes only reads the group's offsets; it does not join the group. read_uncommitted, so
+    that the broker answers with the last committed offsets at once: a read_committed client asks
+    for "stable" offsets, which blocks while a transaction holds pending ones (for a killed
+    processor, until its successor aborts it). Not an AdminClient: destroying one with an event
+    still queued crashed the interpreter here (1 run in ~10).
+    """
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                  "isolation.level": "read_uncommitted"})
+    try:
+        meta = c.list_topics(topic, timeout=10).topics[topic]
+        parts = [TopicPartition(topic, p) for p in meta.partitions]
+        return sum(tp.offset for tp in c.committed(parts, timeout=10) if tp.offset >= 0)
+    except KafkaException:
+        return -1
+    finally:
+        c.close()
+
+
+def logged(log: Path, text: str, start: int = 0) -> bool:
+    """True when ``text`` occurs in the process log ``log`` at or after byte ``start``."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(start)
+            return text.encode() in f.read()
+    except FileNotFoundError:
+        return False
 
 
 @dataclass
@@ -83,26 +160,48 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]
     produce_all(bootstrap, topic, records, **conf)
 
 
-def consume_all(bootstrap: str, topics: list[str], expected: int, timeout: float = 120.0, quiet: float = 3.0) -> list:
-    """Every read_committed record of ``topics``; waits for ``expected`` then ``quiet`` more seconds."""
+def consume_all(bootstrap: str, topics: list[str], expected: int, timeout: float = 120.0, to_end: bool = True) -> list:
+    """Every read_committed record of ``topics``, once ``expected`` were read.
+
+    With ``to_end`` (for outputs whose writer has finished) it goes on to the end of every
+    partition, end offsets queried once ``expected`` is reached, so that a record beyond
+    ``expected`` (one emitted twice) is returned too. Returns what it has at ``timeout``.
+    """
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
                   "isolation.level": "read_committed", "enable.auto.commit": False})
     c.subscribe(topics)
     out = []
     deadline = time.monotonic() + timeout
-    reached = None
-    while time.monotonic() < deadline:
-        for m in c.consume(1000, 0.5):
-            if m.error() is None:
-                out.append((m.topic(), m.key(), m.value(), dict((k, v) for k, v in (m.headers() or []))))
-        if len(out) >= expected:
-            reached = reached or time.monotonic()
-            if time.monotonic() - reached >= quiet:
+    ends = None
+    try:
+        while time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error() is None:
+                    out.append((m.topic(), m.key(), m.value(), dict((k, v) for k, v in (m.headers() or []))))
+            if len(out) < expected:
+                continue
+            if not to_end:
                 break
-    c.close()
+            ends = ends or _end_offsets(c)
+            # the position moves past transaction markers too, so it reaches the end offset
+            if ends and all(end <= 0 or c.position([tp])[0].offset >= end for tp, end in ends):
+                break
+    finally:
+        c.close()
     return out
 
 
-def run_processor(env: dict, state_dir: str, stop_when_idle: float = 4.0, **popen) -> subprocess.Popen:
+def _end_offsets(c: Consumer) -> list[tuple[TopicPartition, int]]:
+    """(partition, high watermark) of every partition assigned to ``c``; [] before the assignment."""
+    return [(tp, c.get_watermark_offsets(tp, timeout=10, cached=False)[1]) for tp in c.assignment()]
+
+
+def run_processor(env: dict, state_dir: str, stop_when_idle: float = 4.0, log: Path | None = None,
+                  **popen) -> subprocess.Popen:
+    """Start ``streamdedup run`` (Kafka mode); with ``log``, its stderr (the JSON log lines and
+    librdkafka's own messages) is appended to that file, for :func:`logged`."""
     cmd = [sys.executable, "-m", "streamdedup.cli", "run", "--state-dir", state_dir, "--stop-when-idle", str(stop_when_idle)]
-    return subprocess.Popen(cmd, env=env, cwd=str(REPO), **popen)
+    if log is None:
+        return subprocess.Popen(cmd, env=env, cwd=str(REPO), **popen)
+    with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, env=env, cwd=str(REPO), stderr=stderr, **popen)

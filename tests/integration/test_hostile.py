@@ -90,7 +90,7 @@ def test_missing_output_topics_fail_or_are_created_when_configured(kafka_bootstr
     produce(kafka_bootstrap, t.input, records)
     res = _run(_env(t, STREAMDEDUP_KAFKA__CREATE_TOPICS="true"), str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr[-2000:]
-    assert len(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records), quiet=0.5)) == len(records)
+    assert len(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))) == len(records)
 
 
 def test_invalid_librdkafka_property_is_one_line(topics, tmp_path) -> None:
@@ -133,7 +133,7 @@ def test_passwords_reach_librdkafka_unaltered_and_are_never_shown(sasl_broker, t
     res = _run(_sasl_env(t, sasl, user, password), str(tmp_path / "s"))
     assert res.returncode == 0, res.stderr[-2000:]
     assert password not in res.stderr and password not in res.stdout
-    assert len(consume_all(plain, list(t.outputs.values()), len(records), quiet=0.5)) == len(records)
+    assert len(consume_all(plain, list(t.outputs.values()), len(records))) == len(records)
 
 
 def test_failed_login_fails_fast_and_hides_the_password(sasl_broker, tmp_path) -> None:

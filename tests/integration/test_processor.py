@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -14,7 +15,8 @@ import pytest
 
 from streamdedup.bench.feeds import news_records
 
-from .kafka_helpers import Topics, broker_data_dir, consume_all, produce, run_processor, start_broker, stop_broker
+from .kafka_helpers import (Topics, broker_data_dir, committed_offsets, consume_all, free_ports, logged, produce,
+                            run_processor, start_broker, stop_broker, wait_for)
 
 MALFORMED = [b"not json", b'{"id": "m", "text": 12}', b"\xff\xfe\xfa", b'{"id": "e", "text": "  "}', b"[1, 2]",
              b'{"id": "n"}', b'{"id": "p", "text": "?!?!"}', b'{"id": "big", "text": "' + b"w " * 60_000 + b'"}']
@@ -94,6 +96,17 @@ def test_malformed_records_go_to_dead_letter_and_processing_goes_on(topics, tmp_
     assert all(h["dedup.reason"] for _, _, h in dead)
 
 
+def _committed(topics: Topics) -> int:
+    """Input records whose batch the processor of ``topics`` has committed (offsets and outputs)."""
+    return committed_offsets(topics.bootstrap, f"group-{topics.run_id}", topics.input)
+
+
+def _done(log) -> dict:
+    """The processor's closing log line (``done``, with its counts)."""
+    lines = [json.loads(ln) for ln in log.read_text().splitlines() if ln.startswith("{")]
+    return next(ln for ln in reversed(lines) if ln["msg"] == "done")
+
+
 def _decisions(out: list, topics: Topics) -> dict:
     inv = {v: k for k, v in topics.outputs.items()}
     return {key: (inv[t], h.get("dedup.duplicate_of"), h.get("dedup.relation")) for t, key, _, h in out}
@@ -113,20 +126,31 @@ def test_sigkill_at_random_moments_changes_nothing(kafka_bootstrap, tmp_path) ->
         produce(kafka_bootstrap, t.input, records)
     whole = run_processor(_env(reference), str(tmp_path / "ref"), stop_when_idle=5)
     rng = random.Random(2)
-    kills = 0
+    # Each kill waits until the stream has passed a random point (committed offsets, polled),
+    # so the five kills are spread over the stream and each incarnation makes progress first.
+    targets = sorted(int(rng.uniform(0.05, 0.8) * n) for _ in range(5))
+    kills, killed_after = 0, []
     state = str(tmp_path / "crashy")
     while True:
+        start = _committed(crashed)
         proc = run_processor(_env(crashed), state, stop_when_idle=5)
         if kills < 5:
-            time.sleep(rng.uniform(2.5, 6.0))
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGKILL)
-                proc.wait(30)
-                kills += 1
-                continue
+            goal = max(targets[kills], start + 1)
+            wait_for(lambda: _committed(crashed) >= goal, 300, f"committed offsets >= {goal} before kill {kills + 1}",
+                     proc=proc)
+            # Not a wait for anything: a random moment of the batch cycle (consume, decide,
+            # state commit, transaction), which is what the test is about.
+            time.sleep(rng.uniform(0.0, 0.6))
+            assert proc.poll() is None, f"the processor ended before kill {kills + 1}"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+            killed_after.append(_committed(crashed))
+            kills += 1
+            continue
         assert proc.wait(600) == 0
         break
     assert kills == 5
+    print(f"SIGKILLs after {killed_after} of {n} input records were committed")
     assert whole.wait(600) == 0
     ref = consume_all(kafka_bootstrap, list(reference.outputs.values()), n)
     got = consume_all(kafka_bootstrap, list(crashed.outputs.values()), n)
@@ -143,7 +167,7 @@ def test_broker_restart_mid_stream(tmp_path) -> None:
     the records are produced before the restart and half after, so the processor must both
     finish its in-flight work and keep consuming afterwards.
     """
-    port, cport = 19092, 19093
+    port, cport = free_ports(2)  # a second run on this machine gets other ports
     bootstrap = start_broker(port, cport)
     try:
         t = Topics(bootstrap)
@@ -151,11 +175,15 @@ def test_broker_restart_mid_stream(tmp_path) -> None:
         n = 20000
         records = news_records(n, seed=13)
         produce(bootstrap, t.input, records[: n // 2])
-        proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=30)
-        time.sleep(3)
-        before = len(consume_all(bootstrap, list(t.outputs.values()), n // 2, timeout=2, quiet=0))
+        log = tmp_path / "processor.log"
+        proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=30, log=log)
+        wait_for(lambda: _committed(t) > 0, 120, "the processor's first committed batch", proc=proc)
         data = broker_data_dir(port)
-        stop_broker(port, keep_data=True)
+        stop_broker(port, keep_data=True)  # returns once the broker's process has exited
+        # The outage itself, not a wait for anything: how long the broker stays away is what the
+        # test sets (and the restart below adds the broker's start-up time to it). Nothing the
+        # processor does can be polled for instead: librdkafka's log lines reach our logger only
+        # when the client is polled, and a client call waiting on the broker holds them back.
         time.sleep(3)
         assert proc.poll() is None, "processor died with the broker"
         start_broker(port, cport, data_dir=data)
@@ -164,7 +192,6 @@ def test_broker_restart_mid_stream(tmp_path) -> None:
         out = consume_all(bootstrap, list(t.outputs.values()), n)
         keys = [k for _, k, _, _ in out]
         assert len(keys) == n and len(set(keys)) == n
-        assert before < n  # the restart really happened mid-stream
     finally:
         stop_broker(port)
 
@@ -183,10 +210,12 @@ def test_sigterm_finishes_the_batch_and_exits_cleanly(topics, tmp_path) -> None:
     n = 30000
     records = news_records(n, seed=23)
     produce(topics.bootstrap, topics.input, records)
-    proc = run_processor(_env(topics), str(tmp_path / "state"), stop_when_idle=20)
-    time.sleep(5)
+    log = tmp_path / "processor.log"
+    proc = run_processor(_env(topics), str(tmp_path / "state"), stop_when_idle=20, log=log)
+    wait_for(lambda: _committed(topics) > 0, 120, "the processor's first committed batch", proc=proc)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(60) == 0
+    assert 0 < _done(log)["records"] < n, "SIGTERM did not cut the stream short"
     rest = run_processor(_env(topics), str(tmp_path / "state"))
     assert rest.wait(300) == 0
     out = consume_all(topics.bootstrap, list(topics.outputs.values()), n)
@@ -200,16 +229,18 @@ def test_standby_takes_over_when_the_owner_dies(topics, tmp_path) -> None:
     records = news_records(n, seed=29)
     produce(topics.bootstrap, topics.input, records[: n // 2])
     state = str(tmp_path / "state")
-    owner = run_processor(_env(topics), state, stop_when_idle=30)
-    time.sleep(4)
-    standby = run_processor(_env(topics), state, stop_when_idle=10)
-    time.sleep(2)
+    owner_log, standby_log = tmp_path / "owner.log", tmp_path / "standby.log"
+    owner = run_processor(_env(topics), state, stop_when_idle=30, log=owner_log)
+    wait_for(lambda: _committed(topics) > 0, 120, "the owner's first committed batch", proc=owner)
+    standby = run_processor(_env(topics), state, stop_when_idle=10, log=standby_log)
+    wait_for(lambda: logged(standby_log, "waiting to take over"), 60, "the standby to find the state owned",
+             proc=standby)
     assert standby.poll() is None, "standby must wait for the state lock, not fail"
     owner.send_signal(signal.SIGKILL)
     owner.wait(30)
     killed_at = time.monotonic()
     produce(topics.bootstrap, topics.input, records[n // 2:])
-    out = consume_all(topics.bootstrap, list(topics.outputs.values()), n, timeout=180, quiet=0)
+    out = consume_all(topics.bootstrap, list(topics.outputs.values()), n, timeout=180, to_end=False)
     failover_s = time.monotonic() - killed_at
     assert standby.wait(300) == 0
     out = consume_all(topics.bootstrap, list(topics.outputs.values()), n)
