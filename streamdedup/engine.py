@@ -13,14 +13,13 @@ micro-batch's records, the evictions it caused (by the ring's max-documents boun
 event-time window) and the metadata (next seq, window bounds, input positions) are committed
 as one atomic batch. On start the index and the arena are
 rebuilt by re-inserting the stored records in seq order, which reproduces the in-memory state
-exactly, so a restarted engine makes the same decisions as one that never stopped.
+exactly, so a restarted engine makes the same decisions as one that never stopped. The
+metadata, the checkpoint handed to a runtime and that restore are ``engine_state``.
 """
 
 from __future__ import annotations
 
-import json
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Literal, Sequence
 
 import numpy as np
@@ -33,30 +32,15 @@ from ._kernels.verify import N_OUT
 from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
-from .decode import MAX_ID_BYTES
-from .ids import Ids
-from .errors import IncompatibleFingerprintError, InputError, StreamdedupError
+from .engine_state import Checkpoint, Source, StateMeta, restore
+from .errors import StreamdedupError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter, PreparedTexts
+from .ids import Ids, sparse_utf8, utf8_ids
 from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
 
-#: 4: input positions and the source table as lists of (topic, partition[, offset])
-META_VERSION = 4
 HOUR_MS = 3_600_000
-#: records read per restore call on start-up
-_RESTORE_CHUNK = 4096
-
-
-@dataclass(frozen=True, order=True)
-class Source:
-    """A stream the engine reads: a Kafka topic partition, or a file (``file:/path``, partition 0)."""
-
-    topic: str
-    partition: int = 0
-
-    def __str__(self) -> str:
-        return f"{self.topic}:{self.partition}"
 
 
 @dataclass(frozen=True)
@@ -68,92 +52,6 @@ class Document:
     source: Source | None = None
     #: its offset in ``source`` (a line number for files)
     offset: int = -1
-
-
-@dataclass
-class _Meta:
-    params_key: int
-    next_seq: int = 0
-    seq_lo: int = 0
-    watermark: int = -(2**62)
-    #: next offset to read per source (where to resume)
-    positions: dict[Source, int] = field(default_factory=dict)
-    #: the engine's ids of sources: ``sources[i]`` is id i, as stored in the records
-    sources: list[Source] = field(default_factory=list)
-    #: first seq of the oldest micro-batch whose outputs were not confirmed (replays look there)
-    last_batch_seq: int = 0
-
-    def dumps(self) -> bytes:
-        return json.dumps({"version": META_VERSION, "params_key": self.params_key, "next_seq": self.next_seq,
-                           "seq_lo": self.seq_lo, "watermark": self.watermark,
-                           "positions": [[s.topic, s.partition, o] for s, o in self.positions.items()],
-                           "sources": [[s.topic, s.partition] for s in self.sources],
-                           "last_batch_seq": self.last_batch_seq}).encode()
-
-    @classmethod
-    def loads(cls, raw: bytes) -> "_Meta":
-        m = json.loads(raw)
-        if m.get("version") != META_VERSION:
-            raise IncompatibleFingerprintError(
-                f"state metadata version {m.get('version')} is not {META_VERSION}: this state was written by "
-                "another streamdedup version; use a new state directory")
-        return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"],
-                   {Source(t, p): o for t, p, o in m["positions"]}, [Source(t, p) for t, p in m["sources"]],
-                   m["last_batch_seq"])
-
-
-class Checkpoint:
-    """One decided micro-batch: its decisions, the input positions its state commit records,
-    and that commit (submitted; :meth:`wait_durable` blocks until it landed).
-
-    The contract with a runtime: outputs of a batch may become visible (a Kafka transaction
-    commit, a file write) only after :meth:`wait_durable` returned, so the state is never
-    behind the outputs; an engine built with ``explicit_confirm`` is then told
-    :meth:`Deduplicator.confirm_outputs` ``(checkpoint.through)`` once they are durable, and
-    until then keeps their decisions for :meth:`Deduplicator.unconfirmed_decisions`.
-    """
-
-    def __init__(self, decisions: BatchDecisions, positions: dict[Source, int], through: int | None, commit: Future | None):
-        self.decisions = decisions
-        self.positions = positions
-        #: engine seq after this batch; None when it indexed no document
-        self.through = through
-        self._commit = commit
-
-    def wait_durable(self) -> None:
-        """Block until the batch's state commit landed (raises its error)."""
-        if self._commit is not None:
-            self._commit.result()
-
-
-def _sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of some positions of ``n`` as one UTF-8 buffer and offsets (empty elsewhere)."""
-    lengths = np.zeros(n + 1, dtype=np.int64)
-    if not ids:
-        return np.zeros(1, np.uint8), lengths
-    order = sorted(ids)
-    parts = [ids[i].encode("utf-8") for i in order]
-    lengths[1:][order] = [len(p) for p in parts]
-    return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8), np.cumsum(lengths)
-
-
-def _utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Ids as one UTF-8 buffer and offsets; refuses ids the record cannot hold."""
-    joined = "".join(ids)  # type: ignore[arg-type]
-    if joined.isascii():
-        lengths = [len(x) for x in ids]
-        data = joined.encode("ascii")
-    else:
-        parts = [x.encode("utf-8") for x in ids]
-        lengths = [len(p) for p in parts]
-        data = b"".join(parts)
-    off = np.zeros(len(ids) + 1, dtype=np.int64)
-    if lengths:
-        np.cumsum(lengths, out=off[1:])
-        if max(lengths) > MAX_ID_BYTES:
-            bad = next(x for x, n in zip(ids, lengths) if n > MAX_ID_BYTES)
-            raise InputError(f"document id {bad[:40]!r}... is over {MAX_ID_BYTES} bytes")
-    return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8), off
 
 
 class Deduplicator:
@@ -184,15 +82,7 @@ class Deduplicator:
         eng = cfg.engine
         self.window_ms = int(eng.window_hours * HOUR_MS)
         raw = store.get_meta()
-        if raw is None:
-            self.meta = _Meta(self.fp.params.key)
-        else:
-            self.meta = _Meta.loads(raw)
-            if self.meta.params_key != self.fp.params.key:
-                raise IncompatibleFingerprintError(
-                    f"the state was built with fingerprint params {self.meta.params_key:08x} and this "
-                    f"configuration has {self.fp.params.key:08x}; use a new state directory"
-                )
+        self.meta = StateMeta.open(raw, self.fp.params.key)
         full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and auto_sizing == "full")
         self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
                                     full=full, next_seq=self.meta.next_seq)
@@ -203,7 +93,7 @@ class Deduplicator:
         self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
         self._cmp = np.zeros(N_OUT, dtype=np.float64)
         if raw is not None:
-            self._rebuild()
+            restore(store, self.meta, self.index, self.arena, self.bits, self.window_ms)
         self._committed_lo = self.meta.seq_lo
         self._explicit_confirm = explicit_confirm
         self._source_ids = {src: i for i, src in enumerate(self.meta.sources)}
@@ -223,31 +113,6 @@ class Deduplicator:
         Deduplicator(scratch.cfg, scratch.store)  # the restore kernel
 
     # ------------------------------------------------------------------ state
-
-    def _rebuild(self) -> None:
-        seqs: list[int] = []
-        values: list[bytes] = []
-        for seq, raw in self.store.iter_from(self.meta.seq_lo):
-            seqs.append(seq)
-            values.append(raw)
-            if len(seqs) == _RESTORE_CHUNK:
-                self._restore(seqs, values)
-                seqs, values = [], []
-        if seqs:
-            self._restore(seqs, values)
-
-    def _restore(self, seqs: list[int], values: list[bytes]) -> None:
-        off = np.zeros(len(values) + 1, dtype=np.int64)
-        np.cumsum([len(v) for v in values], out=off[1:])
-        buf = np.frombuffer(b"".join(values), dtype=np.uint8)
-        meta = self.meta
-        # a record's signature is smaller than the record: reserving the chunk's bytes is enough
-        self.arena.reserve(int(off[-1]), self.index.slot_seq, self.index.slot_time, meta.seq_lo, meta.watermark - self.window_ms,
-                           seqs[0])
-        bad = KR.restore_batch(buf, off, np.asarray(seqs, dtype=np.int64), self.bits, self.index.arrays(), self.arena.arrays())
-        if bad >= 0:
-            raise IncompatibleFingerprintError(
-                f"state record {seqs[bad]} is not an engine record of this version and configuration; use a new state directory")
 
     def resume_positions(self) -> dict[Source, int]:
         """Next offset to read per source, as committed with the state (where to resume)."""
@@ -332,7 +197,7 @@ class Deduplicator:
                 self._advance(positions or {})
                 commit = self.store.commit(StateBatch(meta=meta.dumps(), before=action))
             return Checkpoint(out, dict(positions or {}), None, commit)
-        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else _utf8_ids(ids)
+        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
         batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         first_seq = meta.next_seq
@@ -359,8 +224,8 @@ class Deduplicator:
             ix.grow(int(state[0]), int(state[1]))
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         root_ids, matched_ids = self._resolve_ids(ids, seqs, matched, relations, first_seq)
-        roots_buf, roots_off = _sparse_utf8(root_ids, n)
-        matched_buf, matched_off = _sparse_utf8(matched_ids, n)
+        roots_buf, roots_off = sparse_utf8(root_ids, n)
+        matched_buf, matched_off = sparse_utf8(matched_ids, n)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,

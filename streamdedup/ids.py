@@ -28,3 +28,33 @@ class Ids(Sequence[str]):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         return self.buf[self.off[i]:self.off[i + 1]].tobytes().decode("utf-8")
+
+
+def sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of some positions of ``n`` as one UTF-8 buffer and offsets (empty elsewhere)."""
+    lengths = np.zeros(n + 1, dtype=np.int64)
+    if not ids:
+        return np.zeros(1, np.uint8), lengths
+    order = sorted(ids)
+    parts = [ids[i].encode("utf-8") for i in order]
+    lengths[1:][order] = [len(p) for p in parts]
+    return np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8), np.cumsum(lengths)
+
+
+def utf8_ids(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Ids as one UTF-8 buffer and offsets; refuses ids the record cannot hold."""
+    joined = "".join(ids)  # type: ignore[arg-type]
+    if joined.isascii():
+        lengths = [len(x) for x in ids]
+        data = joined.encode("ascii")
+    else:
+        parts = [x.encode("utf-8") for x in ids]
+        lengths = [len(p) for p in parts]
+        data = b"".join(parts)
+    off = np.zeros(len(ids) + 1, dtype=np.int64)
+    if lengths:
+        np.cumsum(lengths, out=off[1:])
+        if max(lengths) > MAX_ID_BYTES:
+            bad = next(x for x, n in zip(ids, lengths) if n > MAX_ID_BYTES)
+            raise InputError(f"document id {bad[:40]!r}... is over {MAX_ID_BYTES} bytes")
+    return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8), off

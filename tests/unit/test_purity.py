@@ -16,7 +16,7 @@ import pytest
 PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamdedup.fingerprint", "streamdedup.estimate",
         "streamdedup.lsh", "streamdedup.record", "streamdedup.signature", "streamdedup.calibration", "streamdedup.verify",
         "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
-        "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.arena", "streamdedup.scan",
+        "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.engine_state", "streamdedup.arena", "streamdedup.scan",
         "streamdedup.state.pipelined", "streamdedup.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
         "streamdedup.pipeline.prepare", "streamdedup.pipeline.route"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
