@@ -100,6 +100,8 @@ def _pack_minhash(buf, pos, row, bits):
     return pos + k // per_byte
 
 
+# One kernel of ~90 lines on purpose: it writes engine_record.py's layout field by field in
+# that order, so the two read side by side; pieces of it would each take most of its 25 arrays.
 @njit(cache=True, nogil=True)
 def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
