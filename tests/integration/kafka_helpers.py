@@ -196,12 +196,29 @@ def _end_offsets(c: Consumer) -> list[tuple[TopicPartition, int]]:
     return [(tp, c.get_watermark_offsets(tp, timeout=10, cached=False)[1]) for tp in c.assignment()]
 
 
+#: processors :func:`run_processor` started, for :func:`stop_processors`
+_STARTED: list[subprocess.Popen] = []
+
+
 def run_processor(env: dict, state_dir: str, stop_when_idle: float = 4.0, log: Path | None = None,
                   **popen) -> subprocess.Popen:
-    """Start ``streamdedup run`` (Kafka mode); with ``log``, its stderr (the JSON log lines and
-    librdkafka's own messages) is appended to that file, for :func:`logged`."""
+    """Start ``streamdedup run`` (Kafka mode); with ``log``, its stderr (our JSON log lines) is
+    appended to that file, for :func:`logged`."""
     cmd = [sys.executable, "-m", "streamdedup.cli", "run", "--state-dir", state_dir, "--stop-when-idle", str(stop_when_idle)]
     if log is None:
-        return subprocess.Popen(cmd, env=env, cwd=str(REPO), **popen)
-    with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
-        return subprocess.Popen(cmd, env=env, cwd=str(REPO), stderr=stderr, **popen)
+        proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), **popen)
+    else:
+        with open(log, "ab") as stderr:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), stderr=stderr, **popen)
+    _STARTED.append(proc)
+    return proc
+
+
+def stop_processors() -> None:
+    """SIGKILL the processors :func:`run_processor` started that still run (a failed test's), so
+    they neither load the machine for the next test nor fail it with a ResourceWarning."""
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)

@@ -16,10 +16,16 @@ import pytest
 from streamdedup.bench.feeds import news_records
 
 from .kafka_helpers import (Topics, broker_data_dir, committed_offsets, consume_all, free_ports, logged, produce,
-                            run_processor, start_broker, stop_broker, wait_for)
+                            run_processor, start_broker, stop_broker, stop_processors, wait_for)
 
 MALFORMED = [b"not json", b'{"id": "m", "text": 12}', b"\xff\xfe\xfa", b'{"id": "e", "text": "  "}', b"[1, 2]",
              b'{"id": "n"}', b'{"id": "p", "text": "?!?!"}', b'{"id": "big", "text": "' + b"w " * 60_000 + b'"}']
+
+
+@pytest.fixture(autouse=True)
+def _no_processor_left_running():
+    yield
+    stop_processors()
 
 
 def _env(topics: Topics):
