@@ -132,7 +132,10 @@ class Delivery:
     def _commit(self, producer, offsets: list, group, batch: OutBatch) -> None:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
         batch.checkpoint.wait_durable()
-        producer.send_offsets_to_transaction(offsets, group, 60)
+        # retriable (a coordinator moving after a broker restart timed it out in 1 of 5 runs):
+        # librdkafka documents that the call may be repeated
+        retry(lambda: producer.send_offsets_to_transaction(offsets, group, COMMIT_SLICE_S), what="send_offsets_to_transaction",
+              deadline_s=120, retriable=_retriable, on_retry=self._touch)
         retry(lambda: producer.commit_transaction(COMMIT_SLICE_S), what="commit_transaction", deadline_s=120,
               retriable=_retriable, on_retry=self._touch)
 
@@ -177,7 +180,10 @@ class Delivery:
             log.warning("producer failed (%s); new producer, rewinding the batch", err)
             self.producer = self._start_producer()
         else:
-            raise exc
+            # neither abortable nor fatal, e.g. a retriable timeout that outlived its deadline:
+            # a new producer's init_transactions aborts whatever the old one left open
+            log.warning("transaction failed (%s); new producer, rewinding the batch", err)
+            self.producer = self._start_producer()
         if rewind:
             self.rewind()
         return False

@@ -122,6 +122,26 @@ def test_aborted_transaction_is_rewound_and_replayed(reference, tmp_path) -> Non
     assert decisions(b) == want
 
 
+def test_a_timed_out_send_offsets_is_retried(reference, tmp_path) -> None:
+    """Seen on the real broker after a restart: send_offsets_to_transaction timed out, the error
+    was neither abortable nor fatal, and the processor exited."""
+    records, want = reference
+    b = broker(records)
+    b.fail("send_offsets_to_transaction", kafka_error(KafkaError._TIMED_OUT, "Failed to add offsets", retriable=True), after=2)
+    s = run(b, str(tmp_path / "s"))
+    assert s.aborted_batches == 0 and b.calls["init_transactions"] == 1
+    assert decisions(b) == want
+
+
+def test_a_transaction_error_neither_abortable_nor_fatal_gets_a_new_producer(reference, tmp_path) -> None:
+    records, want = reference
+    b = broker(records)
+    b.fail("commit_transaction", kafka_error(KafkaError._STATE, "odd state"), after=3)
+    s = run(b, str(tmp_path / "s"))
+    assert s.aborted_batches == 1 and b.calls["init_transactions"] == 2 and s.replayed > 0
+    assert decisions(b) == want
+
+
 def test_rewind_after_a_rebalance(reference, tmp_path, monkeypatch) -> None:
     """A reassignment resumes from the committed offsets while later batches are decided:
     those records are below the state's positions and are replayed."""
