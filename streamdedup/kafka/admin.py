@@ -17,9 +17,9 @@ def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminCl
     if timeout is None:
         timeout = cfg.startup_timeout_s
     if admin is None:
-        from .clientlog import client_logger
+        from .clientlog import client_settings
 
-        admin = AdminClient({**cfg.client_conf(), "logger": client_logger()})
+        admin = AdminClient(client_settings(cfg))
     names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]))
     futures = admin.create_topics([NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], request_timeout=timeout)
     out = {}

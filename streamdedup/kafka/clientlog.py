@@ -14,7 +14,10 @@ import logging
 import re
 import threading
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ..config import KafkaConfig
 
 LOGGER_NAME = "streamdedup.librdkafka"
 _NUMBERS = re.compile(r"\d+")
@@ -71,10 +74,18 @@ _logger: logging.Logger | None = None
 
 
 def client_logger() -> logging.Logger:
-    """The logger every Kafka client gets (``{"logger": client_logger()}`` in its config)."""
+    """The logger every Kafka client gets (through :func:`client_settings`)."""
     global _logger
     if _logger is None:
         logger = logging.getLogger(LOGGER_NAME)
         logger.addFilter(RateLimit())
         _logger = logger
     return _logger
+
+
+def client_settings(kcfg: "KafkaConfig", ours: dict | None = None, user_wins: bool = False) -> dict:
+    """A client's librdkafka configuration: the user's (secrets revealed: hand it to a client,
+    never log it), our logger, and ``ours``; on a clash ours win unless ``user_wins``."""
+    user = kcfg.client_conf()
+    ours = {"logger": client_logger(), **(ours or {})}
+    return {**ours, **user} if user_wins else {**user, **ours}

@@ -31,7 +31,7 @@ from ..engine import Deduplicator
 from ..state.pipelined import PipelinedStore
 from ..state.rocks import open_waiting
 from .batch import KafkaBatch, KafkaPipeline, OutBatch
-from .clientlog import client_logger
+from .clientlog import client_settings
 from .delivery import Delivery
 from .lost_state import Since, refusal, state_gaps
 from .rebuild import rebuild
@@ -115,10 +115,7 @@ class Processor:
         signal.signal(signal.SIGINT, self.request_stop)
 
     def _consumer_conf(self) -> dict:
-        client = self.kcfg.client_conf()  # the one place secrets are revealed, to librdkafka only
-        return {
-            **client,
-            "logger": client_logger(),
+        return client_settings(self.kcfg, {
             "group.id": self.kcfg.group_id,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
@@ -129,11 +126,10 @@ class Processor:
             # session (45 s by default) and a rebalance.
             "group.instance.id": self.kcfg.transactional_id,
             "session.timeout.ms": 10000,
-            **{k: v for k, v in client.items() if k != "bootstrap.servers"},  # the user's settings win
-        }
+        }, user_wins=True)
 
     def _producer_conf(self) -> dict:
-        conf = {**self.kcfg.client_conf(), "logger": client_logger(), "linger.ms": 5, "enable.idempotence": True}
+        conf = client_settings(self.kcfg, {"linger.ms": 5, "enable.idempotence": True})
         if self.kcfg.delivery == "exactly_once":
             conf["transactional.id"] = self.kcfg.transactional_id
         return conf
@@ -180,7 +176,7 @@ class Processor:
             # the producer first: its init_transactions fences a killed predecessor and aborts
             # its open transaction, whose pending offsets would keep the group's committed
             # offsets unreadable (UNSTABLE_OFFSET_COMMIT) for the lost-state check
-            guard = OutputGuard.start(self.cfg, self.clients.admin({**self.kcfg.client_conf(), "logger": client_logger()}))
+            guard = OutputGuard.start(self.cfg, self.clients.admin(client_settings(self.kcfg)))
             delivery = Delivery(consumer, lambda: self.clients.producer({**self._producer_conf(), **guard.producer_conf()}),
                                 engine.confirm_outputs, self._settled, self.kcfg.delivery == "exactly_once",
                                 self.watchdog.touch, guard)

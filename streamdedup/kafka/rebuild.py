@@ -21,6 +21,7 @@ from ..config import Config
 from ..decisions import DUPLICATE
 from ..engine import Deduplicator, Source
 from .batch import KafkaPipeline
+from .clientlog import client_settings
 from .lost_state import Gap, Since
 
 log = logging.getLogger("streamdedup.kafka")
@@ -56,9 +57,9 @@ def rebuild(cfg: Config, engine: Deduplicator, new_consumer: Callable[[dict], ob
     """Run the input records of ``gaps`` from ``since`` to the committed offsets through the engine."""
     t0 = time.perf_counter()
     kcfg = cfg.kafka
-    consumer = new_consumer({**kcfg.client_conf(), "group.id": f"{kcfg.group_id}.rebuild", "enable.auto.commit": False,
-                             "isolation.level": "read_committed", "enable.partition.eof": True,
-                             **{k: v for k, v in kcfg.client_conf().items() if k != "bootstrap.servers"}})
+    consumer = new_consumer(client_settings(kcfg, {"group.id": f"{kcfg.group_id}.rebuild", "enable.auto.commit": False,
+                                                   "isolation.level": "read_committed", "enable.partition.eof": True},
+                                            user_wins=True))
     summary = RebuildSummary()
     pipeline = KafkaPipeline(cfg, engine)
     ends = {(g.topic, g.partition): g.committed for g in gaps}

@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from ..config import KafkaConfig
 from ..errors import StreamdedupError
-from .clientlog import client_logger
+from .clientlog import client_settings
 
 log = logging.getLogger("streamdedup.kafka")
 
@@ -57,7 +57,7 @@ def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None 
     if new_admin is None:
         from confluent_kafka.admin import AdminClient as new_admin
     errors: list[KafkaError] = []
-    conf = {**kcfg.client_conf(), "logger": client_logger(), "error_cb": errors.append}
+    conf = client_settings(kcfg, {"error_cb": errors.append})
     try:
         admin = new_admin(conf)
     except KafkaException as exc:  # an unknown or invalid librdkafka property
