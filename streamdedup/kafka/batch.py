@@ -18,8 +18,12 @@ from ..config import Config
 from ..decisions import Decision
 from ..decode import Rejected
 from ..engine import Checkpoint, Deduplicator, Source
-from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
+from ..pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
 from ..pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, with_tags
+from .limits import headers_bytes
+
+UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
+DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
 
 
 @dataclass
@@ -28,10 +32,15 @@ class KafkaBatch:
 
     msgs: list
     prep: Prepared
-    sources: list[Source]  # per record
+    #: the batch's (topic, partition)s and, per record, the index of its own in that list
+    partitions: list[tuple[str, int]]
+    part_of: np.ndarray
+    record_offsets: np.ndarray  # per record
     offsets: dict[tuple[str, int], int]  # next offset per (topic, partition) once the batch is done
     replayed: dict[int, Decision | None]  # held record -> its stored decision
     started: float
+    #: per record, its output's size without our tags (``limits.record_bytes``); None without a guard
+    base_sizes: np.ndarray | None = None
 
 
 @dataclass
@@ -48,6 +57,10 @@ class OutBatch:
     checkpoint: Checkpoint
     #: the consumed records, one per output (their positions; what a dead letter carries)
     msgs: list = field(default_factory=list)
+    #: per output, its size as librdkafka counts it and its destination's index in
+    #: ``DESTINATIONS`` (None without a guard): the guard checks them all at once
+    sizes: np.ndarray | None = None
+    dests: np.ndarray | None = None
 
 
 def source_name(m) -> str:
@@ -74,48 +87,50 @@ class KafkaPipeline:
         before a restart or a rewind (then no decision is in flight): they are held back and
         re-emitted from ``replay``, the engine's unconfirmed decisions."""
         started = time.perf_counter()
-        positions = self.engine.resume_positions()
+        # one lookup per partition, not per record (hashing a Source per record cost ~1 us)
+        resume = {(s.topic, s.partition): o for s, o in self.engine.resume_positions().items()}
         n = len(msgs)
         values = [m.value() or b"" for m in msgs]
         data, scan = self.preparer.scan_values(values)
         now_ms = int(time.time() * 1000)
         times = np.empty(n, np.int64)
-        hold = np.zeros(n, np.bool_)
-        sources: list[Source] = []
-        offsets: dict[tuple[str, int], int] = {}
-        cache: dict[tuple[str, int], Source] = {}
+        offs = np.empty(n, np.int64)
+        part_of = np.empty(n, np.int32)
+        partitions: list[tuple[str, int]] = []
+        index: dict[tuple[str, int], int] = {}
         for k, m in enumerate(msgs):
             tp = (m.topic(), m.partition())
-            src = cache.get(tp)
-            if src is None:
-                src = cache[tp] = Source(*tp)
-            sources.append(src)
-            off = m.offset()
-            offsets[tp] = off + 1
+            i = index.get(tp)
+            if i is None:
+                i = index[tp] = len(partitions)
+                partitions.append(tp)
+            part_of[k] = i
+            offs[k] = m.offset()
             ts_type, ts = m.timestamp()
             times[k] = ts if ts_type else now_ms
-            hold[k] = off < positions.get(src, -1)
+        offsets = {tp: int(offs[np.flatnonzero(part_of == i)[-1]]) + 1 for tp, i in index.items()}
+        floor = np.array([resume.get(tp, -1) for tp in partitions], np.int64)
+        hold = offs < floor[part_of] if n else np.zeros(0, np.bool_)
         prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times, hold)
+        base = None
         if self.guard is not None:
-            self._screen(msgs, prep)
-        replayed = {k: replay.get((sources[k], msgs[k].offset())) for k in prep.held.tolist()}
-        return KafkaBatch(msgs, prep, sources, offsets, replayed, started)
+            base = self.guard.base_sizes(msgs, values)
+            self._screen(base, prep)
+        replayed = {k: replay.get((Source(*partitions[part_of[k]]), int(offs[k]))) for k in prep.held.tolist()}
+        return KafkaBatch(msgs, prep, partitions, part_of, offs, offsets, replayed, started, base)
 
-    def _screen(self, msgs: list, prep: Prepared) -> None:
+    def _screen(self, base: np.ndarray, prep: Prepared) -> None:
         """Records that could be produced neither as unique nor as duplicate become dead letters
         (stage ``output``) instead of documents or replays."""
-        screen = self.guard.screen
-        out: list[int] = []
-        for arr in (prep.docs, prep.held):
-            for k in arr.tolist():
-                m = msgs[k]
-                why = screen(m.key(), m.value(), m.headers())
-                if why is not None:
-                    prep.dead[k] = Rejected("output", why)
-                    out.append(k)
-        if out:
-            prep.docs = np.setdiff1d(prep.docs, out)
-            prep.held = np.setdiff1d(prep.held, out)
+        out = self.guard.screen(base)
+        if not len(out):
+            return
+        valid = set(prep.docs.tolist()) | set(prep.held.tolist())
+        out = [k for k in out.tolist() if k in valid]
+        for k in out:
+            prep.dead[k] = Rejected("output", self.guard.screen_reason(int(base[k])))
+        prep.docs = np.setdiff1d(prep.docs, out)
+        prep.held = np.setdiff1d(prep.held, out)
 
     def decide(self, batch: KafkaBatch) -> Checkpoint:
         """Decide thread: the engine on the batch (its kernels release the GIL); a batch without
@@ -125,23 +140,29 @@ class KafkaPipeline:
         docs = prep.docs
         ids, texts, times = prep.gather(docs) if len(docs) else ([], [], np.zeros(0, np.int64))
         engine = self.engine
-        sids = np.array([engine.source_id(batch.sources[k]) for k in docs.tolist()], dtype=np.int64)
-        offs = np.array([batch.msgs[k].offset() for k in docs.tolist()], dtype=np.int64)
-        return engine.run_batch(ids, texts, times, sids, offs, positions)
+        sid_of = np.array([engine.source_id(Source(*tp)) for tp in batch.partitions], dtype=np.int64)
+        sids = sid_of[batch.part_of[docs]] if len(docs) else np.zeros(0, np.int64)
+        return engine.run_batch(ids, texts, times, sids, batch.record_offsets[docs], positions)
 
     def route(self, batch: KafkaBatch, cp: Checkpoint) -> OutBatch:
         """Outputs of every record: key and value unchanged, the record's headers, then the tags."""
         routed = route(batch.prep, cp.decisions, batch.replayed, lambda k: source_name(batch.msgs[k]))
         outputs = []
         topics = self.topics
-        for m, dest, tags in zip(batch.msgs, routed.dest, routed.tags):
+        sized = batch.base_sizes is not None
+        tag_bytes = np.full(len(batch.msgs), UNIQUE_TAG_BYTES, np.int64) if sized else None
+        for k, (m, dest, tags) in enumerate(zip(batch.msgs, routed.dest, routed.tags)):
             if tags is None:
                 headers = UNIQUE_HEADERS
-            elif dest == DUPLICATE_DEST:
-                headers = duplicate_headers(tags)
             else:
-                headers = dead_letter_headers(tags)
+                headers = duplicate_headers(tags) if dest == DUPLICATE_DEST else dead_letter_headers(tags)
+                if sized:
+                    tag_bytes[k] = headers_bytes(headers)
             outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
         counts = routed.counts()
         counts["replayed"] = len(batch.prep.held)
-        return OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)
+        out = OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)
+        if sized:
+            out.sizes = batch.base_sizes + tag_bytes
+            out.dests = np.array([DEST_INDEX[d] for d in routed.dest], np.int8)
+        return out

@@ -71,7 +71,10 @@ def headers_bytes(headers: Iterable[tuple[str, bytes | str | None]] | None) -> i
     """Headers as librdkafka counts them: per header, name and value with their varint lengths."""
     total = 0
     for name, value in headers or ():
-        n, v = _len(name), _len(value)
+        # the usual case (ASCII str name, bytes value) without _len's calls: this runs for
+        # every header of every duplicate and dead letter
+        n = len(name) if type(name) is str and name.isascii() else _len(name)
+        v = len(value) if type(value) is bytes else _len(value)
         total += n + v + (1 if n < 64 else varint_bytes(n)) + (1 if v < 64 else varint_bytes(v))
     return total
 

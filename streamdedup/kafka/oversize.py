@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+import numpy as np
 from confluent_kafka import KafkaError
 
 from ..config import Config, KafkaConfig
@@ -46,7 +47,7 @@ from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST
 from ..pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
-from .batch import OutBatch, source_name
+from .batch import DEST_INDEX, OutBatch, source_name
 from .limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
                      record_bytes)
 
@@ -156,40 +157,48 @@ class OutputGuard:
                     ", ".join(f"{t} {lim.setting} ({lim.bytes:,})" for t, lim in self._limit.items()))
         return self.producer_conf() != before
 
-    def screen(self, key, value, headers) -> str | None:
-        """Why a consumed record cannot be produced as unique nor as duplicate; None if it can."""
-        if headers is None and type(key) is bytes and type(value) is bytes:
-            base = RECORD_OVERHEAD + len(key) + len(value)
-        else:
-            base = record_bytes(key, value, passthrough_headers(headers))
-        unique, duplicate = base + self._unique_tags, base + self._duplicate_tags
+    def base_sizes(self, msgs: list, values: list[bytes]) -> np.ndarray:
+        """Per consumed record, its output's size before our tags (``record_bytes`` with the
+        record's own headers): counted once, for the screen and for the check before produce."""
+        n = len(msgs)
+        sizes = np.fromiter(map(len, values), np.int64, n)
+        sizes += RECORD_OVERHEAD
+        for k, m in enumerate(msgs):
+            key, headers = m.key(), m.headers()
+            if key:
+                sizes[k] += len(key)
+            if headers:
+                sizes[k] += headers_bytes(passthrough_headers(headers))
+        return sizes
+
+    def screen(self, base: np.ndarray) -> np.ndarray:
+        """Indices of the records (``base``: :meth:`base_sizes`) that can be produced neither as
+        unique nor as duplicate."""
         room = self._room
-        if unique <= room[self.unique_topic] or duplicate <= room[self.duplicates_topic]:
-            return None
+        return np.flatnonzero((base + self._unique_tags > room[self.unique_topic])
+                              & (base + self._duplicate_tags > room[self.duplicates_topic]))
+
+    def screen_reason(self, base: int) -> str:
+        unique = base + self._unique_tags
         return f"output to topic {self.unique_topic} would be {self._limit[self.unique_topic].describe(unique)}"
 
     def check(self, batch: OutBatch) -> int:
         """Re-route every output of ``batch`` that cannot be produced; returns how many."""
-        room, refusals, msgs = self._room, self.refusals, batch.msgs
-        producer = self.limits.producer
-        unique_headers, unique_size = UNIQUE_HEADERS, RECORD_OVERHEAD + self._unique_tags
+        refusals, msgs = self.refusals, batch.msgs
         moved = 0
-        for k, (topic, key, value, headers) in enumerate(batch.outputs):
-            if refusals:
+        if refusals:
+            for k in range(len(batch.outputs)):
                 r = refusals.get(position(msgs[k]))
                 if r is not None:
                     self._after_refusal(batch, k, r)
                     moved += 1
-                    continue
-            # record_bytes, inlined (about half the cost per record): most outputs are unique
-            # records without headers of their own, sharing one header list
-            if headers is unique_headers and type(key) is bytes and type(value) is bytes:
-                size = unique_size + len(key) + len(value)
-            else:
-                size = record_bytes(key, value, headers)
-            if size > room.get(topic, producer):
-                self._too_large(batch, k, size)
-                moved += 1
+        if batch.sizes is None:
+            batch.sizes = np.array([record_bytes(key, value, headers) for _, key, value, headers in batch.outputs], np.int64)
+            batch.dests = np.array([DEST_INDEX[self.dest_of.get(t, DEAD_LETTER_DEST)] for t, _, _, _ in batch.outputs], np.int8)
+        room = np.array([self._room[t] for t in (self.unique_topic, self.duplicates_topic, self.dead_topic)], np.int64)
+        for k in np.flatnonzero(batch.sizes > room[batch.dests]).tolist():
+            self._too_large(batch, k, int(batch.sizes[k]))
+            moved += 1
         return moved
 
     def _check_one(self, batch: OutBatch, k: int) -> None:
@@ -320,6 +329,9 @@ class OutputGuard:
                 if t is not None and t.relation:
                     batch.relations[t.relation] -= 1
         batch.outputs[k] = out
+        if batch.sizes is not None:  # keep check()'s view exact: the dead letter as it is now
+            batch.sizes[k] = record_bytes(out[1], out[2], out[3])
+            batch.dests[k] = DEST_INDEX[DEAD_LETTER_DEST]
         log.warning("%s: %s", source_name(batch.msgs[k]), parse_headers(out[3]).reason)  # type: ignore[union-attr]
 
 
