@@ -85,3 +85,24 @@ def test_revoked_partitions_are_forgotten():
     assert p.drop("p0") == 1 and p.waiting() == 0
     with pytest.raises(KeyError):
         p.add("p0", 11, "r")
+
+
+def test_resent_positions_get_their_first_decision():
+    from streamdedup.kafka.staged.recent import RecentPositions
+
+    r = RecentPositions(per_partition=100)
+    first = r.sort_out(["a", "a", "b"], [0, 1, 0])
+    assert first.fresh == [0, 1, 2] and not first.before and not first.in_batch
+    r.remember(["a", "a", "b"], [0, 1, 0], [10, -1, 11])
+    # a restarted worker re-sends a:1 and b:0; a zombie's a:2 arrives twice in one batch
+    again = r.sort_out(["a", "b", "a", "a", "b"], [1, 0, 2, 2, 1])
+    assert again.before == {0: -1, 1: 11} and again.in_batch == {3: 2} and again.fresh == [2, 4]
+
+
+def test_recent_positions_are_bounded():
+    from streamdedup.kafka.staged.recent import RecentPositions
+
+    r = RecentPositions(per_partition=50)
+    r.remember(["a"] * 200, range(200), range(200))
+    assert len(r) <= 50 and r.forgotten >= 150
+    assert r.sort_out(["a", "a"], [199, 0]).fresh == [1]  # the newest kept, the oldest forgotten

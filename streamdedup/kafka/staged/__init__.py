@@ -1,7 +1,8 @@
 """The staged topology (issue 13): parallel fingerprint workers, one sequenced decider, routers.
 
 Status: being built. This docstring is the design; built so far: ``decision_record`` (what
-the decider sends a worker) and ``pending`` (a worker's records waiting for decisions).
+the decider sends a worker), ``pending`` (a worker's records waiting for decisions) and
+``recent`` (the decider's memory of decided input positions).
 
 Why: the per-record work that parallelises (decode, canonicalise, fingerprint: ~7.5 us for a
 1 KB story, ~650 us for a 50 KB page) outgrows one process long before the index does; the
