@@ -236,6 +236,17 @@ class StateConfig(_Frozen):
     sync: bool = True
 
 
+class StagedConfig(_Frozen):
+    """The staged topology (``streamdedup run --topology staged``): workers and one decider."""
+
+    #: one partition: its order defines "first seen"
+    fingerprints_topic: str = "news.fingerprints"
+    #: at least as many partitions as the input topics have together
+    decisions_topic: str = "news.decisions"
+    #: a re-sent fingerprint older than this many decisions per input partition is decided again
+    recent_positions: int = Field(200_000, ge=1_000)
+
+
 class KafkaConfig(_Frozen):
     """The Kafka processor (``streamdedup run`` without ``--input``)."""
 
@@ -264,6 +275,7 @@ class KafkaConfig(_Frozen):
     startup_timeout_s: float = Field(30.0, gt=0.0)
     #: create missing input and output topics at start-up instead of failing
     create_topics: bool = False
+    staged: StagedConfig = StagedConfig()
     #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); secret values are SecretStr
     librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(default_factory=dict)
 

@@ -110,11 +110,13 @@ def topics() -> None:
 @topics.command("create")
 @config_option
 @click.option("--bootstrap-servers", default=None)
-def topics_create(config_path: str | None, bootstrap_servers: str | None) -> None:
+@click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
+              help="staged: also the fingerprints (1 partition) and decisions (one partition per input partition) topics.")
+def topics_create(config_path: str | None, bootstrap_servers: str | None, topology: str) -> None:
     """Create the input, unique, duplicates and dead-letter topics named in the config."""
     from ..kafka.admin import create_topics
 
     cfg = get_config(config_path)
     kcfg = cfg.kafka if not bootstrap_servers else cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
-    for topic, outcome in create_topics(kcfg).items():
+    for topic, outcome in create_topics(kcfg, staged=topology == "staged").items():
         click.echo(f"{topic}: {outcome}")

@@ -8,11 +8,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ..config import KafkaConfig
 
 
-def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None) -> dict[str, str]:
+def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None,
+                  staged: bool = False) -> dict[str, str]:
     """Create input and output topics; existing ones are left alone. Returns topic -> outcome.
 
     ``timeout`` (seconds) defaults to ``kafka.startup_timeout_s``; ``admin`` is a client to
-    reuse (the start-up checks have one).
+    reuse (the start-up checks have one). ``staged`` adds the staged topology's topics: the
+    fingerprints topic with one partition, the decisions topic with one partition per input
+    partition (as the input topics are once created).
     """
     if timeout is None:
         timeout = cfg.startup_timeout_s
@@ -21,7 +24,17 @@ def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminCl
 
         admin = AdminClient(client_settings(cfg))
     names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]))
-    futures = admin.create_topics([NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], request_timeout=timeout)
+    out = _create(admin, [NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], timeout)
+    if staged:
+        meta = admin.list_topics(timeout=timeout)
+        inputs = sum(len(meta.topics[t].partitions) for t in cfg.input_topics)
+        out.update(_create(admin, [NewTopic(cfg.staged.fingerprints_topic, 1, cfg.replication_factor),
+                                   NewTopic(cfg.staged.decisions_topic, inputs, cfg.replication_factor)], timeout))
+    return out
+
+
+def _create(admin: AdminClient, topics: list, timeout: float) -> dict[str, str]:
+    futures = admin.create_topics(topics, request_timeout=timeout)
     out = {}
     for topic, fut in futures.items():
         try:

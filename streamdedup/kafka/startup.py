@@ -38,17 +38,22 @@ class Cluster:
     partitions: dict[str, int]
 
 
-def topic_settings(kcfg: KafkaConfig) -> dict[str, str]:
-    """Each topic the processor uses -> the setting that names it (an input topic may also be an output: first wins)."""
+def topic_settings(kcfg: KafkaConfig, staged: bool = False) -> dict[str, str]:
+    """Each topic the processor uses -> the setting that names it (an input topic may also be an output: first wins).
+    ``staged`` adds the staged topology's fingerprints and decisions topics."""
     out = {t: "kafka.input_topics" for t in kcfg.input_topics}
-    for topic, setting in ((kcfg.unique_topic, "kafka.unique_topic"), (kcfg.duplicates_topic, "kafka.duplicates_topic"),
-                           (kcfg.dead_letter_topic, "kafka.dead_letter_topic")):
+    named = [(kcfg.unique_topic, "kafka.unique_topic"), (kcfg.duplicates_topic, "kafka.duplicates_topic"),
+             (kcfg.dead_letter_topic, "kafka.dead_letter_topic")]
+    if staged:
+        named += [(kcfg.staged.fingerprints_topic, "kafka.staged.fingerprints_topic"),
+                  (kcfg.staged.decisions_topic, "kafka.staged.decisions_topic")]
+    for topic, setting in named:
         out.setdefault(topic, setting)
     return out
 
 
 def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None = None,
-                  clock: Callable[[], float] = time.monotonic) -> Cluster:
+                  clock: Callable[[], float] = time.monotonic, staged: bool = False) -> Cluster:
     """Run the checks; raise :class:`StartupError` naming the problem and the setting.
 
     ``new_admin`` makes the admin client from a librdkafka config (default confluent-kafka's
@@ -63,18 +68,19 @@ def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None 
     except KafkaException as exc:  # an unknown or invalid librdkafka property
         raise StartupError(f"kafka.librdkafka: {exc.args[0].str()}") from None
     metadata = _metadata(admin, kcfg, errors, clock)
-    missing = _missing(metadata, kcfg)
+    missing = _missing(metadata, kcfg, staged)
     if missing and kcfg.create_topics:
         from .admin import create_topics
 
-        for topic, outcome in create_topics(kcfg, admin=admin).items():
+        for topic, outcome in create_topics(kcfg, admin=admin, staged=staged).items():
             if outcome == "created":
-                log.warning("created topic %s (%s was missing; kafka.create_topics is on)", topic, topic_settings(kcfg)[topic])
+                log.warning("created topic %s (%s was missing; kafka.create_topics is on)", topic,
+                            topic_settings(kcfg, staged)[topic])
         metadata = _metadata(admin, kcfg, errors, clock)
-        missing = _missing(metadata, kcfg)
+        missing = _missing(metadata, kcfg, staged)
     if missing:
-        raise StartupError(_missing_message(missing, metadata, kcfg))
-    return Cluster({t: len(metadata.topics[t].partitions) for t in topic_settings(kcfg)})
+        raise StartupError(_missing_message(missing, metadata, kcfg, staged))
+    return Cluster({t: len(metadata.topics[t].partitions) for t in topic_settings(kcfg, staged)})
 
 
 def _metadata(admin, kcfg: KafkaConfig, errors: list, clock: Callable[[], float]):
@@ -102,10 +108,10 @@ def _metadata(admin, kcfg: KafkaConfig, errors: list, clock: Callable[[], float]
                                f"(kafka.bootstrap_servers; the wait is kafka.startup_timeout_s){why}")
 
 
-def _missing(metadata, kcfg: KafkaConfig) -> dict[str, str]:
+def _missing(metadata, kcfg: KafkaConfig, staged: bool) -> dict[str, str]:
     """Topic -> why it cannot be used (absent, or the broker's error for it)."""
     out = {}
-    for topic in topic_settings(kcfg):
+    for topic in topic_settings(kcfg, staged):
         tm = metadata.topics.get(topic)
         if tm is None or (tm.error is not None and tm.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
             out[topic] = "does not exist"
@@ -114,8 +120,8 @@ def _missing(metadata, kcfg: KafkaConfig) -> dict[str, str]:
     return out
 
 
-def _missing_message(missing: dict[str, str], metadata, kcfg: KafkaConfig) -> str:
-    settings = topic_settings(kcfg)
+def _missing_message(missing: dict[str, str], metadata, kcfg: KafkaConfig, staged: bool) -> str:
+    settings = topic_settings(kcfg, staged)
     existing = [t for t in metadata.topics if not t.startswith("__")]
     parts = []
     for topic, why in missing.items():
@@ -123,6 +129,7 @@ def _missing_message(missing: dict[str, str], metadata, kcfg: KafkaConfig) -> st
         hint = f", did you mean {close[0]!r}?" if close and why == "does not exist" else ""
         parts.append(f"topic {topic!r} ({settings[topic]}) {why}{hint}")
     absent = any(why == "does not exist" for why in missing.values())
-    advice = ("; create the missing topics (streamdedup topics create) or set kafka.create_topics: true" if absent and not kcfg.create_topics
+    create = "streamdedup topics create --topology staged" if staged else "streamdedup topics create"
+    advice = (f"; create the missing topics ({create}) or set kafka.create_topics: true" if absent and not kcfg.create_topics
               else "")
     return f"on {kcfg.bootstrap_servers}: " + "; ".join(parts) + advice

@@ -106,3 +106,18 @@ def test_recent_positions_are_bounded():
     r.remember(["a"] * 200, range(200), range(200))
     assert len(r) <= 50 and r.forgotten >= 150
     assert r.sort_out(["a", "a"], [199, 0]).fresh == [1]  # the newest kept, the oldest forgotten
+
+
+def test_partition_map_and_staged_topic_checks():
+    from streamdedup.config import KafkaConfig
+    from streamdedup.kafka.staged.topics import check_staged_topics
+    from streamdedup.kafka.startup import StartupError
+
+    k = KafkaConfig(input_topics=("a", "b"))
+    ok = {"a": 2, "b": 3, "news.fingerprints": 1, "news.decisions": 5}
+    assert check_staged_topics(k, ok) == {("a", 0): 0, ("a", 1): 1, ("b", 0): 2, ("b", 1): 3, ("b", 2): 4}
+    for broken, words in (({**ok, "news.fingerprints": 3}, "kafka.staged.fingerprints_topic"),
+                          ({**ok, "news.decisions": 4}, "kafka.staged.decisions_topic"),
+                          ({k2: v for k2, v in ok.items() if k2 != "news.decisions"}, "does not exist")):
+        with pytest.raises(StartupError, match=words):
+            check_staged_topics(k, broken)
