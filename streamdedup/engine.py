@@ -34,13 +34,16 @@ from .config import Config
 from .decisions import BatchDecisions, Decision
 from .engine_state import Checkpoint, Source, StateMeta, restore
 from .errors import StreamdedupError
-from .fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter, PreparedTexts
+from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
 from .ids import Ids, sparse_utf8, utf8_ids
 from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
 
 HOUR_MS = 3_600_000
+#: receives a batch's decisions before its state commit; may return an action the store runs
+#: right before it applies the batch (see :meth:`Deduplicator.process`)
+BeforeCommit = Callable[[BatchDecisions], Callable[[], None] | None]
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ class Deduplicator:
         self,
         docs: Sequence[Document],
         positions: dict | None = None,
-        before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
+        before_commit: BeforeCommit | None = None,
     ) -> BatchDecisions:
         """Decide a micro-batch in order and commit it (with ``positions``) atomically.
 
@@ -178,7 +181,7 @@ class Deduplicator:
         sources: np.ndarray,
         offsets: np.ndarray,
         positions: dict[Source, int] | None = None,
-        before_commit: Callable[[BatchDecisions], Callable[[], None] | None] | None = None,
+        before_commit: BeforeCommit | None = None,
     ) -> Checkpoint:
         """Decide a micro-batch given as columns (what file mode and Kafka hold anyway) and
         submit its state commit with ``positions`` (next offset per source it covers).
@@ -187,18 +190,49 @@ class Deduplicator:
         ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.fingerprint.PreparedTexts`
         (both made without a Python object per document by the JSON fast path).
         """
-        n = len(ids)
-        meta = self.meta
-        if n == 0:
-            out = BatchDecisions.empty(self.cfg.verify)
-            action = before_commit(out) if before_commit else None
-            commit = None
-            if positions or action:
-                self._advance(positions or {})
-                commit = self.store.commit(StateBatch(meta=meta.dumps(), before=action))
-            return Checkpoint(out, dict(positions or {}), None, commit)
-        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
+        if len(ids) == 0:
+            return self._run_empty(positions, before_commit)
         batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
+        return self.run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
+
+    def _run_empty(self, positions: dict[Source, int] | None,
+                   before_commit: BeforeCommit | None) -> Checkpoint:
+        """A batch without documents: its positions (and the caller's action) are still committed."""
+        out = BatchDecisions.empty(self.cfg.verify)
+        action = before_commit(out) if before_commit else None
+        commit = None
+        if positions or action:
+            self._advance(positions or {})
+            commit = self.store.commit(StateBatch(meta=self.meta.dumps(), before=action))
+        return Checkpoint(out, dict(positions or {}), None, commit)
+
+    def run_fingerprinted(
+        self,
+        ids: Sequence[str],
+        batch: FingerprintBatch,
+        times: np.ndarray,
+        sources: np.ndarray,
+        offsets: np.ndarray,
+        positions: dict[Source, int] | None = None,
+        before_commit: BeforeCommit | None = None,
+    ) -> Checkpoint:
+        """The decide half of :meth:`run_batch`: a micro-batch whose fingerprints were made
+        elsewhere (a fingerprint worker; ``pipeline.fingerprints`` decodes its records).
+
+        ``batch`` row i is document ``ids[i]``. The engine reads its digests, the low 32 bits
+        of its band and lead keys, the low ``minhash.storage_bits`` of its MinHash slots, the
+        fine signatures, shingle counts, lengths and empty flags; nothing else.
+
+        Raises:
+            IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
+        """
+        self.fp.params.require_same(batch.params)
+        n = len(ids)
+        self._check_shapes(n, batch)
+        if n == 0:
+            return self._run_empty(positions, before_commit)
+        meta = self.meta
+        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         first_seq = meta.next_seq
         self.arena.reserve(int(batch.fine_len[~batch.empty].sum()), self.index.slot_seq, self.index.slot_time, meta.seq_lo,
@@ -245,6 +279,15 @@ class Deduplicator:
                                               meta=meta.dumps(), before=action))
         self._committed_lo = new_lo
         return Checkpoint(decisions, dict(positions or {}), meta.next_seq, commit)
+
+    def _check_shapes(self, n: int, batch: FingerprintBatch) -> None:
+        """The kernels trust their input: a batch assembled by hand is checked here."""
+        if len(batch) != n or batch.digest_words.shape != (n, 2) or batch.minhash.shape[1] != self.num_perm \
+                or batch.band_keys.shape[1] + batch.lead_keys.shape[1] != self.index_bands \
+                or not (n == batch.lengths.shape[0] == batch.n_shingles.shape[0] == batch.empty.shape[0]
+                        == batch.fine_start.shape[0] == batch.fine_len.shape[0]):
+            raise ValueError(f"a fingerprint batch of {len(batch)} rows for {n} ids does not have this engine's shapes "
+                             f"({self.num_perm} MinHash slots, {self.index_bands} band keys per row)")
 
     def _advance(self, positions: dict[Source, int]) -> None:
         """Input positions only move forward. After a crash the state can be a few batches ahead

@@ -23,6 +23,17 @@ class IncompatibleFingerprintError(StreamdedupError, ValueError):
     """Two fingerprints were built with different parameters and cannot be compared."""
 
 
+class FingerprintRecordError(StreamdedupError, ValueError):
+    """A fingerprint record (``pipeline.fingerprints``) is truncated, garbled or of an unknown version.
+
+    ``index`` is its position in the decoded list.
+    """
+
+    def __init__(self, message: str, index: int = -1):
+        super().__init__(message)
+        self.index = index
+
+
 class StateError(StreamdedupError):
     """The state store cannot be opened or written."""
 

@@ -51,13 +51,48 @@ class FingerprintParams:
         h = hashlib.blake2b(f"{self.format_version}|{self.settings}|{self.bands}x{self.rows}".encode(), digest_size=4)
         return int.from_bytes(h.digest(), "little")
 
+    def differences(self, other: "FingerprintParams") -> list[str]:
+        """What differs between two params, as ``setting: this vs other`` (settings by dotted path).
+
+        >>> from streamdedup import Fingerprinter, load_config
+        >>> a = Fingerprinter(load_config().fingerprint).params
+        >>> b = Fingerprinter(load_config(environ={"STREAMDEDUP_FINGERPRINT__SHINGLE__SIZE": "4"}).fingerprint).params
+        >>> a.differences(b)
+        ['fingerprint.shingle.size: 5 vs 4']
+        """
+        out = []
+        if self.format_version != other.format_version:
+            out.append(f"format version: {self.format_version} vs {other.format_version}")
+        if (self.bands, self.rows) != (other.bands, other.rows):
+            out.append(f"LSH bands x rows: {self.bands}x{self.rows} vs {other.bands}x{other.rows}")
+        # the settings are the fingerprint section of the config: name them as the config does
+        mine = _flat(json.loads(self.settings), "fingerprint.")
+        theirs = _flat(json.loads(other.settings), "fingerprint.")
+        for name in sorted(mine.keys() | theirs.keys()):
+            if mine.get(name) != theirs.get(name):
+                out.append(f"{name}: {mine.get(name, '(unset)')} vs {theirs.get(name, '(unset)')}")
+        return out
+
     def require_same(self, other: "FingerprintParams") -> None:
-        if self != other:
-            raise IncompatibleFingerprintError(
-                "fingerprints were built with different parameters "
-                f"(format {self.format_version} vs {other.format_version}, key {self.key:08x} vs {other.key:08x}); "
-                "rebuild the state with one configuration"
-            )
+        """Raise :class:`IncompatibleFingerprintError` naming what differs, unless ``other`` equals these."""
+        if self is other or self == other:
+            return
+        raise IncompatibleFingerprintError(
+            "fingerprints were built with different parameters "
+            f"(key {self.key:08x} vs {other.key:08x}: {'; '.join(self.differences(other))}); "
+            "rebuild the state with one configuration"
+        )
+
+
+def _flat(tree: dict, prefix: str = "") -> dict[str, object]:
+    """A nested settings dict as ``{"a.b.c": value}``."""
+    out: dict[str, object] = {}
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
 
 
 @dataclass
