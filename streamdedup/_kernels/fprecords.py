@@ -1,0 +1,262 @@
+"""Fingerprint records, written and read in bulk (layout: ``streamdedup/pipeline/fingerprints.py``).
+
+``encode_batch`` writes the fingerprint records of a batch into one buffer; ``decode_batch``
+checks and parses a list of records (joined into one buffer) into the engine's columns. The
+pure-Python encoder and decoder in ``tests/unit/test_fingerprint_records.py`` are their
+reference. The decoder reads untrusted bytes: every read is bounds-checked against the
+record's end, and a record that is short, long, of another version or key, or whose fields
+are out of range stops the pass with a status code (the wrapper names it), so a garbled
+record never reads outside the buffer or reaches the engine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
+
+CODEC_VERSION = 1
+KIND_FINGERPRINT = 0
+KIND_DEAD = 1
+KIND_PARAMS = 2
+#: version, kind, params key
+HEAD = 6
+_VARINT_MAX = 10
+F_EMPTY = 1
+
+# decode_batch statuses (the wrapper turns them into messages)
+OK = 0
+TRUNCATED = 1
+BAD_VERSION = 2
+BAD_KIND = 3
+BAD_KEY = 4
+BAD_FIELD = 5
+TRAILING = 6
+
+
+@njit(cache=True, inline="always")
+def _put_bytes(buf, q, src, start, n):
+    for t in range(n):
+        buf[q + t] = src[start + t]
+    return q + n
+
+
+@njit(cache=True, nogil=True)
+def encode_batch(key, bits, empty, digests, minhash, keys, lengths, n_shingles, times, fine_buf, fine_start, fine_len,
+                 ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets):
+    """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
+    ``buffer[offsets[i]:offsets[i + 1]]``.
+
+    ``keys`` are the low 32 bits of the band keys (main, then lead); document i came from
+    source ``source_index[i]``, whose topic is ``topics_buf[topics_off[s]:topics_off[s + 1]]``
+    and partition ``partitions[s]``, at ``offsets[i]``.
+    """
+    n = empty.shape[0]
+    k = minhash.shape[1]
+    bands = keys.shape[1]
+    fixed = HEAD + 1 + 16 + 7 * _VARINT_MAX + k * bits // 8 + 4 * bands
+    bound = 0
+    for i in range(n):
+        s = source_index[i]
+        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i]
+    buf = np.empty(bound, dtype=np.uint8)
+    out_off = np.zeros(n + 1, dtype=np.int64)
+    q = 0
+    for i in range(n):
+        buf[q] = CODEC_VERSION
+        buf[q + 1] = KIND_FINGERPRINT
+        _put_uint(buf, q + 2, key, 4)
+        q += HEAD
+        s = source_index[i]
+        q = _put_varint(buf, q, topics_off[s + 1] - topics_off[s])
+        q = _put_bytes(buf, q, topics_buf, topics_off[s], topics_off[s + 1] - topics_off[s])
+        q = _put_varint(buf, q, partitions[s])
+        q = _put_signed(buf, q, offsets[i])
+        buf[q] = F_EMPTY if empty[i] else 0
+        _put_uint(buf, q + 1, digests[i, 0], 8)
+        _put_uint(buf, q + 9, digests[i, 1], 8)
+        q += 17
+        q = _put_varint(buf, q, ids_off[i + 1] - ids_off[i])
+        q = _put_bytes(buf, q, ids_buf, ids_off[i], ids_off[i + 1] - ids_off[i])
+        q = _put_signed(buf, q, times[i])
+        q = _put_varint(buf, q, lengths[i])
+        q = _put_varint(buf, q, n_shingles[i])
+        q = _put_varint(buf, q, fine_len[i])
+        if not empty[i]:
+            q = _pack_minhash(buf, q, minhash[i], bits)
+            for b in range(bands):
+                _put_uint(buf, q, keys[i, b], 4)
+                q += 4
+        q = _put_bytes(buf, q, fine_buf, fine_start[i], fine_len[i])
+        out_off[i + 1] = q
+    return buf[:q], out_off
+
+
+@njit(cache=True, inline="always")
+def _varint(buf, pos, end):
+    """LEB128 inside ``buf[pos:end]``: (value, next position), next position -1 when it runs
+    past ``end`` or over 10 bytes."""
+    v = np.uint64(0)
+    shift = 0
+    while pos < end and shift < 64:
+        c = buf[pos]
+        pos += 1
+        v |= np.uint64(c & 0x7F) << np.uint64(shift)
+        if c < 0x80:
+            return v, pos
+        shift += 7
+    return v, np.int64(-1)
+
+
+@njit(cache=True, inline="always")
+def _signed(buf, pos, end):
+    u, pos = _varint(buf, pos, end)
+    return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), pos
+
+
+@njit(cache=True, inline="always")
+def _topic_id(buf, start, length, t_start, t_len, n_topics):
+    """The id of the topic at ``buf[start:][:length]`` among the ``n_topics`` seen so far
+    (spans in ``t_start``/``t_len``); -1 for a new one. A batch names one or a few topics,
+    and the last one seen is tried first."""
+    for m in range(n_topics - 1, -1, -1):
+        if t_len[m] != length:
+            continue
+        same = True
+        for t in range(length):
+            if buf[t_start[m] + t] != buf[start + t]:
+                same = False
+                break
+        if same:
+            return m
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def decode_sources(buf, off, key, kind, topic_id, t_start, t_len, partition, offset, rest, info):
+    """Pass 1 over records ``buf[off[i]:off[i + 1]]``: head, key and source position of each.
+
+    Writes per record its ``kind``, ``topic_id`` (into the distinct topics ``t_start``/``t_len``),
+    ``partition``, ``offset`` and where its kind's fields start (``rest``). Returns the status
+    (``OK`` or the first problem) with ``info = [record index, distinct topics, its key]``.
+    """
+    n_topics = 0
+    for i in range(off.shape[0] - 1):
+        p = off[i]
+        end = off[i + 1]
+        info[0] = i
+        if end - p < HEAD:
+            return TRUNCATED
+        if buf[p] != CODEC_VERSION:
+            return BAD_VERSION
+        kind[i] = buf[p + 1]
+        if kind[i] > KIND_PARAMS:
+            return BAD_KIND
+        rest[i] = p + HEAD
+        topic_id[i] = -1
+        if kind[i] == KIND_PARAMS:
+            continue  # the wrapper reads it
+        info[2] = np.int64(_get_uint(buf, p + 2, 4))
+        if info[2] != key:
+            return BAD_KEY
+        tl, q = _varint(buf, p + HEAD, end)
+        if q < 0 or tl > np.uint64(end - q):
+            return TRUNCATED
+        m = _topic_id(buf, q, np.int64(tl), t_start, t_len, n_topics)
+        if m < 0:
+            m = n_topics
+            t_start[m] = q
+            t_len[m] = np.int64(tl)
+            n_topics += 1
+        topic_id[i] = m
+        part, q = _varint(buf, q + np.int64(tl), end)
+        if q < 0:
+            return TRUNCATED
+        if part >= np.uint64(2**31):
+            return BAD_FIELD
+        partition[i] = np.int64(part)
+        o, q = _signed(buf, q, end)
+        if q < 0:
+            return TRUNCATED
+        offset[i] = o
+        rest[i] = q
+    info[1] = n_topics
+    return OK
+
+
+@njit(cache=True, nogil=True)
+def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
+    """Pass 2: the fields of the fingerprint records (``kind`` 0), in order, into ``docs``
+    (a tuple of output arrays, see ``pipeline.fingerprints``), their record indices into ``doc``.
+
+    Returns ``(status, record index, documents)``.
+    """
+    empty, digests, times, lengths, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off = docs
+    k = minhash.shape[1]
+    main = band_keys.shape[1]
+    bands = main + lead_keys.shape[1]
+    packed = k * bits // 8 + 4 * bands
+    j = 0
+    for i in range(kind.shape[0]):
+        if kind[i] != KIND_FINGERPRINT:
+            continue
+        end = off[i + 1]
+        q = rest[i]
+        if end - q < 17:
+            return TRUNCATED, i, j
+        flags = buf[q]
+        if flags > F_EMPTY:
+            return BAD_FIELD, i, j
+        empty[j] = flags == F_EMPTY
+        digests[j, 0] = _get_uint(buf, q + 1, 8)
+        digests[j, 1] = _get_uint(buf, q + 9, 8)
+        id_len, q = _varint(buf, q + 17, end)
+        if q < 0 or id_len > np.uint64(end - q):
+            return TRUNCATED, i, j
+        if id_len > np.uint64(max_id):
+            return BAD_FIELD, i, j
+        ids_off[j + 1] = ids_off[j] + np.int64(id_len)
+        _put_bytes(ids_buf, ids_off[j], buf, q, np.int64(id_len))
+        t, q = _signed(buf, q + np.int64(id_len), end)
+        if q < 0:
+            return TRUNCATED, i, j
+        times[j] = t
+        length, q = _varint(buf, q, end)
+        if q < 0:
+            return TRUNCATED, i, j
+        n_sh, q = _varint(buf, q, end)
+        if q < 0:
+            return TRUNCATED, i, j
+        n_sig, q = _varint(buf, q, end)
+        if q < 0:
+            return TRUNCATED, i, j
+        # an empty text has no shingles and only it: anything else is a garbled record
+        if n_sig > np.uint64(max_sig) or length >= np.uint64(2**62) or (n_sh == 0) != empty[j]:
+            return BAD_FIELD, i, j
+        lengths[j] = np.int64(length)
+        n_shingles[j] = np.int64(n_sh)
+        body = np.int64(n_sig) + (0 if empty[j] else packed)
+        if end - q < body:
+            return TRUNCATED, i, j
+        if end - q > body:
+            return TRAILING, i, j
+        if empty[j]:
+            minhash[j, :] = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
+            band_keys[j, :] = 0
+            lead_keys[j, :] = 0
+        else:
+            _unpack_minhash(buf, q, bits, minhash[j])
+            q += k * bits // 8
+            for b in range(bands):
+                v = _get_uint(buf, q + 4 * b, 4)
+                if b < main:
+                    band_keys[j, b] = v
+                else:
+                    lead_keys[j, b - main] = v
+            q += 4 * bands
+        sig_start[j] = q
+        sig_len[j] = np.int64(n_sig)
+        doc[j] = i
+        j += 1
+    return OK, -1, j
