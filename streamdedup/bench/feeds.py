@@ -61,3 +61,31 @@ def mixed_records(n: int, duplicate_share: float = 0.2, seed: int = 1) -> list[t
             rec = {"id": rid, "title": title, "text": body}
         out.append((rid.encode(), orjson.dumps(rec)))
     return out
+
+
+def long_records(n: int, min_bytes: int = 20_000, max_bytes: int = 50_000, duplicate_share: float = 0.2,
+                 seed: int = 1) -> list[tuple[bytes, bytes]]:
+    """``n`` records of web-page size (``min_bytes..max_bytes`` of text): Reuters stories
+    concatenated; ``duplicate_share`` of them re-send an earlier page with one ~500-character
+    block replaced (a changed teaser or footer), so the decisions are not all unique."""
+    rng = random.Random(seed)
+    bodies = [s.body for s in load_reuters() if len(s.body) > 300]
+    out: list[tuple[bytes, bytes]] = []
+    made: list[str] = []
+    while len(out) < n:
+        rid = f"l{len(out)}"
+        if made and rng.random() < duplicate_share:
+            page = rng.choice(made[-500:])
+            at = rng.randrange(max(1, len(page) - 500))
+            text = page[:at] + rng.choice(bodies)[:500] + page[at + 500:]
+        else:
+            target = rng.randint(min_bytes, max_bytes)
+            parts: list[str] = []
+            size = 0
+            while size < target:
+                parts.append(rng.choice(bodies))
+                size += len(parts[-1]) + 2
+            text = "\n\n".join(parts)[:max_bytes]
+            made.append(text)
+        out.append((rid.encode(), orjson.dumps({"id": rid, "title": "", "text": text})))
+    return out

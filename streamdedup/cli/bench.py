@@ -172,6 +172,37 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
                       f"disk {ix['disk_bytes_per_doc']:.0f} B/doc")
 
 
+@bench.command("decider")
+@config_option
+@click.option("--documents", type=click.IntRange(1000, 10_000_000), default=200_000, show_default=True,
+              help="Reuters-derived records (news stories, 20% resends and variants)")
+@click.option("--long-documents", type=click.IntRange(0, 1_000_000), default=2000, show_default=True,
+              help="20-50 KB pages (0 skips them)")
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def bench_decider(config_path: str | None, documents: int, long_documents: int, rounds: int, as_json: bool) -> None:
+    """The staged topology's decider on pre-computed fingerprint records (its ceiling), and the
+    per-record cost of the fingerprint workers."""
+    from ..bench.decider import run as run_decider
+
+    res = run_decider(get_config(config_path), documents, long_documents, rounds)
+    if as_json:
+        click.echo(json.dumps(res, indent=2))
+        return
+    console = make_console()
+    for name, label in (("reuters", "Reuters stories"), ("long", "20-50 KB pages")):
+        if name not in res:
+            continue
+        r = res[name]
+        console.print(f"{label}: {r['documents']:,} records, batches of {res['batch_size']}: decider "
+                      f"{r['decider_fingerprints_per_s']:,.0f} fingerprints/s (median of {res['rounds']}; decode "
+                      f"{r['decode_us_per_record']:.2f} us of {r['decider_us_per_record']:.2f} us/record); {r['counts']}")
+        console.print(f"  worker {r['worker_us_per_record']:.1f} us/record (prepare {r['prepare_us_per_record']:.1f}, fingerprint "
+                      f"{r['fingerprint_us_per_record']:.1f}, encode {r['encode_us_per_record']:.2f}); fingerprint record "
+                      f"{r['record_bytes_mean']:.0f} B mean (p99 {r['record_bytes_p99']:.0f}) for {r['value_bytes_mean']:.0f} B values: "
+                      f"{r['record_to_value'] * 100:.1f}%")
+
+
 @bench.command("kafka")
 @config_option
 @click.option("--bootstrap-servers", default=None, help="broker to use (default kafka.bootstrap_servers; scripts/kafka-local start)")

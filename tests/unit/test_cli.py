@@ -72,6 +72,17 @@ def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch, kernels
     assert '"with_datasketch": false' in result.stdout
 
 
+def test_bench_decider_decides_every_record(kernels_cached) -> None:
+    """A small real run: every record of the stream is decided once per round, at some rate."""
+    import json
+
+    result = _invoke(["bench", "decider", "--documents", "1000", "--long-documents", "0", "--rounds", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)["reuters"]
+    assert sum(r["counts"].values()) == r["documents"] == 1000 and r["counts"]["duplicate"] > 50
+    assert r["decider_fingerprints_per_s"] > 0 and 200 < r["record_bytes_mean"] < r["value_bytes_mean"]
+
+
 def test_a_streamdedup_error_is_one_line_and_exit_code_1(monkeypatch, kernels_cached) -> None:
     @click.command()
     def boom() -> None:
