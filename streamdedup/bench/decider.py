@@ -92,15 +92,17 @@ def decider_round(cfg: Config, batches: list[list[bytes]]) -> dict:
         cp.wait_durable()
         elapsed = time.perf_counter() - t0
         engine.close()
-    return {"fingerprints_per_s": n / elapsed, "decode_us_per_record": decode_s / n * 1e6, "counts": {"unique": int(counts[UNIQUE]), "duplicate": int(counts[DUPLICATE]), "rejected": int(counts[REJECTED]),
-                   "dead_letter": dead}}
+    statuses = {"unique": int(counts[UNIQUE]), "duplicate": int(counts[DUPLICATE]), "rejected": int(counts[REJECTED]),
+                "dead_letter": dead}
+    return {"fingerprints_per_s": n / elapsed, "decode_us_per_record": decode_s / n * 1e6, "counts": statuses}
 
 
 def _sizes(values: list[bytes], batches: list[list[bytes]]) -> dict:
     fp = np.array([len(v) for b in batches for v in b], dtype=np.float64)
     raw = np.array([len(v) for v in values], dtype=np.float64)
-    return {"record_bytes_mean": fp.mean(), "record_bytes_p50": float(np.median(fp)), "record_bytes_p99": float(np.percentile(fp, 99)),
-            "record_bytes_max": int(fp.max()), "value_bytes_mean": raw.mean(), "record_to_value": fp.sum() / raw.sum()}
+    return {"record_bytes_mean": fp.mean(), "record_bytes_p50": float(np.median(fp)),
+            "record_bytes_p99": float(np.percentile(fp, 99)), "record_bytes_max": int(fp.max()),
+            "value_bytes_mean": raw.mean(), "record_to_value": fp.sum() / raw.sum()}
 
 
 def measure(cfg: Config, values: list[bytes], rounds: int) -> dict:

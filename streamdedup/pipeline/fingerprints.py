@@ -42,7 +42,7 @@ job of Kafka's per-batch CRC (``check.crcs``). Both directions are one Numba pas
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -260,7 +260,8 @@ class FingerprintCodec:
         theirs = FingerprintParams(version, r.text(), bands, rows)
         r.end()
         if theirs.key != key:
-            raise FingerprintRecordError(f"fingerprint record {k}: a params announcement whose key does not match its params (garbled)", k)
+            raise FingerprintRecordError(
+                f"fingerprint record {k}: a params announcement whose key does not match its params (garbled)", k)
         self.announced[key] = theirs
         if raise_on_mismatch:
             self.params.require_same(theirs)
@@ -305,6 +306,9 @@ class _Reader:
     def __init__(self, value: bytes, pos: int, k: int):
         self.value, self.pos, self.k = value, pos, k
 
+    def fail(self, problem: int) -> FingerprintRecordError:
+        return FingerprintRecordError(f"fingerprint record {self.k} ({len(self.value)} bytes) {_PROBLEMS[problem]}", self.k)
+
     def varint(self) -> int:
         v = shift = 0
         while self.pos < len(self.value) and shift < 64:
@@ -314,18 +318,18 @@ class _Reader:
             if c < 0x80:
                 return v
             shift += 7
-        raise FingerprintRecordError(f"fingerprint record {self.k} ({len(self.value)} bytes) {_PROBLEMS[K.TRUNCATED]}", self.k)
+        raise self.fail(K.TRUNCATED)
 
     def text(self) -> str:
         n = self.varint()
         if n > len(self.value) - self.pos:
-            raise FingerprintRecordError(f"fingerprint record {self.k} ({len(self.value)} bytes) {_PROBLEMS[K.TRUNCATED]}", self.k)
+            raise self.fail(K.TRUNCATED)
         self.pos += n
         return _utf8(self.value[self.pos - n:self.pos], self.k, "text field")
 
     def end(self) -> None:
         if self.pos != len(self.value):
-            raise FingerprintRecordError(f"fingerprint record {self.k} ({len(self.value)} bytes) {_PROBLEMS[K.TRAILING]}", self.k)
+            raise self.fail(K.TRAILING)
 
 
 def _varint(v: int) -> bytes:

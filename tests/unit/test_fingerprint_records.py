@@ -141,7 +141,8 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
     assert np.array_equal(b.lead_keys, batch.lead_keys & np.uint64(0xFFFFFFFF))
     for i, v in enumerate(values):  # the kernel decoder against the reference decoder
         ref = reference_decode(codec, v)
-        assert (ref["id"], ref["time"], ref["length"], ref["n_shingles"]) == (dec.ids[i], dec.times[i], b.lengths[i], b.n_shingles[i])
+        got = (dec.ids[i], dec.times[i], b.lengths[i], b.n_shingles[i])
+        assert (ref["id"], ref["time"], ref["length"], ref["n_shingles"]) == got
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
@@ -207,7 +208,8 @@ def test_decisions_on_decoded_fingerprints_equal_the_engines(tmp_path) -> None:
         want = direct.run_batch(ids, texts, times, sids, offs[lo:lo + n][prep.docs]).decisions
         dec = codec.decode(codec.encode_prepared(prep, src, part[lo:lo + n], offs[lo:lo + n]))
         assert dec.docs.tolist() == prep.docs.tolist()
-        assert dec.dead == prep.dead and [dec.source_of(k) for k in dec.dead] == [(src[part[lo + k]], offs[lo + k]) for k in prep.dead]
+        assert dec.dead == prep.dead
+        assert [dec.source_of(k) for k in dec.dead] == [(src[part[lo + k]], offs[lo + k]) for k in prep.dead]
         got = decide(staged, dec).decisions
         assert list(got) == list(want)
         dups += sum(d.status == "duplicate" for d in want)
