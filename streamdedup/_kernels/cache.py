@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from importlib import import_module
 
-#: the kernels Python calls in a pipeline run (file mode, Kafka, explain); the kernels they
-#: call are compiled into the same cached code
+#: the kernels Python calls in a pipeline run (file mode, Kafka, a staged topology's roles,
+#: explain); the kernels they call are compiled into the same cached code
 PIPELINE_KERNELS = (
     "jsonscan.split_lines",
     "jsonscan.scan_lines",
@@ -28,6 +28,9 @@ PIPELINE_KERNELS = (
     "records.restore_batch",
     "arena.live_bytes",
     "verify.compare_pair",
+    "fprecords.encode_batch",
+    "fprecords.decode_sources",
+    "fprecords.decode_prints",
 )
 
 

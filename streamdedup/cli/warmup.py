@@ -72,7 +72,21 @@ def compile_kernels(cfg: Config) -> None:
 
     # explain: one pair through the verification kernel
     batch = Fingerprinter(fp_cfg).fingerprint_batch([_STORY, _STORY + " again"])
+    _staged(cfg, batch)
     compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, fp_cfg.signature, full=True)
+
+
+def _staged(cfg: Config, batch) -> None:
+    """A staged topology's worker and decider: fingerprint records encoded, decoded, decided."""
+    from ..engine import Deduplicator
+    from ..engine_state import Source
+    from ..pipeline.fingerprints import FingerprintCodec, decide
+    from ..state import MemoryStore
+
+    engine = Deduplicator(cfg, MemoryStore())
+    codec = FingerprintCodec(engine.fp)
+    values = codec.encode(batch, ["a", "b"], np.zeros(2, np.int64), [Source("in")], np.zeros(2, np.int64), np.arange(2))
+    decide(engine, codec.decode(values))
 
 
 @click.command("warm-up")
