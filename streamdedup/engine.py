@@ -362,6 +362,24 @@ class Deduplicator:
                 out[(sources[st.source_id], st.offset)] = self._decision(st)
         return out
 
+    def stored_decisions(self, seqs: Sequence[int]) -> dict[int, Decision]:
+        """The decisions stored for documents ``seqs`` (those still held): a re-sent record's answer."""
+        want = sorted(set(int(s) for s in seqs if s >= 0))
+        return {seq: self._decision(self._decode(seq, raw)) for seq, raw in zip(want, self.store.get_many(want))
+                if raw is not None}
+
+    def recent_positions(self, limit: int) -> tuple[list[Source], list[int], list[int]]:
+        """Source, offset and seq of the last ``limit`` documents held (oldest first)."""
+        sources = self.meta.sources
+        out: tuple[list[Source], list[int], list[int]] = ([], [], [])
+        for seq, raw in self.store.iter_from(max(self.meta.seq_lo, self.meta.next_seq - limit)):
+            st = self._decode(seq, raw)
+            if 0 <= st.source_id < len(sources):
+                out[0].append(sources[st.source_id])
+                out[1].append(st.offset)
+                out[2].append(seq)
+        return out
+
     def delete(self, doc_id: str) -> int:
         """Remove every stored document with this id from index and store; returns how many.
 

@@ -21,11 +21,27 @@ from ._common import config_option, get_config, make_console
                    "the input from SINCE (earliest, an offset, an ISO time, or an age such as 48h) up to the committed "
                    "offsets, emitting nothing.")
 @click.option("--accept-empty-state", is_flag=True, help="Kafka mode: go on although the state holds less than the group committed.")
+@click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
+              help="Kafka mode: single = one processor owns the index; staged = fingerprint/route workers and one decider "
+                   "(give --role).")
+@click.option("--role", type=click.Choice(["worker", "decider"]), default=None,
+              help="--topology staged: worker (fingerprint + route; scale by input partitions) or decider (owns the index, "
+                   "--state-dir; a second one on the same state waits as standby).")
+@click.option("--instance", default=None, help="--role worker: this worker's name in its transactional id (default: host name).")
 def run(config_path: str | None, input_path: str | None, output_dir: str | None, state_dir: str | None,
         bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None,
-        rebuild_since: str | None, accept_empty_state: bool) -> None:
+        rebuild_since: str | None, accept_empty_state: bool, topology: str, role: str | None, instance: str | None) -> None:
     """Deduplicate a stream: a JSONL file (--input) or Kafka topics (the default)."""
     cfg = get_config(config_path)
+    if (topology == "staged") != (role is not None):
+        raise click.UsageError("--topology staged needs --role worker|decider, and --role is only for --topology staged")
+    if topology == "staged":
+        if input_path is not None:
+            raise click.UsageError("--topology staged is a Kafka topology: it takes no --input")
+        from .run_staged import run_staged
+
+        run_staged(cfg, role, state_dir, bootstrap_servers, input_topics, stop_when_idle, instance)  # type: ignore[arg-type]
+        return
     if input_path is None:
         _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, _lost_state(rebuild_since, accept_empty_state))
         return
@@ -76,6 +92,15 @@ def _lost_state(rebuild_since: str | None, accept: bool):
         raise click.BadParameter(str(exc), param_hint="--rebuild-from-input") from None
 
 
+def kafka_overrides(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...]):
+    updates: dict = {}
+    if bootstrap_servers:
+        updates["bootstrap_servers"] = bootstrap_servers
+    if input_topics:
+        updates["input_topics"] = tuple(input_topics)
+    return cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)}) if updates else cfg
+
+
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:
     import logging
 
@@ -83,13 +108,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     from ..logs import setup_logging
 
     setup_logging()
-    updates = {}
-    if bootstrap_servers:
-        updates["bootstrap_servers"] = bootstrap_servers
-    if input_topics:
-        updates["input_topics"] = tuple(input_topics)
-    if updates:
-        cfg = cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)})
+    cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle, lost_state=lost_state)
     processor.install_signal_handlers()
     s = processor.run()

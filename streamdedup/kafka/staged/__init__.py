@@ -1,8 +1,9 @@
 """The staged topology (issue 13): parallel fingerprint workers, one sequenced decider, routers.
 
-Status: being built. This docstring is the design; built so far: ``decision_record`` (what
-the decider sends a worker), ``pending`` (a worker's records waiting for decisions) and
-``recent`` (the decider's memory of decided input positions).
+Status: being built. This docstring is the design. Built: ``worker`` and ``decider`` (run with
+``streamdedup run --topology staged --role worker|decider``), ``decision_record`` (what the
+decider sends a worker), ``pending`` (a worker's records waiting for decisions), ``recent``
+(the decider's memory of decided input positions), ``topics`` (partition map and checks).
 
 Why: the per-record work that parallelises (decode, canonicalise, fingerprint: ~7.5 us for a
 1 KB story, ~650 us for a 50 KB page) outgrows one process long before the index does; the

@@ -71,6 +71,12 @@ class Pending(Generic[M]):
             lane.floor = offset + 1
         return out
 
+    def has(self, part: Any) -> bool:
+        return part in self._lanes
+
+    def parts(self) -> list:
+        return list(self._lanes)
+
     def floor(self, part: Any) -> int:
         """Next input offset to commit for ``part``: every record below it is released."""
         return self._lanes[part].floor

@@ -1,0 +1,47 @@
+"""``streamdedup run --topology staged --role worker|decider``."""
+
+from __future__ import annotations
+
+import logging
+import signal
+
+import click
+
+from .run import kafka_overrides
+
+
+def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | None, input_topics: tuple[str, ...],
+               stop_when_idle: float | None, instance: str | None) -> None:
+    from ..logs import setup_logging
+
+    setup_logging()
+    cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
+    log = logging.getLogger("streamdedup")
+    if role == "decider":
+        from ..kafka.staged.decider import Decider
+
+        decider = Decider(cfg, state_dir or cfg.state.dir or "state", stop_when_idle)
+        _on_signals(decider.request_stop)
+        d = decider.run()
+        log.info("done", extra={"role": "decider", "fingerprints": d.fingerprints, "decided": d.decided, "resent": d.resent,
+                                "dead_letter": d.dead, "resent_at_start": d.resent_at_start, "batches": d.batches,
+                                "seconds": round(d.seconds, 3)})
+        return
+    if state_dir is not None:
+        raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
+    from ..kafka.staged.worker import Worker
+
+    worker = Worker(cfg, stop_when_idle, instance=instance)
+    _on_signals(worker.request_stop)
+    w = worker.run()
+    log.info("done", extra={"role": "worker", "records": w.records, "unique": w.unique, "duplicates": w.duplicates,
+                            "dead_letter": w.dead_letter, "fingerprints_sent": w.fingerprints_sent,
+                            "transactions": w.transactions, "rewinds": w.rewinds, "seconds": round(w.seconds, 3),
+                            "by_relation": w.by_relation})
+    if not w.reconciles():
+        raise click.ClickException("counts do not reconcile: this is a bug")
+
+
+def _on_signals(stop) -> None:
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)

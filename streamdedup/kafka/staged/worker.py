@@ -1,0 +1,314 @@
+"""The staged topology's worker: fingerprint what it reads, route it once decided.
+
+One consumer group over the input topics (scale: one worker per input partition at most).
+Per consumed batch: prepare (dead letters sorted out as in every runtime, outputs too large
+for any topic included), fingerprint, send one fingerprint record per input record to the
+fingerprints topic (idempotent producer), and keep the records pending. The decisions of the
+worker's input partitions come back on their decisions partitions; each decided prefix goes
+out unchanged with its tags to unique / duplicates / dead-letter in a transaction that also
+commits the input offsets and the decisions offsets (both under the workers' group), so a
+crash re-reads exactly what was not emitted, and a rebalance hands over a clean cut.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+
+from ...config import Config
+from ...decode import Rejected
+from ...engine_state import Source
+from ...fingerprint import Fingerprinter
+from ...pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from ...pipeline.fingerprints import FingerprintCodec
+from ...pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
+from ..batch import source_name
+from ..clientlog import client_settings
+from ..oversize import OutputGuard
+from ..processor import Clients
+from ..retry import retry
+from ..startup import check_cluster
+from ..supervisor import Watchdog
+from .decision_record import BadDecisionRecord, decode
+from .pending import Pending
+from .topics import check_staged_topics
+
+log = logging.getLogger("streamdedup.kafka.staged")
+
+
+@dataclass
+class WorkerSummary:
+    records: int = 0
+    unique: int = 0
+    duplicates: int = 0
+    dead_letter: int = 0
+    fingerprints_sent: int = 0
+    transactions: int = 0
+    rewinds: int = 0
+    seconds: float = 0.0
+    by_relation: dict = field(default_factory=dict)
+
+    def reconciles(self) -> bool:
+        return self.unique + self.duplicates + self.dead_letter == self.records
+
+
+def _retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaException) and exc.args[0].retriable()
+
+
+class Worker:
+    def __init__(self, cfg: Config, stop_when_idle: float | None = None, clients: Clients | None = None,
+                 instance: str | None = None, watchdog: bool = True):
+        self.cfg, self.kcfg = cfg, cfg.kafka
+        self.stop_when_idle = stop_when_idle
+        self.clients = clients or Clients()
+        self.instance = instance or socket.gethostname()
+        self.summary = WorkerSummary()
+        self.watchdog = Watchdog(self.kcfg.stall_restart_s if watchdog else 0)
+        self.pending: Pending = Pending()
+        self._stop = False
+        k = self.kcfg
+        self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+
+    def request_stop(self, *_: object) -> None:
+        self._stop = True
+
+    @property
+    def group_id(self) -> str:
+        return f"{self.kcfg.group_id}.workers"
+
+    def run(self) -> WorkerSummary:
+        t0 = time.perf_counter()
+        k = self.kcfg
+        cluster = check_cluster(k, self.clients.admin, staged=True)
+        self.mapping = check_staged_topics(k, cluster.partitions)
+        self.part_of_dec = {v: tp for tp, v in self.mapping.items()}
+        self.guard = OutputGuard.start(self.cfg, self.clients.admin(client_settings(k)))
+        self.preparer = Preparer(self.cfg)
+        self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
+        self.fp_producer = self.clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
+        self.out = self.clients.producer({**client_settings(k, {
+            "linger.ms": 5, "enable.idempotence": True, "transactional.id": f"{k.transactional_id}.worker.{self.instance}"}),
+            **self.guard.producer_conf()})
+        self.watchdog.start()
+        try:
+            retry(lambda: self.out.init_transactions(60), what="init_transactions", deadline_s=300, retriable=_retriable,
+                  on_retry=self.watchdog.touch)
+            self.input = self.clients.consumer(client_settings(k, {
+                "group.id": self.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
+            self.decisions = self.clients.consumer(client_settings(k, {
+                "group.id": f"{self.group_id}.decisions-reader", "enable.auto.commit": False,
+                "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
+            self.fp_producer.produce(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
+            self.input.subscribe(list(k.input_topics), on_assign=self._on_assign, on_revoke=self._on_revoke)
+            try:
+                self._loop()
+            finally:
+                self.input.close()
+                self.decisions.close()
+                self.fp_producer.flush(10)
+        finally:
+            self.watchdog.stop()
+            self.summary.seconds = time.perf_counter() - t0
+        return self.summary
+
+    # -- assignment ------------------------------------------------------------------------
+
+    def _on_assign(self, consumer, partitions) -> None:
+        tps = [(p.topic, p.partition) for p in partitions]
+        self._take(tps)
+        log.info("worker %s: assigned %s", self.instance, ", ".join(f"{t}:{p}" for t, p in tps))
+
+    def _take(self, tps: list[tuple[str, int]]) -> None:
+        """Lanes for ``tps`` from their committed offsets; the decisions partitions from theirs."""
+        dec_topic = self.kcfg.staged.decisions_topic
+        want = [TopicPartition(t, p) for t, p in tps] + [TopicPartition(dec_topic, self.mapping[tp]) for tp in tps]
+        committed = retry(lambda: self.input.committed(want, timeout=10), what="reading committed offsets",
+                          deadline_s=self.kcfg.startup_timeout_s, retriable=_retriable)
+        got = {(c.topic, c.partition): c.offset for c in committed}
+        for tp in tps:
+            floor = got[tp]
+            if floor < 0:
+                floor = self.input.get_watermark_offsets(TopicPartition(*tp), timeout=10)[0]
+            self.pending.assign(tp, floor)
+        self._assign_decisions({(dec_topic, self.mapping[tp]): got[(dec_topic, self.mapping[tp])] for tp in tps})
+
+    def _assign_decisions(self, start: dict[tuple[str, int], int]) -> None:
+        current = {(tp.topic, tp.partition) for tp in self.decisions.assignment()}
+        keep = [TopicPartition(t, p) for t, p in current if (t, p) not in start and self._owned(p)]
+        new = [TopicPartition(t, p, o if o >= 0 else OFFSET_BEGINNING) for (t, p), o in start.items()]
+        self.decisions.assign(keep + new)
+
+    def _owned(self, dec_partition: int) -> bool:
+        tp = self.part_of_dec.get(dec_partition)
+        return tp is not None and self.pending.has(tp)
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        dropped = sum(self.pending.drop((p.topic, p.partition)) for p in partitions)
+        self._assign_decisions({})
+        log.info("worker %s: revoked %d partitions (%d records not emitted: the next owner re-reads them)",
+                 self.instance, len(partitions), dropped)
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        idle_since = time.monotonic()
+        batch, linger = self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0
+        while not self._stop:
+            self.watchdog.touch()
+            msgs = self._consume(self.input, batch, linger)
+            if msgs:
+                self._fingerprint(msgs)
+            decided = self._consume(self.decisions, 4 * batch, 0 if msgs else linger)
+            self._offer(decided)
+            emitted = self._emit()
+            if msgs or decided or emitted or self.pending.waiting():
+                idle_since = time.monotonic()
+            elif self.stop_when_idle is not None and time.monotonic() - idle_since > self.stop_when_idle:
+                log.info("idle for %.1f s: stopping", self.stop_when_idle)
+                return
+
+    @staticmethod
+    def _consume(consumer, n: int, timeout: float) -> list:
+        good = []
+        for m in consumer.consume(n, timeout):
+            err = m.error()
+            if err is None:
+                good.append(m)
+            elif err.fatal():
+                raise KafkaException(err)
+            else:
+                log.warning("consumer: %s", err)
+        return good
+
+    def _fingerprint(self, msgs: list) -> None:
+        n = len(msgs)
+        values = [m.value() or b"" for m in msgs]
+        data, scan = self.preparer.scan_values(values)
+        now_ms = int(time.time() * 1000)
+        times = np.array([ts if ts_type else now_ms for ts_type, ts in (m.timestamp() for m in msgs)], np.int64)
+        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times)
+        base = self.guard.base_sizes(msgs, values)
+        out = self.guard.screen(base)
+        if len(out):
+            for k in out.tolist():
+                if k not in prep.dead:
+                    prep.dead[k] = Rejected("output", self.guard.screen_reason(int(base[k])))
+            prep.docs = np.setdiff1d(prep.docs, out)
+        index: dict[tuple[str, int], int] = {}
+        sources: list[Source] = []
+        source_index = np.empty(n, np.int64)
+        offsets = np.empty(n, np.int64)
+        for k, m in enumerate(msgs):
+            tp = (m.topic(), m.partition())
+            i = index.get(tp)
+            if i is None:
+                i = index[tp] = len(sources)
+                sources.append(Source(*tp))
+            source_index[k], offsets[k] = i, m.offset()
+            self.pending.add(tp, m.offset(), m)
+        topic = self.kcfg.staged.fingerprints_topic
+        produce = self.fp_producer.produce
+        for value in self.codec.encode_prepared(prep, sources, source_index, offsets):
+            while True:
+                try:
+                    produce(topic, value, partition=0)
+                    break
+                except BufferError:
+                    self.fp_producer.poll(0.05)
+        self.fp_producer.poll(0)
+        self.summary.fingerprints_sent += n
+
+    def _offer(self, decided: list) -> None:
+        for m in decided:
+            tp = self.part_of_dec.get(m.partition())
+            try:
+                rec = decode(m.value())
+            except BadDecisionRecord as exc:
+                raise BadDecisionRecord(f"{m.topic()}:{m.partition()}:{m.offset()}: {exc}") from None
+            if tp is None or m.key() != f"{tp[0]}:{tp[1]}".encode():
+                raise BadDecisionRecord(f"decision at {m.topic()}:{m.partition()}:{m.offset()} is for input "
+                                        f"{(m.key() or b'').decode(errors='replace')}, expected {tp}: the decider runs "
+                                        f"with other kafka.input_topics")
+            if self.pending.has(tp):
+                self.pending.offer(tp, rec.offset, rec, m.offset())
+
+    def _emit(self) -> int:
+        """Produce every decided prefix in one transaction with the offsets; how many records."""
+        outputs = []
+        counts = {UNIQUE_DEST: 0, DUPLICATE_DEST: 0, DEAD_LETTER_DEST: 0}
+        relations: dict[str, int] = {}
+        offsets = []
+        dec_topic = self.kcfg.staged.decisions_topic
+        for tp in self.pending.parts():
+            released = self.pending.release(tp)
+            if not released:
+                continue
+            for m, rec in released:
+                tags = rec.tags
+                if tags is None:
+                    dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
+                elif isinstance(tags, DuplicateTags):
+                    dest, headers = DUPLICATE_DEST, duplicate_headers(tags)
+                    relations[tags.relation] = relations.get(tags.relation, 0) + 1
+                else:
+                    dest, headers = DEAD_LETTER_DEST, dead_letter_headers(tags)
+                counts[dest] += 1
+                outputs.append((self.topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
+            offsets.append(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))
+            resume = self.pending.decisions_resume(tp)
+            if resume is not None:
+                offsets.append(TopicPartition(dec_topic, self.mapping[tp], resume))
+        if not outputs or not self._transaction(outputs, offsets):
+            return 0
+        s = self.summary
+        s.records += len(outputs)
+        s.unique += counts[UNIQUE_DEST]
+        s.duplicates += counts[DUPLICATE_DEST]
+        s.dead_letter += counts[DEAD_LETTER_DEST]
+        s.transactions += 1
+        for r, c in relations.items():
+            s.by_relation[r] = s.by_relation.get(r, 0) + c
+        return len(outputs)
+
+    def _transaction(self, outputs: list, offsets: list) -> bool:
+        """True if committed; False if aborted (the lanes are rewound)."""
+        p = self.out
+        try:
+            p.begin_transaction()
+            for topic, key, value, headers in outputs:
+                while True:
+                    try:
+                        p.produce(topic, value, key, headers=headers)
+                        break
+                    except BufferError:
+                        p.poll(0.05)
+            retry(lambda: p.send_offsets_to_transaction(offsets, self.input.consumer_group_metadata(), 30),
+                  what="send_offsets_to_transaction", deadline_s=120, retriable=_retriable, on_retry=self.watchdog.touch)
+            retry(lambda: p.commit_transaction(30), what="commit_transaction", deadline_s=120, retriable=_retriable,
+                  on_retry=self.watchdog.touch)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not isinstance(err, KafkaError) or not err.txn_requires_abort():
+                raise
+            log.warning("worker %s: transaction aborted (%s); re-reading from the committed offsets", self.instance, err)
+            p.abort_transaction(60)
+            self.summary.rewinds += 1
+            self._rewind()
+            return False
+
+    def _rewind(self) -> None:
+        """After an aborted transaction: every lane again from its committed offsets."""
+        tps = list(self.pending.parts())
+        for tp in tps:
+            self.pending.drop(tp)
+        self._take(tps)
+        for tp in tps:
+            self.input.seek(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))
