@@ -200,11 +200,13 @@ def _end_offsets(c: Consumer) -> list[tuple[TopicPartition, int]]:
 _STARTED: list[subprocess.Popen] = []
 
 
-def run_processor(env: dict, state_dir: str, stop_when_idle: float = 4.0, log: Path | None = None,
-                  **popen) -> subprocess.Popen:
-    """Start ``streamdedup run`` (Kafka mode); with ``log``, its stderr (our JSON log lines) is
-    appended to that file, for :func:`logged`."""
-    cmd = [sys.executable, "-m", "streamdedup.cli", "run", "--state-dir", state_dir, "--stop-when-idle", str(stop_when_idle)]
+def run_processor(env: dict, state_dir: str | None, stop_when_idle: float = 4.0, log: Path | None = None,
+                  args: tuple[str, ...] = (), **popen) -> subprocess.Popen:
+    """Start ``streamdedup run`` (Kafka mode) with ``args`` (e.g. a staged role); with ``log``,
+    its stderr (our JSON log lines) is appended to that file, for :func:`logged`."""
+    cmd = [sys.executable, "-m", "streamdedup.cli", "run", "--stop-when-idle", str(stop_when_idle), *args]
+    if state_dir is not None:
+        cmd += ["--state-dir", state_dir]
     if log is None:
         proc = subprocess.Popen(cmd, env=env, cwd=str(REPO), **popen)
     else:

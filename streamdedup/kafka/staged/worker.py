@@ -39,6 +39,8 @@ from .pending import Pending
 from .topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.kafka.staged")
+#: batches a worker reads ahead of its decisions (the decider's latency times its rate)
+MAX_PENDING_BATCHES = 16
 
 
 @dataclass
@@ -72,11 +74,18 @@ class Worker:
         self.watchdog = Watchdog(self.kcfg.stall_restart_s if watchdog else 0)
         self.pending: Pending = Pending()
         self._stop = False
+        self._paused = False
         k = self.kcfg
         self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
 
     def request_stop(self, *_: object) -> None:
         self._stop = True
+
+    @property
+    def name(self) -> str:
+        """Transactional id and static group member id: a restart under the same --instance
+        fences its predecessor and takes its partitions over at once."""
+        return f"{self.kcfg.transactional_id}.worker.{self.instance}"
 
     @property
     def group_id(self) -> str:
@@ -93,15 +102,18 @@ class Worker:
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         self.fp_producer = self.clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
         self.out = self.clients.producer({**client_settings(k, {
-            "linger.ms": 5, "enable.idempotence": True, "transactional.id": f"{k.transactional_id}.worker.{self.instance}"}),
+            "linger.ms": 5, "enable.idempotence": True, "transactional.id": self.name}),
             **self.guard.producer_conf()})
         self.watchdog.start()
         try:
             retry(lambda: self.out.init_transactions(60), what="init_transactions", deadline_s=300, retriable=_retriable,
                   on_retry=self.watchdog.touch)
+            # static membership: a restarted worker (same --instance) gets its partitions back at
+            # once instead of after the dead member's session and a rebalance
             self.input = self.clients.consumer(client_settings(k, {
                 "group.id": self.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
+                "isolation.level": "read_committed", "enable.partition.eof": False,
+                "group.instance.id": self.name, "session.timeout.ms": 10000}, user_wins=True))
             self.decisions = self.clients.consumer(client_settings(k, {
                 "group.id": f"{self.group_id}.decisions-reader", "enable.auto.commit": False,
                 "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
@@ -121,6 +133,7 @@ class Worker:
     # -- assignment ------------------------------------------------------------------------
 
     def _on_assign(self, consumer, partitions) -> None:
+        self._paused = False  # a new assignment starts unpaused
         tps = [(p.topic, p.partition) for p in partitions]
         self._take(tps)
         log.info("worker %s: assigned %s", self.instance, ", ".join(f"{t}:{p}" for t, p in tps))
@@ -162,6 +175,7 @@ class Worker:
         batch, linger = self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0
         while not self._stop:
             self.watchdog.touch()
+            self._backpressure(batch)
             msgs = self._consume(self.input, batch, linger)
             if msgs:
                 self._fingerprint(msgs)
@@ -173,6 +187,18 @@ class Worker:
             elif self.stop_when_idle is not None and time.monotonic() - idle_since > self.stop_when_idle:
                 log.info("idle for %.1f s: stopping", self.stop_when_idle)
                 return
+
+    def _backpressure(self, batch: int) -> None:
+        """Read ahead of the decisions by at most MAX_PENDING_BATCHES batches: the records wait
+        in memory, and a worker that dies re-sends everything it read but did not emit. The
+        input is paused, not left unpolled, so the worker stays in its group while it waits."""
+        waiting = self.pending.waiting()
+        if not self._paused and waiting >= MAX_PENDING_BATCHES * batch:
+            self.input.pause(self.input.assignment())
+            self._paused = True
+        elif self._paused and waiting <= MAX_PENDING_BATCHES * batch // 2:
+            self.input.resume(self.input.assignment())
+            self._paused = False
 
     @staticmethod
     def _consume(consumer, n: int, timeout: float) -> list:
