@@ -28,7 +28,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ..config import Config
 from ..kafka.admin import produce_all
-from .feeds import mixed_records, news_records
+from .feeds import long_records, mixed_records, news_records
 
 
 def _topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
@@ -158,7 +158,10 @@ def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0, kin
 
 
 def feed(kind: str, n: int, seed: int) -> list[tuple[bytes, bytes]]:
-    """``wire``: new stories with 20% resends/variants; ``resends``: Reuters cycled (~90% duplicates)."""
+    """``wire``: new stories with 20% resends/variants; ``resends``: Reuters cycled (~90% duplicates);
+    ``long``: 20-50 KB pages, 20% near-duplicates."""
+    if kind == "long":
+        return long_records(n, seed=seed)
     return mixed_records(n, 0.2, seed) if kind == "wire" else news_records(n, seed=seed)
 
 

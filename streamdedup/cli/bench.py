@@ -207,14 +207,19 @@ def bench_decider(config_path: str | None, documents: int, long_documents: int, 
 @config_option
 @click.option("--bootstrap-servers", default=None, help="broker to use (default kafka.bootstrap_servers; scripts/kafka-local start)")
 @click.option("--records", type=click.IntRange(1000, 10_000_000), default=200_000, show_default=True)
-@click.option("--feed", type=click.Choice(["wire", "resends"]), default="wire", show_default=True,
-              help="wire: new stories + 20% resends/variants; resends: Reuters cycled (~90% duplicates, worst case)")
+@click.option("--feed", type=click.Choice(["wire", "resends", "long"]), default="wire", show_default=True,
+              help="wire: new stories + 20% resends/variants; resends: Reuters cycled (~90% duplicates, worst case); "
+                   "long: 20-50 KB pages, 20% near-duplicates (--topology staged)")
 @click.option("--no-latency", is_flag=True)
 @click.option("--latency-only", "latency_rate", type=click.FloatRange(100, 1_000_000), default=None, metavar="DOCS_PER_S",
               help="skip the throughput rounds: only the latency test, at this input rate")
+@click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
+              help="staged: the staged topology (--workers) against the single-index processor and the passthrough, "
+                   "each as its own processes; --feed wire or long (20-50 KB pages)")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="--topology staged: worker processes")
 @click.option("--json", "as_json", is_flag=True)
 def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool,
-                latency_rate: float | None, as_json: bool) -> None:
+                latency_rate: float | None, topology: str, workers: int, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
     from ..bench.kafka import latency
     from ..bench.kafka import run as run_kafka
@@ -223,6 +228,12 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
     setup_logging(30)
     cfg = get_config(config_path)
     bootstrap = bootstrap_servers or cfg.kafka.bootstrap_servers
+    if topology == "staged":
+        from ..bench.staged import run as run_staged
+
+        res = run_staged(bootstrap, records, feed, workers)
+        click.echo(json.dumps(res, indent=2) if as_json else _staged_lines(res))
+        return
     if latency_rate is not None:
         lat = latency(cfg, bootstrap, latency_rate, kind=feed)
         if as_json:
@@ -243,6 +254,17 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
     if "latency" in res:
         lat = res["latency"]
         console.print(_latency_line(lat, f"{lat['rate']:,.0f} docs/s (50% of max)"))
+
+
+def _staged_lines(r: dict) -> str:
+    return "\n".join([
+        f"{r['records']:,} records ({r['feed']}, {r['value_bytes']:,.0f} B values), {r['partitions']} input partitions, "
+        f"medians of {len(r['rounds'])} rounds",
+        f"transactional passthrough: {r['passthrough_docs_per_s']:,.0f} docs/s",
+        f"single-index processor:    {r['single_docs_per_s']:,.0f} docs/s; {r['messages_per_record']['single']:.2f} messages, "
+        f"{r['bytes_per_record']['single']:,.0f} B written per record",
+        f"staged, {r['workers']} workers:      {r['staged_docs_per_s']:,.0f} docs/s ({r['staged_vs_single']:.2f}x single); "
+        f"{r['messages_per_record']['staged']:.2f} messages, {r['bytes_per_record']['staged']:,.0f} B written per record"])
 
 
 def _latency_line(lat: dict, at: str) -> str:
