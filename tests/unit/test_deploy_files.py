@@ -23,13 +23,34 @@ def test_compose_parses_and_matches_the_local_setup() -> None:
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1  # exactly-once on one broker
     assert "9093" in env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
-    for name in ("topics", "processor"):
+    for name in ("topics", "processor", "topics-staged", "decider", "decider-standby", "fingerprint"):
         svc = services[name]
         assert svc["build"] == "."
         # every override the compose file sets must be a real setting
         cfg = load_config(ROOT / "config" / "default.yaml", environ={k: str(v) for k, v in svc["environment"].items()})
         assert cfg.kafka.bootstrap_servers == "kafka:19092"
         assert "config/default.yaml" in svc["command"]
+
+
+def test_compose_profiles_keep_the_topologies_apart() -> None:
+    """Both topologies write the same output topics: one profile each, never both at once; the
+    staged commands are ones the CLI accepts, and decider and standby share one state volume."""
+    import click
+
+    from streamdedup.cli import main
+
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    assert services["processor"]["profiles"] == ["single"]
+    staged = [n for n, s in services.items() if s.get("profiles") == ["staged"]]
+    assert set(staged) == {"topics-staged", "decider", "decider-standby", "fingerprint"}
+    assert services["decider"]["volumes"] == services["decider-standby"]["volumes"]
+    for name in staged:
+        # parse (not run) the command: unknown options and bad choices raise click.UsageError
+        cmd, args = main, list(services[name]["command"])
+        while isinstance(cmd, click.Group):
+            cmd, args = cmd.commands[args[0]], args[1:]
+        cmd.make_context(name, args)
+    assert "--topology" in services["topics-staged"]["command"]
 
 
 def _instructions() -> list[tuple[str, str]]:
