@@ -41,13 +41,16 @@ class Metrics:
             self._server.server_close()
             self._server = None
 
-    def batch(self, n: int, counts: dict, seconds: float, indexed: int) -> None:
+    def batch(self, n: int, counts: dict, seconds: float, indexed: int | None) -> None:
+        """A batch done: ``n`` records in, ``counts`` out per status, ``seconds`` it took and the
+        index size (None: this process holds no index, a staged worker)."""
         self.records_in.inc(n)
         for status in ("unique", "duplicate", "dead_letter"):
             if counts.get(status):
                 self.records_out.labels(status).inc(counts[status])
         self.latency.observe(seconds)
-        self.index.set(indexed)
+        if indexed is not None:
+            self.index.set(indexed)
 
     def observe_lag(self, consumer, every_s: float = 5.0) -> None:
         now = time.monotonic()

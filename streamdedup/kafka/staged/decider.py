@@ -34,6 +34,7 @@ from ...pipeline.tags import DeadLetterTags
 from ...state.pipelined import PipelinedStore
 from ...state.rocks import open_waiting
 from ..clientlog import client_settings
+from ..metrics import Metrics
 from ..processor import Clients
 from ..startup import check_cluster
 from ..supervisor import Watchdog
@@ -70,6 +71,7 @@ class Decider:
         self.clients = clients or Clients()
         self.summary = DeciderSummary()
         self.watchdog = Watchdog(self.kcfg.stall_restart_s if watchdog else 0)
+        self.metrics = Metrics(self.kcfg.metrics_port, self.kcfg.metrics_host)
         self._stop = False
         self._unconfirmed: deque = deque()  # [through seq, records not yet delivered]
         self._failed: list = []
@@ -109,6 +111,7 @@ class Decider:
                 consumer.close()
         finally:
             self.watchdog.stop()
+            self.metrics.close()
             engine.close()
             self.summary.seconds = time.perf_counter() - t0
         return self.summary
@@ -142,7 +145,10 @@ class Decider:
                     return
                 continue
             idle_since = time.monotonic()
+            started = time.perf_counter()
             self._decide([m.value() for m in msgs], msgs[-1].offset() + 1)
+            self.metrics.batch(len(msgs), {}, time.perf_counter() - started, self.engine.indexed_documents)
+            self.metrics.observe_lag(consumer)
 
     def _decide(self, values: list[bytes], next_offset: int) -> None:
         """One batch of fingerprint records: decide the new ones, answer the re-sent ones."""

@@ -29,6 +29,7 @@ from ...pipeline.fingerprints import FingerprintCodec
 from ...pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
 from ..batch import source_name
 from ..clientlog import client_settings
+from ..metrics import Metrics
 from ..oversize import OutputGuard
 from ..processor import Clients
 from ..retry import retry
@@ -73,6 +74,7 @@ class Worker:
         self.summary = WorkerSummary()
         self.watchdog = Watchdog(self.kcfg.stall_restart_s if watchdog else 0)
         self.pending: Pending = Pending()
+        self.metrics = Metrics(self.kcfg.metrics_port, self.kcfg.metrics_host)
         self._stop = False
         self._paused = False
         k = self.kcfg
@@ -127,6 +129,7 @@ class Worker:
                 self.fp_producer.flush(10)
         finally:
             self.watchdog.stop()
+            self.metrics.close()
             self.summary.seconds = time.perf_counter() - t0
         return self.summary
 
@@ -214,6 +217,7 @@ class Worker:
         return good
 
     def _fingerprint(self, msgs: list) -> None:
+        consumed = time.perf_counter()
         n = len(msgs)
         values = [m.value() or b"" for m in msgs]
         data, scan = self.preparer.scan_values(values)
@@ -238,7 +242,7 @@ class Worker:
                 i = index[tp] = len(sources)
                 sources.append(Source(*tp))
             source_index[k], offsets[k] = i, m.offset()
-            self.pending.add(tp, m.offset(), m)
+            self.pending.add(tp, m.offset(), (m, consumed))
         topic = self.kcfg.staged.fingerprints_topic
         produce = self.fp_producer.produce
         for value in self.codec.encode_prepared(prep, sources, source_index, offsets):
@@ -272,11 +276,13 @@ class Worker:
         relations: dict[str, int] = {}
         offsets = []
         dec_topic = self.kcfg.staged.decisions_topic
+        oldest = None
         for tp in self.pending.parts():
             released = self.pending.release(tp)
             if not released:
                 continue
-            for m, rec in released:
+            oldest = min(oldest or released[0][0][1], released[0][0][1])
+            for (m, _), rec in released:
                 tags = rec.tags
                 if tags is None:
                     dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
@@ -293,6 +299,9 @@ class Worker:
                 offsets.append(TopicPartition(dec_topic, self.mapping[tp], resume))
         if not outputs or not self._transaction(outputs, offsets):
             return 0
+        # latency inside the worker: consumed -> fingerprint -> decider -> decision -> committed
+        self.metrics.batch(len(outputs), counts, time.perf_counter() - oldest, None)
+        self.metrics.observe_lag(self.input)
         s = self.summary
         s.records += len(outputs)
         s.unique += counts[UNIQUE_DEST]
