@@ -115,9 +115,13 @@ class Worker:
             self.input = self.clients.consumer(client_settings(k, {
                 "group.id": self.group_id, "enable.auto.commit": False, "auto.offset.reset": "earliest",
                 "isolation.level": "read_committed", "enable.partition.eof": False,
-                "group.instance.id": self.name, "session.timeout.ms": 10000}, user_wins=True))
+                "group.instance.id": self.name, "session.timeout.ms": 10000,
+                # incremental rebalancing: a joining worker takes partitions over without the
+                # others dropping theirs (each dropped partition's read-ahead is fingerprinted
+                # again by its next owner: two more messages per record)
+                "partition.assignment.strategy": "cooperative-sticky"}, user_wins=True))
             self.decisions = self.clients.consumer(client_settings(k, {
-                "group.id": f"{self.group_id}.decisions-reader", "enable.auto.commit": False,
+                "group.id": f"{self.group_id}.decisions-reader", "enable.auto.commit": False, "auto.offset.reset": "earliest",
                 "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
             self.fp_producer.produce(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
             self.input.subscribe(list(k.input_topics), on_assign=self._on_assign, on_revoke=self._on_revoke)
@@ -136,7 +140,8 @@ class Worker:
     # -- assignment ------------------------------------------------------------------------
 
     def _on_assign(self, consumer, partitions) -> None:
-        self._paused = False  # a new assignment starts unpaused
+        if self._paused:  # incremental assignment: new partitions read-ahead alike, paused with the rest
+            consumer.pause(partitions)
         tps = [(p.topic, p.partition) for p in partitions]
         self._take(tps)
         log.info("worker %s: assigned %s", self.instance, ", ".join(f"{t}:{p}" for t, p in tps))
@@ -156,18 +161,25 @@ class Worker:
         self._assign_decisions({(dec_topic, self.mapping[tp]): got[(dec_topic, self.mapping[tp])] for tp in tps})
 
     def _assign_decisions(self, start: dict[tuple[str, int], int]) -> None:
+        """Read the decisions partitions of ``start`` from their offsets (committed, or the
+        beginning), leaving the others where they are: re-assigning a partition without an
+        offset would put it at auto.offset.reset and skip the decisions in between."""
         current = {(tp.topic, tp.partition) for tp in self.decisions.assignment()}
-        keep = [TopicPartition(t, p) for t, p in current if (t, p) not in start and self._owned(p)]
-        new = [TopicPartition(t, p, o if o >= 0 else OFFSET_BEGINNING) for (t, p), o in start.items()]
-        self.decisions.assign(keep + new)
-
-    def _owned(self, dec_partition: int) -> bool:
-        tp = self.part_of_dec.get(dec_partition)
-        return tp is not None and self.pending.has(tp)
+        again = [TopicPartition(t, p) for t, p in start if (t, p) in current]
+        if again:
+            self.decisions.incremental_unassign(again)
+        if start:
+            self.decisions.incremental_assign([TopicPartition(t, p, o if o >= 0 else OFFSET_BEGINNING)
+                                               for (t, p), o in start.items()])
 
     def _on_revoke(self, consumer, partitions) -> None:
         dropped = sum(self.pending.drop((p.topic, p.partition)) for p in partitions)
-        self._assign_decisions({})
+        dec_topic = self.kcfg.staged.decisions_topic
+        current = {(tp.topic, tp.partition) for tp in self.decisions.assignment()}
+        gone = [TopicPartition(dec_topic, self.mapping[(p.topic, p.partition)]) for p in partitions]
+        gone = [tp for tp in gone if (tp.topic, tp.partition) in current]
+        if gone:
+            self.decisions.incremental_unassign(gone)
         log.info("worker %s: revoked %d partitions (%d records not emitted: the next owner re-reads them)",
                  self.instance, len(partitions), dropped)
 
@@ -188,8 +200,14 @@ class Worker:
             if msgs or decided or emitted or self.pending.waiting():
                 idle_since = time.monotonic()
             elif self.stop_when_idle is not None and time.monotonic() - idle_since > self.stop_when_idle:
-                log.info("idle for %.1f s: stopping", self.stop_when_idle)
+                log.info("idle for %.1f s: stopping (%s)", self.stop_when_idle, self._describe())
                 return
+
+    def _describe(self) -> str:
+        """Where each lane stands (for the idle-stop line: a stuck lane shows here)."""
+        pos = {(tp.topic, tp.partition): tp.offset for tp in self.input.position(self.input.assignment())}
+        return "; ".join(f"{t}:{p} floor {self.pending.floor((t, p))} position {pos.get((t, p))} waiting "
+                         f"{self.pending.waiting((t, p))}" for t, p in self.pending.parts()) or "no partitions"
 
     def _backpressure(self, batch: int) -> None:
         """Read ahead of the decisions by at most MAX_PENDING_BATCHES batches: the records wait
@@ -197,11 +215,11 @@ class Worker:
         input is paused, not left unpolled, so the worker stays in its group while it waits."""
         waiting = self.pending.waiting()
         if not self._paused and waiting >= MAX_PENDING_BATCHES * batch:
-            self.input.pause(self.input.assignment())
             self._paused = True
+            self.input.pause(self.input.assignment())
         elif self._paused and waiting <= MAX_PENDING_BATCHES * batch // 2:
-            self.input.resume(self.input.assignment())
             self._paused = False
+            self.input.resume(self.input.assignment())
 
     @staticmethod
     def _consume(consumer, n: int, timeout: float) -> list:
