@@ -30,8 +30,9 @@ FORMAT_VERSION = 1
 #: Signatures are cut after this many symbols. About 1 window in C emits on ordinary text
 #: (4096 symbols ~ 64 KB at C=16), but a repetitive text ("i i i ...") can emit at every
 #: repeat of a selected window: uncapped, a 140 KB text gave 70,000 symbols, overflowed the
-#: record's length prefix and would make each O(n*m) comparison take seconds. Past the cap the
-#: LD estimate covers the beginning of the text; MinHash still covers all of it.
+#: record's length prefix and would make each alignment slow (O(n*m/64) words bit-parallel;
+#: seconds with the cell-by-cell DP it replaced). Past the cap the LD estimate covers the
+#: beginning of the text; MinHash still covers all of it.
 MAX_SIGNATURE_SYMBOLS = 4096
 DIGEST_BYTES = 16
 

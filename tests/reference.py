@@ -335,12 +335,65 @@ def semi_global_kernel(a: bytes, b: bytes) -> int:
     return int(d)
 
 
-def edit_runs_distance_kernel(a: bytes, b: bytes) -> int:
+def semi_global_dp_ref(a: bytes, b: bytes) -> int:
+    """The textbook DP for the same distance (free start and end in ``b``), for inputs too long
+    for the brute force: row 0 is all zeros, the answer is the last row's minimum."""
+    prev = [0] * (len(b) + 1)
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j - 1] + (x != y), prev[j] + 1, cur[j - 1] + 1)
+        prev = cur
+    return min(prev)
+
+
+def semi_global_distance_kernel(a: bytes, b: bytes) -> int:
+    return int(K.semi_global_distance(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)))
+
+
+def edit_runs_ref(a: bytes, b: bytes, merge_gap: int = 0) -> tuple[int, list[int]]:
+    """Full Levenshtein DP and its traceback, cell by cell: from the end, prefer a match, then a
+    substitution, a deletion (from ``a``), an insertion; an edit starts or extends a run, a
+    match ends it unless the next edit comes within ``merge_gap`` matches."""
+    n, m = len(a), len(b)
+    dp = [[0] * (m + 1) for _ in range(n + 1)]
+    for j in range(m + 1):
+        dp[0][j] = j
+    for i in range(1, n + 1):
+        dp[i][0] = i
+        for j in range(1, m + 1):
+            dp[i][j] = min(dp[i - 1][j - 1] + (a[i - 1] != b[j - 1]), dp[i - 1][j] + 1, dp[i][j - 1] + 1)
+    i, j, runs, cur, gap = n, m, [], 0, 0
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dp[i][j] == dp[i - 1][j - 1]:
+            i, j = i - 1, j - 1
+            if cur:
+                gap += 1
+                if gap > merge_gap:
+                    runs.append(cur)
+                    cur = gap = 0
+            continue
+        if i > 0 and j > 0 and dp[i][j] == dp[i - 1][j - 1] + 1:
+            i, j = i - 1, j - 1
+        elif i > 0 and dp[i][j] == dp[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+        cur += 1
+        gap = 0
+    if cur:
+        runs.append(cur)
+    return dp[n][m], runs
+
+
+def edit_runs_kernel(a: bytes, b: bytes, merge_gap: int = 0) -> tuple[int, list[int]]:
     runs = np.zeros(len(a) + len(b) + 1, dtype=np.int64)
-    d, n = K.edit_runs(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), 0, runs)
-    # with no merging every edit lies in exactly one run
-    assert int(runs[:n].sum()) == d
-    return int(d)
+    d, n = K.edit_runs(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), merge_gap, runs)
+    if merge_gap == 0:
+        # with no merging every edit lies in exactly one run
+        assert int(runs[:n].sum()) == d
+    assert d == Levenshtein.distance(a, b)
+    return int(d), runs[:n].tolist()
 
 
 @dataclass(frozen=True)
@@ -364,7 +417,8 @@ KERNELS = {
     "digest128": KernelCase("digest128", digest_kernel, digest_ref),
     "levenshtein_bounded": KernelCase("levenshtein_bounded", levenshtein_bounded_kernel, levenshtein_bounded_ref),
     "semi_global": KernelCase("semi_global", semi_global_kernel, semi_global_ref),
-    "edit_runs": KernelCase("edit_runs", edit_runs_distance_kernel, lambda a, b: Levenshtein.distance(a, b)),
+    "semi_global_distance": KernelCase("semi_global_distance", semi_global_distance_kernel, semi_global_ref),
+    "edit_runs": KernelCase("edit_runs", edit_runs_kernel, edit_runs_ref),
 }
 
 # ---------------------------------------------------------------- verification of a pair

@@ -8,7 +8,7 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 
 - ``hashing``: fmix64, rotations, the 128-bit digest;
 - ``fingerprint``: canonical bytes, shingles, MinHash, band keys, LD signatures, the batch pass;
-- ``align``: bounded / semi-global edit distance and edit runs on signatures;
+- ``align``: bounded / semi-global edit distance and edit runs on signatures (bit-parallel where the verification uses them);
 - ``verify``: one candidate pair, every estimate and the verdict (the decide loop and ``explain``);
 - ``index``: the engine's in-memory candidate index (ring of document slots, per-band cells);
 - ``arena``: what verification needs of every indexed document (b-bit MinHash, sizes, signatures);
@@ -19,7 +19,7 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 - ``cache`` (no kernel): which kernels Numba would compile on their next call.
 """
 
-from .align import edit_runs, levenshtein_bounded, semi_global
+from .align import edit_runs, levenshtein_bounded, semi_global, semi_global_distance
 from .fingerprint import (
     band_keys,
     canonical_byte_map,

@@ -105,32 +105,116 @@ def semi_global(a, b):
     return best, start_prev[end], end
 
 
+# ------------------------------------------------- bit-parallel alignment (Myers, Hyyro)
+#
+# The verification aligns signatures of up to MAX_SIGNATURE_SYMBOLS (4096) symbols: a 20-50 KB
+# page has ~2,000, and a full O(n*m) DP over them took 6-9 ms per alignment (one pair of
+# near-duplicate pages: two alignments). Myers' bit-vector algorithm (J. ACM 1999), in Hyyro's
+# multi-word form, computes the same DP matrix a column at a time as vertical deltas packed 64
+# rows to a word: O(m * ceil(n / 64)) word operations, the same distances (and, with the deltas
+# kept, the same traceback) as the cell-by-cell DP, no approximation.
+
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+@njit(cache=True, inline="always")
+def _match_masks(a, words):
+    """peq[s, w]: bit r of word w set where a[64 * w + r] == s."""
+    peq = np.zeros((256, words), dtype=np.uint64)
+    for i in range(a.shape[0]):
+        peq[a[i], i >> 6] |= _ONE << np.uint64(i & 63)
+    return peq
+
+
+@njit(cache=True, inline="always")
+def _column(peq_c, vp, vn, top_hp, d0_out):
+    """Advance the vertical deltas ``vp``/``vn`` (dp[i,j] - dp[i-1,j] = +1 / -1) by one column.
+
+    ``top_hp`` is the row-0 horizontal delta (1: dp[0,j] = j, global; 0: dp[0,j] = 0, free
+    start). Writes D0 (bit set where dp[i,j] == dp[i-1,j-1]) into ``d0_out`` and returns the
+    bottom word's horizontal deltas (hp, hn) before the shift.
+    """
+    add_carry = _ZERO
+    hp_carry = top_hp
+    hn_carry = _ZERO
+    hp = _ZERO
+    hn = _ZERO
+    for w in range(vp.shape[0]):
+        x = peq_c[w] | vn[w]
+        v = vp[w]
+        t = x & v
+        s1 = t + v
+        s = s1 + add_carry
+        add_carry = _ONE if (s1 < t or s < s1) else _ZERO
+        d0 = (s ^ v) | x
+        hn = v & d0
+        hp = vn[w] | ~(v | d0)
+        hp_s = (hp << _ONE) | hp_carry
+        hn_s = (hn << _ONE) | hn_carry
+        hp_carry = hp >> np.uint64(63)
+        hn_carry = hn >> np.uint64(63)
+        vn[w] = hp_s & d0
+        vp[w] = hn_s | ~(hp_s | d0)
+        d0_out[w] = d0
+    return hp, hn
+
+
+@njit(cache=True)
+def semi_global_distance(a, b):
+    """The distance of :func:`semi_global` (best edit distance of ``a`` against any substring of
+    ``b``), bit-parallel: O(len(b) * ceil(len(a) / 64)). What the verification's embedding test
+    reads; :func:`semi_global` also finds the region (explain)."""
+    n = a.shape[0]
+    m = b.shape[0]
+    if n == 0:
+        return 0
+    words = (n + 63) >> 6
+    peq = _match_masks(a, words)
+    vp = np.full(words, _ALL, dtype=np.uint64)
+    vn = np.zeros(words, dtype=np.uint64)
+    d0 = np.empty(words, dtype=np.uint64)
+    last = np.uint64((n - 1) & 63)
+    score = n
+    best = n
+    for j in range(m):
+        hp, hn = _column(peq[b[j]], vp, vn, _ZERO, d0)
+        score += np.int64((hp >> last) & _ONE) - np.int64((hn >> last) & _ONE)
+        if score < best:
+            best = score
+    return best
+
+
 @njit(cache=True)
 def edit_runs(a, b, merge_gap, runs_out):
     """Levenshtein alignment of two signatures, summarised as runs of consecutive edits.
 
     Fills ``runs_out`` with the edit count of each run (runs separated by at most
     ``merge_gap`` matching symbols are merged, since a replaced block still matches a few
-    symbols by chance) and returns ``(distance, n_runs)``. Full O(len(a) * len(b)) DP with
-    traceback; ``runs_out`` needs ``len(a) + len(b)`` slots.
+    symbols by chance) and returns ``(distance, n_runs)``; ``runs_out`` needs
+    ``len(a) + len(b)`` slots. The DP matrix is kept as each column's D0 and vertical +1
+    bits (bit-parallel, see above); the traceback reads them and takes the steps the
+    cell-by-cell DP's traceback takes (match, substitution, deletion, insertion, in that order
+    of preference), so the runs are that DP's (``edit_runs_ref`` in the tests).
     """
     n = a.shape[0]
     m = b.shape[0]
-    dp = np.empty((n + 1, m + 1), dtype=np.int32)
-    for j in range(m + 1):
-        dp[0, j] = j
-    for i in range(1, n + 1):
-        dp[i, 0] = i
-        ai = a[i - 1]
-        for j in range(1, m + 1):
-            v = dp[i - 1, j - 1] + (0 if ai == b[j - 1] else 1)
-            d = dp[i - 1, j] + 1
-            if d < v:
-                v = d
-            ins = dp[i, j - 1] + 1
-            if ins < v:
-                v = ins
-            dp[i, j] = v
+    words = (n + 63) >> 6
+    # column j's bits at [j - 1]: d0 (dp[i,j] == dp[i-1,j-1]) and vp (dp[i,j] == dp[i-1,j] + 1)
+    d0s = np.empty((m, words), dtype=np.uint64)
+    vps = np.empty((m, words), dtype=np.uint64)
+    dist = m
+    if n > 0:
+        peq = _match_masks(a, words)
+        vp = np.full(words, _ALL, dtype=np.uint64)
+        vn = np.zeros(words, dtype=np.uint64)
+        last = np.uint64((n - 1) & 63)
+        dist = n
+        for j in range(m):
+            hp, hn = _column(peq[b[j]], vp, vn, _ONE, d0s[j])
+            dist += np.int64((hp >> last) & _ONE) - np.int64((hn >> last) & _ONE)
+            vps[j, :] = vp
     # Walk back from the end; an edit starts or extends the current run, a match ends it
     # unless the next edit comes within merge_gap matches.
     i = n
@@ -139,21 +223,29 @@ def edit_runs(a, b, merge_gap, runs_out):
     cur = 0
     gap = 0
     while i > 0 or j > 0:
-        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and dp[i, j] == dp[i - 1, j - 1]:
-            i -= 1
-            j -= 1
-            if cur > 0:
-                gap += 1
-                if gap > merge_gap:
-                    runs_out[n_runs] = cur
-                    n_runs += 1
-                    cur = 0
-                    gap = 0
-            continue
-        if i > 0 and j > 0 and dp[i, j] == dp[i - 1, j - 1] + 1:
-            i -= 1
-            j -= 1
-        elif i > 0 and dp[i, j] == dp[i - 1, j] + 1:
+        if i > 0 and j > 0:
+            w = (i - 1) >> 6
+            bit = np.uint64((i - 1) & 63)
+            diag_same = (d0s[j - 1, w] >> bit) & _ONE == _ONE
+            if diag_same and a[i - 1] == b[j - 1]:
+                i -= 1
+                j -= 1
+                if cur > 0:
+                    gap += 1
+                    if gap > merge_gap:
+                        runs_out[n_runs] = cur
+                        n_runs += 1
+                        cur = 0
+                        gap = 0
+                continue
+            if not diag_same:
+                i -= 1
+                j -= 1
+            elif (vps[j - 1, w] >> bit) & _ONE == _ONE:
+                i -= 1
+            else:
+                j -= 1
+        elif i > 0:
             i -= 1
         else:
             j -= 1
@@ -162,4 +254,4 @@ def edit_runs(a, b, merge_gap, runs_out):
     if cur > 0:
         runs_out[n_runs] = cur
         n_runs += 1
-    return dp[n, m], n_runs
+    return dist, n_runs

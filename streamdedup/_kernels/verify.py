@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .align import edit_runs, semi_global
+from .align import edit_runs, semi_global_distance
 
 # relation codes; the engine stores them in records, so their values are fixed
 REL_NONE = 0
@@ -138,7 +138,7 @@ def compare_pair(
     ``boilerplate``: ``informative`` marks the slots outside hot (boilerplate) bands and the
     estimates use only those. ``shared_boilerplate``: both texts carry the same hot block, so
     their signature alignment is dominated by it and the LD similarity is no evidence. With
-    ``full`` every estimate is computed (explain); otherwise the O(n*m) signature alignments
+    ``full`` every estimate is computed (explain); otherwise the signature alignments
     run only where they can change the verdict or are reported (LD when Jaccard reaches
     ``ld_min_jaccard``). With ``lazy`` the LD estimate is skipped where it cannot change the
     relation (exact, or Jaccard already over the threshold): the decide loop computes it for
@@ -177,7 +177,7 @@ def compare_pair(
         else:
             inner, outer = sig_a, sig_b
         if inner.shape[0] > 0:
-            d, _, _ = semi_global(inner, outer)
+            d = semi_global_distance(inner, outer)
             emb = 1.0 - d / inner.shape[0]
         out[O_EMBEDDING] = emb
     if exact:

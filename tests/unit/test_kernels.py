@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.reference import KERNELS
+from tests.reference import KERNELS, edit_runs_ref, semi_global_dp_ref
 
 ALPHABET = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 rng = random.Random(1234)
@@ -41,7 +41,9 @@ CASES = {
     "digest128": [(t,) for t in SAMPLE_TEXTS + [bytes(range(256)) * 3, b"y" * 15, b"y" * 16, b"y" * 33]],
     "levenshtein_bounded": [(a, b, bound) for a, b in SIG_PAIRS for bound in (0, 1, 2, 5, 100)],
     "semi_global": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20] + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"hello", b"say hallo there")],
-    "edit_runs": SIG_PAIRS + [(b"aaaXaaaaYYYYaaa", b"aaaaaaaaaaa")],
+    "semi_global_distance": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20]
+    + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"", b"abc"), (b"hello", b"say hallo there"), (bytes(range(250, 256)), bytes(range(256)))],
+    "edit_runs": [(a, b, g) for a, b in SIG_PAIRS + [(b"aaaXaaaaYYYYaaa", b"aaaaaaaaaaa")] for g in (0, 2)],
 }
 
 
@@ -69,6 +71,62 @@ def test_bounded_levenshtein_property(a: bytes, b: bytes, bound: int) -> None:
 def test_semi_global_property(a: bytes, b: bytes) -> None:
     case = KERNELS["semi_global"]
     assert case.kernel(a, b) == case.reference(a, b)
+
+
+@st.composite
+def _signature_pairs(draw, max_size: int = 200) -> tuple[bytes, bytes]:
+    """Two signatures across the kernels' 64-symbol word boundaries: unrelated, or one an edited
+    copy of the other (few edits, long matching stretches: the tracebacks near-duplicates take)."""
+    alphabet = draw(st.sampled_from([b"ab", b"abcd", ALPHABET, bytes(range(256))]))
+    sym = st.sampled_from(list(alphabet))
+    a = draw(st.lists(sym, max_size=max_size))
+    if draw(st.booleans()):
+        return bytes(a), bytes(draw(st.lists(sym, max_size=max_size)))
+    b = list(a)
+    for _ in range(draw(st.integers(0, 12))):
+        at = draw(st.integers(0, len(b)))
+        kind = draw(st.sampled_from(["ins", "del", "sub"]))
+        if kind == "ins":
+            b.insert(at, draw(sym))
+        elif b:
+            at = min(at, len(b) - 1)
+            if kind == "del":
+                del b[at]
+            else:
+                b[at] = draw(sym)
+    return (bytes(a), bytes(b)) if draw(st.booleans()) else (bytes(b), bytes(a))
+
+
+@given(_signature_pairs(), st.sampled_from([0, 0, 1, 3]))
+def test_edit_runs_property(pair: tuple[bytes, bytes], merge_gap: int) -> None:
+    # the bit-parallel kernel's traceback takes the cell-by-cell DP's steps: same distance, same runs
+    a, b = pair
+    assert KERNELS["edit_runs"].kernel(a, b, merge_gap) == edit_runs_ref(a, b, merge_gap)
+
+
+@given(_signature_pairs())
+def test_semi_global_distance_property(pair: tuple[bytes, bytes]) -> None:
+    a, b = pair
+    assert KERNELS["semi_global_distance"].kernel(a, b) == semi_global_dp_ref(a, b) == KERNELS["semi_global"].kernel(a, b)
+
+
+def test_semi_global_dp_ref_is_the_brute_force() -> None:
+    for a, b in CASES["semi_global_distance"]:
+        assert semi_global_dp_ref(a, b) == KERNELS["semi_global_distance"].reference(a, b), (a, b)
+
+
+def test_alignment_kernels_on_page_sized_signatures() -> None:
+    # long signatures (700 symbols, 11 words per column; pages have ~2,000) with a replaced block and
+    # scattered edits, against the references (too slow for the property tests at this size)
+    r = random.Random(7)
+    a = bytes(r.choice(ALPHABET) for _ in range(700))
+    b = bytearray(a)
+    b[300:330] = bytes(r.choice(ALPHABET) for _ in range(25))
+    for _ in range(10):
+        b[r.randrange(len(b))] = r.choice(ALPHABET)
+    b = bytes(b)
+    assert KERNELS["edit_runs"].kernel(a, b) == edit_runs_ref(a, b)
+    assert KERNELS["semi_global_distance"].kernel(b[100:600], a) == semi_global_dp_ref(b[100:600], a)
 
 
 @given(st.lists(st.integers(0, 2**64 - 1), max_size=60), st.sampled_from([8, 16, 128]))
