@@ -18,7 +18,7 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import REL_EXACT, compare_pair, is_duplicate, ld_estimate, reports_ld
+from .verify import REL_EXACT, compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
 D_JACCARD = 0
@@ -116,8 +116,8 @@ def outputs(n: int, bands: int) -> Outputs:
                    np.empty((n, bands), dtype=np.uint8))
 
 
-# One kernel of ~125 lines on purpose: its steps (window, lookup, ordering, verification,
-# the kept match's LD, insertion, storage) share a dozen per-document values (seq, the best
+# One kernel of ~130 lines on purpose: its steps (window, lookup, ordering, verification,
+# the kept match's LD and embedding, insertion, storage) share a dozen per-document values (seq, the best
 # match and its relation and Jaccard, the signature, the boilerplate state), which helpers
 # would have to take and hand back as tuples; lookup, insert and put are apart already, and
 # the first 16 lines only unpack the structs.
@@ -173,6 +173,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
         best = np.int64(-1)
         best_rel = 0
         best_j = -1.0
+        best_c = 0.0  # the kept match's larger containment
         if exact >= 0 and a_digest_hi[exact] == digests[i, 1]:
             best = exact
             best_rel = REL_EXACT
@@ -219,17 +220,23 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     best = c
                     best_rel = rel
                     best_j = cmp_out[O_JACCARD]
+                    best_c = max(cmp_out[O_CONTAINMENT_B_IN_A], cmp_out[O_CONTAINMENT_A_IN_B])
                     num_out[i, D_JACCARD] = cmp_out[O_JACCARD]
                     num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
                     num_out[i, D_CONTAINMENT_B_IN_A] = cmp_out[O_CONTAINMENT_B_IN_A]
                     num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
                     num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
-            if best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify):
-                # the kept match's LD (reported), skipped while its Jaccard already decided
+            # the kept match's LD and embedding (reported), skipped while its relation was decided
+            need_ld = best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify)
+            need_emb = best >= 0 and np.isnan(num_out[i, D_EMBEDDING]) and reports_embedding(best_c, 0.0, verify)
+            if need_ld or need_emb:
                 sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, sig_copy)
-                ld_estimate(sig_a, sig_b, a_len[best], lengths[i], verify, runs, cmp_out)
-                num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
+                if need_ld:
+                    ld_estimate(sig_a, sig_b, a_len[best], lengths[i], verify, runs, cmp_out)
+                    num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
+                if need_emb:
+                    num_out[i, D_EMBEDDING] = embedding_similarity(sig_a, sig_b)
         root = seq
         if best >= 0:
             root = slot_root[best]

@@ -127,6 +127,26 @@ def reports_ld(exact, j, params):
     return exact or j >= params[P_LD_MIN_JACCARD]
 
 
+@njit(cache=True, inline="always")
+def reports_embedding(c_ba, c_ab, params):
+    """Whether a pair's signature embedding is part of its verdict and report (a containment
+    reaches the threshold); the engine's lazy path uses it too."""
+    return max(c_ba, c_ab) >= params[P_CONTAINMENT]
+
+
+@njit(cache=True)
+def embedding_similarity(sig_a, sig_b):
+    """1 - semi-global distance of the shorter signature inside the longer / its length (0.0
+    for an empty shorter one): how well one text sits inside the other (seed 001)."""
+    if sig_b.shape[0] <= sig_a.shape[0]:
+        inner, outer = sig_b, sig_a
+    else:
+        inner, outer = sig_a, sig_b
+    if inner.shape[0] == 0:
+        return 0.0
+    return 1.0 - semi_global_distance(inner, outer) / inner.shape[0]
+
+
 @njit(cache=True)
 def compare_pair(
     mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, sig_a,
@@ -140,9 +160,11 @@ def compare_pair(
     their signature alignment is dominated by it and the LD similarity is no evidence. With
     ``full`` every estimate is computed (explain); otherwise the signature alignments
     run only where they can change the verdict or are reported (LD when Jaccard reaches
-    ``ld_min_jaccard``). With ``lazy`` the LD estimate is skipped where it cannot change the
-    relation (exact, or Jaccard already over the threshold): the decide loop computes it for
-    the one candidate it keeps, instead of for every copy in a cluster.
+    ``ld_min_jaccard``, the embedding when a containment reaches its threshold). With ``lazy``
+    the LD estimate is skipped where it cannot change the relation (exact, or Jaccard already
+    over the threshold) and the embedding where the relation is exact or near already: the
+    decide loop computes them for the one candidate it keeps, instead of for every copy in a
+    cluster.
     """
     for k in range(N_OUT):
         out[k] = np.nan
@@ -170,21 +192,16 @@ def compare_pair(
     if have_ld:
         ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out)
     ct = params[P_CONTAINMENT]
+    near = j >= params[P_JACCARD] or (
+        have_ld and not shared_boilerplate and out[O_LD_SIMILARITY] >= params[P_LD_SIMILARITY] and j >= params[P_LD_MIN_JACCARD]
+    )
     emb = 0.0
-    if full or max(c_ba, c_ab) >= ct:
-        if sig_b.shape[0] <= sig_a.shape[0]:
-            inner, outer = sig_b, sig_a
-        else:
-            inner, outer = sig_a, sig_b
-        if inner.shape[0] > 0:
-            d = semi_global_distance(inner, outer)
-            emb = 1.0 - d / inner.shape[0]
+    if full or (reports_embedding(c_ba, c_ab, params) and not (lazy and (exact or near))):
+        emb = embedding_similarity(sig_a, sig_b)
         out[O_EMBEDDING] = emb
     if exact:
         return REL_EXACT
-    if j >= params[P_JACCARD] or (
-        have_ld and not shared_boilerplate and out[O_LD_SIMILARITY] >= params[P_LD_SIMILARITY] and j >= params[P_LD_MIN_JACCARD]
-    ):
+    if near:
         return REL_NEAR
     if c_ba >= ct and len_b <= len_a and emb >= ct:
         return REL_CONTAINED_IN

@@ -307,3 +307,45 @@ def test_checkpoint_contract_across_a_restart(tmp_path) -> None:
     assert replay[(b, 40)].duplicate_of == "x" and replay[(b, 40)].relation == second[0].relation
     assert again.source_id(b) == 1 and again.source_id(Source("new", 0)) == 2
     again.close()
+
+
+def test_reported_estimates_are_those_of_the_kept_pair() -> None:
+    """The decide loop skips a candidate's LD estimate and signature embedding where its relation
+    is decided already (exact, or near by Jaccard) and computes them for the match it keeps: what
+    a duplicate reports is what ``compare`` says of it and its match (NaN where not reported)."""
+    from streamdedup import Fingerprinter, record
+    from streamdedup.verify import Fingerprint, compare
+
+    c = cfg()
+    ct, bits = c.verify.containment_threshold, c.fingerprint.minhash.storage_bits
+    texts: dict[str, str] = {}
+    docs = []
+    for k in range(6):
+        base = story(500 + k, 300)
+        # several copies per cluster: each later copy has several candidates of its cluster
+        for name, text in (("", base), ("t1", typo(base, k, 4)), ("t2", typo(base, k + 50, 6)), ("t3", typo(base, k + 90, 40)),
+                           ("tease", base[: len(base) // 3]), ("more", base + " " + story(900 + k, 60))):
+            texts[f"s{k}{name}"] = text
+            docs.append(Document(f"s{k}{name}", text, len(docs)))
+    engine = Deduplicator(c, MemoryStore())
+    fp = Fingerprinter(c.fingerprint)
+    checked = embedded_near = 0
+    for lo in range(0, len(docs), 5):
+        out = engine.process(docs[lo:lo + 5])
+        for k in range(len(out)):
+            if out.codes[k] != 1 or out.decision(k).relation == "exact":
+                continue
+            d = out.decision(k)
+            batch = fp.fingerprint_batch([texts[d.matched], texts[d.id]])
+            a = Fingerprint.from_record(record.decode(record.encode(batch, 0, bits), c.fingerprint.minhash.num_perm))
+            want = compare(a, Fingerprint.from_batch(batch, 1), c.verify, c.fingerprint.signature)
+            j, ld, c_ba, c_ab, emb = (float(x) for x in out.numbers[k])
+            assert (j, c_ba, c_ab) == pytest.approx((want.jaccard, want.containment_b_in_a, want.containment_a_in_b), rel=1e-6)
+            assert np.isnan(ld) if want.ld_similarity is None else ld == pytest.approx(want.ld_similarity, rel=1e-6), d
+            if max(want.containment_b_in_a, want.containment_a_in_b) >= ct:
+                assert emb == pytest.approx(want.embedding_similarity, rel=1e-6), d
+                embedded_near += d.relation == "near_duplicate"
+            else:
+                assert np.isnan(emb), d
+            checked += 1
+    assert checked >= 20 and embedded_near >= 5, (checked, embedded_near)
