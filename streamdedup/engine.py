@@ -246,7 +246,7 @@ class Deduplicator:
         ix = self.index
         times = np.ascontiguousarray(times, dtype=np.int64)
         docs = KD.BatchPrints(batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
-                              batch.fine_buf, batch.fine_start, batch.fine_len)
+                              batch.fine_buf, batch.fine_start, batch.fine_len, np.ones(n, dtype=np.bool_))
         params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
                                  self._params)
         scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)

@@ -55,6 +55,10 @@ class BatchPrints(NamedTuple):
     sig_start: np.ndarray
     #: int64 (n,)
     sig_len: np.ndarray
+    #: bool (n,): insert the document once decided (the engine: all True). False decides it
+    #: against the index without inserting it: a shard of a sharded index probing a document
+    #: that another shard holds (benchmarks/shard_simulation.py); its seq stays -1
+    insert: np.ndarray
 
 
 class DecideParams(NamedTuple):
@@ -133,7 +137,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)
     digests, keys, times, empty = docs.digests, docs.keys, docs.times, docs.empty
     minhash, n_shingles, lengths = docs.minhash, docs.n_shingles, docs.lengths
-    sig_buf, sig_start, sig_len = docs.sig_buf, docs.sig_start, docs.sig_len
+    sig_buf, sig_start, sig_len, inserting = docs.sig_buf, docs.sig_start, docs.sig_len, docs.insert
     main_bands, rows, hot_threshold, window_ms = params.main_bands, params.rows, params.hot_threshold, params.window_ms
     max_verified, bits, verify = params.max_verified, params.bits, params.verify
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
@@ -242,6 +246,9 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             root = slot_root[best]
             match_out[i] = slot_seq[best]
             rel_out[i] = best_rel
+        if not inserting[i]:
+            root_out[i] = root if best >= 0 else -1
+            continue
         insert(
             seq, root, times[i], digests[i, 0], keys[i], bands, n_cells, capacity,
             cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest, hot_out[i],
