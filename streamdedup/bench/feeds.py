@@ -39,6 +39,12 @@ def mixed_records(n: int, duplicate_share: float = 0.2, seed: int = 1) -> list[t
     phrasing stay those of real news while the texts are distinct. Duplicates re-send an earlier
     record, exact or through one of the synthetic edit kinds.
     """
+    return mixed_stream(n, duplicate_share, seed)[0]
+
+
+def mixed_stream(n: int, duplicate_share: float = 0.2, seed: int = 1) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    """:func:`mixed_records` and, per record, the index of the record it re-sends (-1 for a new
+    story): the truth a benchmark scores decisions against."""
     import re
 
     rng = random.Random(seed)
@@ -47,20 +53,23 @@ def mixed_records(n: int, duplicate_share: float = 0.2, seed: int = 1) -> list[t
     titles = [s.title for s in stories if s.title]
     kinds = list(EDIT_KINDS.values())
     out: list[tuple[bytes, bytes]] = []
-    made: list[tuple[str, str]] = []
+    made: list[tuple[str, str, int]] = []
+    sources: list[int] = []
     while len(out) < n:
         rid = f"n{len(out)}"
         if made and rng.random() < duplicate_share:
-            title, body = rng.choice(made[-5000:])
+            title, body, source = rng.choice(made[-5000:])
             text = None if rng.random() < 0.3 else rng.choice(kinds)(title, body, rng.choice(sentences), rng)
             rec = {"id": rid, "title": title, "text": body} if text is None else {"id": rid, "title": "", "text": text}
+            sources.append(source)
         else:
             title = rng.choice(titles)
             body = "\n    ".join(rng.sample(sentences, rng.randint(4, 9)))
-            made.append((title, body))
+            made.append((title, body, len(out)))
             rec = {"id": rid, "title": title, "text": body}
+            sources.append(-1)
         out.append((rid.encode(), orjson.dumps(rec)))
-    return out
+    return out, sources
 
 
 def long_records(n: int, min_bytes: int = 20_000, max_bytes: int = 50_000, duplicate_share: float = 0.2,
