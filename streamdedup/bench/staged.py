@@ -86,7 +86,8 @@ def _topic_cost(bootstrap: str, topic: str) -> tuple[int, int]:
     return msgs, size
 
 
-def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float) -> dict:
+def _setup(bootstrap: str, source: str, topology: str) -> tuple[str, dict, list[str], dict[str, int]]:
+    """A run's id, environment, output topics and every topic it writes (created)."""
     run = uuid.uuid4().hex[:6]
     env = _env(bootstrap, source, run)
     outs = [f"u-{run}", f"d-{run}", f"x-{run}"]
@@ -95,14 +96,23 @@ def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeo
     if topology == "staged":
         topics.update({f"fp-{run}": 1, f"dec-{run}": len(parts)})
     _create(bootstrap, topics)
-    cli = [sys.executable, "-m", "streamdedup.cli", "run", "--stop-when-idle", "8"]
+    return run, env, outs, topics
+
+
+def _start(env: dict, state: str, topology: str, workers: int, idle: float) -> list[subprocess.Popen]:
+    cli = [sys.executable, "-m", "streamdedup.cli", "run", "--stop-when-idle", str(idle)]
+    if topology == "single":
+        cmds = [cli + ["--state-dir", state]]
+    else:
+        cmds = [cli + ["--topology", "staged", "--role", "decider", "--state-dir", state]]
+        cmds += [cli + ["--topology", "staged", "--role", "worker", "--instance", f"w{i}"] for i in range(workers)]
+    return [subprocess.Popen(c, env=env, stderr=subprocess.DEVNULL) for c in cmds]
+
+
+def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float) -> dict:
+    run, env, outs, topics = _setup(bootstrap, source, topology)
     with tempfile.TemporaryDirectory() as state:
-        if topology == "single":
-            cmds = [cli + ["--state-dir", state]]
-        else:
-            cmds = [cli + ["--topology", "staged", "--role", "decider", "--state-dir", state]]
-            cmds += [cli + ["--topology", "staged", "--role", "worker", "--instance", f"w{i}"] for i in range(workers)]
-        procs = [subprocess.Popen(c, env=env, stderr=subprocess.DEVNULL) for c in cmds]
+        procs = _start(env, state, topology, workers, 8)
         try:
             first, last, seen = _watch(bootstrap, outs, n, timeout)
         finally:
@@ -119,9 +129,72 @@ def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeo
     return out
 
 
+def latency(bootstrap: str, feed: str, topology: str, workers: int, rate: float, partitions: int,
+            seconds: float = 20.0) -> dict:
+    """p50/p99 ms from send to read_committed visibility at ``rate`` records/s, after a primer
+    record has come out (start-up, group joins and kernels are not latency)."""
+    import orjson
+    from confluent_kafka import Producer
+
+    source = f"lat-{uuid.uuid4().hex[:6]}"
+    _create(bootstrap, {source: partitions})
+    records = long_records(int(rate * seconds) + 1, seed=23) if feed == "long" else mixed_records(int(rate * seconds) + 1, 0.2, 23)
+    run, env, outs, _ = _setup(bootstrap, source, topology)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    seen: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory() as state:
+        procs = _start(env, state, topology, workers, 15)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lat-{run}", "auto.offset.reset": "earliest",
+                      "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+        c.subscribe(outs)
+        try:
+            for part in range(partitions):  # a primer per partition: every partition has an owner at work
+                p.produce(source, records[0][1], records[0][0], partition=part)
+            p.flush(30)
+            deadline, primed = time.monotonic() + 240, 0
+            while primed < partitions:
+                primed += len([m for m in c.consume(100, 0.2) if m.error() is None])
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the {topology} topology emitted {primed} of {partitions} primers within 240 s")
+            time.sleep(5)  # a worker that joined late takes its partitions now, not under the load
+            t0 = time.perf_counter()
+            for i, (key, value) in enumerate(records[1:]):
+                while (wait := t0 + i / rate - time.perf_counter()) > 0:
+                    time.sleep(min(0.001, wait))
+                obj = orjson.loads(value)
+                obj["sent_ms"] = time.time() * 1000
+                p.produce(source, orjson.dumps(obj), key)
+                p.poll(0)
+                if i % 200 == 0:
+                    _collect(c, seen, 0)
+            p.flush(60)
+            deadline = time.monotonic() + 120
+            while len(seen) < len(records) - 1 and time.monotonic() < deadline:
+                _collect(c, seen, 0.1)
+        finally:
+            c.close()
+            for proc in procs:
+                proc.wait(180)
+    lat = sorted(ms for _, ms in seen)
+    pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")  # noqa: E731
+    return {"topology": topology, "rate": rate, "records": len(records) - 1, "seen": len(seen), "p50_ms": pct(0.5),
+            "p99_ms": pct(0.99), "max_ms": lat[-1] if lat else float("nan")}
+
+
+def _collect(c, seen: list, timeout: float) -> None:
+    import orjson
+
+    for m in c.consume(1000, timeout):
+        if m.error() is None:
+            sent = orjson.loads(m.value()).get("sent_ms")
+            if sent is not None:
+                seen.append((sent, time.time() * 1000 - sent))
+
+
 def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partitions: int | None = None,
-        timeout: float = 900.0) -> dict:
-    """Passthrough, single-index processor and staged topology, alternately, ``rounds`` times."""
+        timeout: float = 900.0, with_latency: bool = True) -> dict:
+    """Passthrough, single-index processor and staged topology, alternately, ``rounds`` times;
+    then the latency of each at half the single processor's rate."""
     partitions = partitions or max(2, workers)
     records = long_records(n) if feed == "long" else mixed_records(n, 0.2, 19)
     source = f"bench-staged-{uuid.uuid4().hex[:6]}"
@@ -147,4 +220,8 @@ def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partit
     last = res["rounds"][-1]
     res["messages_per_record"] = {"single": last["single"]["messages_per_record"], "staged": last["staged"]["messages_per_record"]}
     res["bytes_per_record"] = {"single": last["single"]["bytes_per_record"], "staged": last["staged"]["bytes_per_record"]}
+    if with_latency:
+        # both at half the single processor's rate: the load either topology sustains
+        rate = res["single_docs_per_s"] / 2
+        res["latency"] = [latency(bootstrap, feed, t, workers, rate, partitions) for t in ("single", "staged")]
     return res

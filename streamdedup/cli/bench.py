@@ -231,7 +231,7 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
     if topology == "staged":
         from ..bench.staged import run as run_staged
 
-        res = run_staged(bootstrap, records, feed, workers)
+        res = run_staged(bootstrap, records, feed, workers, with_latency=not no_latency)
         click.echo(json.dumps(res, indent=2) if as_json else _staged_lines(res))
         return
     if latency_rate is not None:
@@ -264,7 +264,9 @@ def _staged_lines(r: dict) -> str:
         f"single-index processor:    {r['single_docs_per_s']:,.0f} docs/s; {r['messages_per_record']['single']:.2f} messages, "
         f"{r['bytes_per_record']['single']:,.0f} B written per record",
         f"staged, {r['workers']} workers:      {r['staged_docs_per_s']:,.0f} docs/s ({r['staged_vs_single']:.2f}x single); "
-        f"{r['messages_per_record']['staged']:.2f} messages, {r['bytes_per_record']['staged']:,.0f} B written per record"])
+        f"{r['messages_per_record']['staged']:.2f} messages, {r['bytes_per_record']['staged']:,.0f} B written per record",
+        *(f"latency, {lat['topology']} at {lat['rate']:,.0f} docs/s: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
+          f"({lat['seen']:,}/{lat['records']:,} seen)" for lat in r.get("latency", []))])
 
 
 def _latency_line(lat: dict, at: str) -> str:
