@@ -8,11 +8,13 @@ records' positions as engine sources, message timestamps as default event times,
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+from confluent_kafka import KafkaException
 
 from ..config import Config
 from ..decisions import Decision
@@ -24,6 +26,7 @@ from .limits import headers_bytes
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
 DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
+log = logging.getLogger("streamdedup.kafka")
 
 
 @dataclass
@@ -61,6 +64,21 @@ class OutBatch:
     #: ``DESTINATIONS`` (None without a guard): the guard checks them all at once
     sizes: np.ndarray | None = None
     dests: np.ndarray | None = None
+
+
+def consume_good(consumer, n: int, timeout: float) -> list:
+    """Up to ``n`` messages from ``consumer``: a fatal client error raises, other errors (a
+    broker briefly away, a rebalance) are logged and their slots skipped."""
+    good = []
+    for m in consumer.consume(n, timeout):
+        err = m.error()
+        if err is None:
+            good.append(m)
+        elif err.fatal():
+            raise KafkaException(err)
+        else:
+            log.warning("consumer: %s", err)
+    return good
 
 
 def source_name(m) -> str:

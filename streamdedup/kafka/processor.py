@@ -30,7 +30,7 @@ from ..config import Config
 from ..engine import Deduplicator
 from ..state.pipelined import PipelinedStore
 from ..state.rocks import open_waiting
-from .batch import KafkaBatch, KafkaPipeline, OutBatch
+from .batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
 from .clientlog import client_settings
 from .delivery import Delivery
 from .lost_state import Since, refusal, state_gaps
@@ -240,16 +240,7 @@ class _Loop:
                  len(partitions))
 
     def consume(self) -> list:
-        good = []
-        for m in self.consumer.consume(self.proc.cfg.engine.batch_size, self.proc.kcfg.linger_ms / 1000.0):
-            err = m.error()
-            if err is None:
-                good.append(m)
-            elif err.fatal():
-                raise KafkaException(err)
-            else:
-                log.warning("consumer: %s", err)
-        return good
+        return consume_good(self.consumer, self.proc.cfg.engine.batch_size, self.proc.kcfg.linger_ms / 1000.0)
 
     def run(self) -> None:
         proc, delivery = self.proc, self.delivery

@@ -33,6 +33,7 @@ from ...pipeline.route import duplicate_tags, rejected_tags
 from ...pipeline.tags import DeadLetterTags
 from ...state.pipelined import PipelinedStore
 from ...state.rocks import open_waiting
+from ..batch import consume_good
 from ..clientlog import client_settings
 from ..metrics import Metrics
 from ..processor import Clients
@@ -130,14 +131,7 @@ class Decider:
         batch, linger = self.cfg.engine.batch_size, self.kcfg.linger_ms / 1000.0
         while not self._stop:
             self.watchdog.touch()
-            msgs = []
-            for m in consumer.consume(batch, linger):
-                if m.error() is None:
-                    msgs.append(m)
-                elif m.error().fatal():
-                    raise KafkaException(m.error())
-                else:
-                    log.warning("consumer: %s", m.error())
+            msgs = consume_good(consumer, batch, linger)
             self._confirm()
             if not msgs:
                 if self.stop_when_idle is not None and time.monotonic() - idle_since > self.stop_when_idle:

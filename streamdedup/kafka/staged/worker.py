@@ -27,7 +27,7 @@ from ...fingerprint import Fingerprinter
 from ...pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from ...pipeline.fingerprints import FingerprintCodec
 from ...pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
-from ..batch import source_name
+from ..batch import consume_good, source_name
 from ..clientlog import client_settings
 from ..metrics import Metrics
 from ..oversize import OutputGuard
@@ -191,10 +191,10 @@ class Worker:
         while not self._stop:
             self.watchdog.touch()
             self._backpressure(batch)
-            msgs = self._consume(self.input, batch, linger)
+            msgs = consume_good(self.input, batch, linger)
             if msgs:
                 self._fingerprint(msgs)
-            decided = self._consume(self.decisions, 4 * batch, 0 if msgs else linger)
+            decided = consume_good(self.decisions, 4 * batch, 0 if msgs else linger)
             self._offer(decided)
             emitted = self._emit()
             if msgs or decided or emitted or self.pending.waiting():
@@ -220,19 +220,6 @@ class Worker:
         elif self._paused and waiting <= MAX_PENDING_BATCHES * batch // 2:
             self._paused = False
             self.input.resume(self.input.assignment())
-
-    @staticmethod
-    def _consume(consumer, n: int, timeout: float) -> list:
-        good = []
-        for m in consumer.consume(n, timeout):
-            err = m.error()
-            if err is None:
-                good.append(m)
-            elif err.fatal():
-                raise KafkaException(err)
-            else:
-                log.warning("consumer: %s", err)
-        return good
 
     def _fingerprint(self, msgs: list) -> None:
         consumed = time.perf_counter()
