@@ -214,7 +214,8 @@ def edit_runs(a, b, merge_gap, runs_out):
         for j in range(m):
             hp, hn = _column(peq[b[j]], vp, vn, _ONE, d0s[j])
             dist += np.int64((hp >> last) & _ONE) - np.int64((hn >> last) & _ONE)
-            vps[j, :] = vp
+            for w in range(words):  # not a slice assignment: see _kernels/__init__, Compile time
+                vps[j, w] = vp[w]
     # Walk back from the end; an edit starts or extends the current run, a match ends it
     # unless the next edit comes within merge_gap matches.
     i = n

@@ -29,6 +29,14 @@ A_CURSOR = 0
 A_TAIL = 1
 
 
+@njit(cache=True, inline="always")
+def _copy(dst, src):
+    """``dst[:] = src`` (same length, no overlap) as a loop over two views: ~3 s less compile time
+    than slice assignment and as fast or faster (see ``_kernels/__init__``, Compile time)."""
+    for k in range(src.shape[0]):
+        dst[k] = src[k]
+
+
 class ArenaArrays(NamedTuple):
     """The arena's arrays, as the kernels take them (built by ``Arena.arrays``); one row per index slot."""
 
@@ -66,8 +74,8 @@ def put(slot, mh_row, bits, n_sh, length, digest_hi, sig_buf, sig_start, sig_len
     a_sig_len[slot] = sig_len
     p = cur % size
     first = sig_len if p + sig_len <= size else size - p
-    a_buf[p:p + first] = sig_buf[sig_start:sig_start + first]
-    a_buf[:sig_len - first] = sig_buf[sig_start + first:sig_start + sig_len]
+    _copy(a_buf[p:p + first], sig_buf[sig_start:sig_start + first])
+    _copy(a_buf[:sig_len - first], sig_buf[sig_start + first:sig_start + sig_len])
     a_state[A_CURSOR] = cur + sig_len
 
 
@@ -80,8 +88,8 @@ def signature(slot, a_sig_start, a_sig_len, a_buf, scratch):
     if p + n <= size:
         return a_buf[p:p + n]
     first = size - p
-    scratch[:first] = a_buf[p:]
-    scratch[first:n] = a_buf[:n - first]
+    _copy(scratch[:first], a_buf[p:])
+    _copy(scratch[first:n], a_buf[:n - first])
     return scratch[:n]
 
 
@@ -117,5 +125,5 @@ def regrow(old, new, lo, hi):
         po = v % so
         pn = v % sn
         m = min(hi - v, so - po, sn - pn)  # a piece that wraps in neither ring
-        new[pn:pn + m] = old[po:po + m]
+        _copy(new[pn:pn + m], old[po:po + m])
         v += m

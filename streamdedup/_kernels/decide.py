@@ -194,7 +194,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     order[m + 1] = order[m]
                     m -= 1
                 order[m + 1] = x
-            boilerplate = False
+            boilerplate = np.bool_(False)  # not a literal False: see _kernels/__init__, Compile time
             for b in range(main_bands):
                 if hot_bands[b]:
                     boilerplate = True
@@ -209,7 +209,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             n_check = nc if nc < max_verified else max_verified
             for k in range(n_check):
                 c = cand_slots[order[k]]
-                shared_bp = False
+                shared_bp = np.bool_(False)
                 if boilerplate:
                     for b in range(main_bands):
                         if hot_bands[b] and slot_keys[c, b] == keys[i, b]:

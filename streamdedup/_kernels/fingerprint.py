@@ -284,7 +284,7 @@ def fingerprint_batch(
     fine_lo = uint64(residue) * span // uint64(compression)
     fine_w = span // uint64(compression)
     coarse_w = span // uint64(coarse_c)
-    pos = 0
+    pos = np.int64(0)  # not a literal 0: see _kernels/__init__, Compile time
     canon_offsets[0] = 0
     fine_offsets[0] = 0
     coarse_offsets[0] = 0

@@ -176,9 +176,10 @@ def compare_pair(
         for k in range(informative.shape[0]):
             if informative[k]:
                 n_inf += 1
-        j = 0.0 if n_inf < params[P_MIN_INFORMATIVE] else jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, True)
+        j = 0.0 if n_inf < params[P_MIN_INFORMATIVE] else jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, np.bool_(True))
     else:
-        j = jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, False)
+        # np.bool_, not literals: one compiled jaccard_estimate (see _kernels/__init__, Compile time)
+        j = jaccard_estimate(mh_a, bits_a, mh_b, bits_b, informative, np.bool_(False))
     c_ba = containment(j, n_sh_b, n_sh_a)
     c_ab = containment(j, n_sh_a, n_sh_b)
     out[O_JACCARD] = j
