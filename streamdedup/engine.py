@@ -35,7 +35,7 @@ from .decisions import BatchDecisions, Decision
 from .engine_state import Checkpoint, Source, StateMeta, restore
 from .errors import StreamdedupError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
-from .ids import Ids, sparse_utf8, utf8_ids
+from .ids import Ids, id_arrays, sparse_utf8
 from .index import CandidateIndex
 from .state.base import MemoryStore, StateBatch, Store
 from .verify import kernel_params
@@ -232,7 +232,7 @@ class Deduplicator:
         if n == 0:
             return self._run_empty(positions, before_commit)
         meta = self.meta
-        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
+        ids_buf, ids_off = id_arrays(ids)
         keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         first_seq = meta.next_seq
         self.arena.reserve(int(batch.fine_len[~batch.empty].sum()), self.index.slot_seq, self.index.slot_time, meta.seq_lo,

@@ -249,7 +249,8 @@ class Fingerprinter:
         lead_out = np.zeros((n, lead_bands), dtype=np.uint64)
         sig = cfg.signature
         _kernels.fingerprint_batch(
-            raw, offsets, self._cmap,
+            # read-only inputs whichever way they were made: one compiled kernel (see _kernels.readonly)
+            _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap,
             cfg.shingle.kind == "word", cfg.shingle.size,
             k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
             self.lsh.bands, self.lsh.rows,

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ._kernels import readonly
 from .decode import MAX_ID_BYTES
 from .errors import InputError
 
@@ -28,6 +29,14 @@ class Ids(Sequence[str]):
         if isinstance(i, slice):
             return [self[k] for k in range(*i.indices(len(self)))]
         return self.buf[self.off[i]:self.off[i + 1]].tobytes().decode("utf-8")
+
+
+def id_arrays(ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``ids`` (an :class:`Ids` or strings) as the kernels take them: UTF-8 buffer and offsets,
+    read-only views whichever way they were made (an :class:`Ids` is a kernel's output, strings
+    go through :func:`utf8_ids`): one compiled kernel, not one per mix (``_kernels.readonly``)."""
+    buf, off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
+    return readonly(buf), readonly(off)
 
 
 def sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:

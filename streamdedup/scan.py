@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._kernels import jsonscan as K
+from ._kernels import readonly
 from .canonical import prepare_batch
 from .config import CanonicalConfig, InputConfig
 from .decode import MAX_ID_BYTES, Decoded
@@ -20,7 +21,7 @@ from .ids import Ids
 from .fingerprint import PreparedTexts
 
 FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK
-_NONE = np.zeros(1, dtype=np.uint8)
+_NONE = readonly(np.zeros(1, dtype=np.uint8))
 
 
 def _bytes(s: str) -> np.ndarray:
@@ -138,7 +139,8 @@ def gather_documents(data: bytes, s: Scanned, docs: np.ndarray, slow: dict[int, 
         t_b = raw if raw.shape[0] else _NONE
         times[from_b] = [d.event_time_ms for d in decs]
     buf = np.frombuffer(data, dtype=np.uint8)
-    ids = Ids(*K.gather(buf, s.id_lo[docs], s.id_hi[docs], id_b, id_lo, id_hi, from_b))
+    # read-only inputs, whichever way they were made: one compiled gather (see _kernels.readonly)
+    ids = Ids(*K.gather(buf, s.id_lo[docs], s.id_hi[docs], readonly(id_b), id_lo, id_hi, from_b))
     if t_b is _NONE and np.array_equal(s.text_off[docs[1:]], s.text_off[docs[:-1] + 1]):
         # all fast and adjacent in the scan's buffer (no record between two of them wrote a
         # text: file mode's dead letters write none, but Kafka leaves replayed fast records
@@ -146,5 +148,6 @@ def gather_documents(data: bytes, s: Scanned, docs: np.ndarray, slow: dict[int, 
         lo = s.text_off[docs[0]]
         texts = PreparedTexts(s.text_buf[lo:s.text_off[docs[-1] + 1]], np.append(s.text_off[docs], s.text_off[docs[-1] + 1]) - lo)
     else:
-        texts = PreparedTexts(*K.gather(s.text_buf, s.text_off[docs], s.text_off[docs + 1], t_b, t_lo, t_hi, from_b))
+        texts = PreparedTexts(*K.gather(readonly(s.text_buf), s.text_off[docs], s.text_off[docs + 1], readonly(t_b), t_lo, t_hi,
+                                        from_b))
     return ids, texts, times

@@ -17,7 +17,26 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 - ``fprecords``: fingerprint records (a staged topology's worker -> decider), encoded and checked/decoded in bulk;
 - ``jsonscan``: JSON records checked and split, the decoding fast path of file mode and Kafka;
 - ``cache`` (no kernel): which kernels Numba would compile on their next call.
+
+Compile time (the first run after an install compiles every kernel it calls, ~20 s of CPU):
+Numba compiles a kernel once per distinct tuple of argument *types*, so the kernels avoid what
+multiplies or inflates that work without changing the machine code's speed:
+
+- no literal argument to a compiled (not inlined) helper: a call such as ``f(buf, 0, n)`` or a
+  variable that starts as ``False`` compiles ``f`` once for ``Literal[int](0)`` /
+  ``Literal[bool](False)`` and again for ``int64`` / ``bool``; ``np.int64(0)`` and
+  ``np.bool_(False)`` are plain typed values (LLVM still propagates the constant once it
+  inlines ``f``);
+- byte loops instead of slice assignment (``out[a:b] = buf[c:d]``): each slice assignment
+  compiles Numba's shape-mismatch error message (string formatting of the shapes) and an
+  overlap-safe copy, ~3 s of the cold start; the sources and targets here never overlap;
+- input arrays reach a kernel read-only whichever way they were made (``np.frombuffer`` of
+  ``bytes`` is read-only, a new array is not, and Numba types the two differently): the Python
+  faces pass :func:`readonly` views, so file mode, Kafka and the library share one compiled
+  kernel instead of one per mix.
 """
+
+import numpy as np
 
 from .align import edit_runs, levenshtein_bounded, semi_global, semi_global_distance
 from .fingerprint import (
@@ -30,3 +49,16 @@ from .fingerprint import (
     oph_minhash,
 )
 from .hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64
+
+
+def readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as Numba should type a kernel input: a read-only view (no copy) of a writable array.
+
+    >>> readonly(np.zeros(2)).flags.writeable
+    False
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view

@@ -51,7 +51,7 @@ from ..decode import MAX_ID_BYTES, Rejected
 from ..engine_state import Checkpoint, Source
 from ..errors import FingerprintRecordError, IncompatibleFingerprintError
 from ..fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
-from ..ids import Ids, utf8_ids
+from ..ids import Ids, id_arrays
 from .prepare import Prepared
 
 if TYPE_CHECKING:
@@ -134,8 +134,8 @@ class FingerprintCodec:
             return []
         if source_index.min() < 0 or source_index.max() >= len(sources):
             raise ValueError(f"a source index is outside the {len(sources)} sources")
-        ids_buf, ids_off = (ids.buf, ids.off) if isinstance(ids, Ids) else utf8_ids(ids)
-        topics_buf, topics_off = utf8_ids([s.topic for s in sources])
+        ids_buf, ids_off = id_arrays(ids)
+        topics_buf, topics_off = id_arrays([s.topic for s in sources])
         partitions = np.array([s.partition for s in sources], dtype=np.int64)
         keys = (np.hstack((batch.band_keys, batch.lead_keys)) & _LOW32).astype(np.uint32)
         buf, off = K.encode_batch(
