@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import calibration, signature
+from ._kernels import readonly
 from ._kernels import verify as K
 from .config import SignatureConfig, VerifyConfig
 from .fingerprint import FingerprintBatch
@@ -109,8 +110,12 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
     return tuple(out)
 
 
+_NO_SIGNATURE = readonly(np.zeros(0, dtype=np.uint8))
+
+
 def _sig(s: bytes) -> np.ndarray:
-    return np.frombuffer(s, dtype=np.uint8) if s else np.zeros(0, dtype=np.uint8)
+    # read-only either way, like np.frombuffer: one compiled compare_pair (see _kernels.readonly)
+    return np.frombuffer(s, dtype=np.uint8) if s else _NO_SIGNATURE
 
 
 def _digest_words(d: bytes) -> tuple[int, int]:
