@@ -229,24 +229,53 @@ class Fingerprinter:
         """Fingerprint texts already in the kernel's input form (no checks: the caller made them)."""
         return self._run(texts.raw, texts.offsets, False)
 
+    def placeholder_batch(self, n: int, seed: int = 0) -> FingerprintBatch:
+        """``n`` made-up fingerprints (random MinHash, keys, digests and 8-symbol signatures of
+        non-empty texts; text 1 a copy of text 0) in exactly the arrays a real batch has.
+
+        For compiling the kernels downstream of fingerprinting (decide, records, verification)
+        without waiting for the fingerprint kernel: Numba compiles for the arrays' types, not
+        their values (``streamdedup.kernel_cache``). Never a fingerprint of any text.
+        """
+        rng = np.random.default_rng(seed)
+        out = self._outputs(n, 8 * n + 1)
+        for name in ("minhash", "band_out", "lead_out", "digests"):
+            arr = out[name]
+            arr[...] = rng.integers(1, np.iinfo(arr.dtype).max, arr.shape, dtype=arr.dtype, endpoint=False)
+        for name in ("fine_buf", "coarse_buf", "canon"):
+            out[name][...] = rng.integers(97, 123, out[name].shape, dtype=np.uint8)
+        for name in ("canon_off", "fine_off", "coarse_off"):
+            out[name][...] = 8 * np.arange(n + 1)
+        out["n_shingles"][...] = 6
+        if n > 1:
+            for name in ("minhash", "band_out", "lead_out", "digests"):
+                out[name][1] = out[name][0]
+        return self._finish(out, False)
+
+    def _outputs(self, n: int, size: int) -> dict[str, np.ndarray]:
+        """The kernel's output arrays for ``n`` texts of ``size - 1`` raw bytes in all."""
+        k = self.cfg.minhash.num_perm
+        lead = self.cfg.lead
+        return {
+            "canon": np.empty(size, dtype=np.uint8),
+            "canon_off": np.empty(n + 1, dtype=np.int64),
+            "minhash": np.empty((n, k), dtype=np.uint32),
+            "band_out": np.empty((n, self.lsh.bands), dtype=np.uint64),
+            "n_shingles": np.empty(n, dtype=np.int64),
+            "fine_buf": np.empty(size, dtype=np.uint8),
+            "fine_off": np.empty(n + 1, dtype=np.int64),
+            "coarse_buf": np.empty(size, dtype=np.uint8),
+            "coarse_off": np.empty(n + 1, dtype=np.int64),
+            "digests": np.empty((n, 2), dtype=np.uint64),
+            "lead_out": np.zeros((n, lead.bands if lead.shingles > 0 else 0), dtype=np.uint64),
+        }
+
     def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
         cfg = self.cfg
         n = offsets.shape[0] - 1
         k = cfg.minhash.num_perm
-        size = raw.shape[0] + 1
-        canon = np.empty(size, dtype=np.uint8)
-        canon_off = np.empty(n + 1, dtype=np.int64)
-        minhash = np.empty((n, k), dtype=np.uint32)
-        band_out = np.empty((n, self.lsh.bands), dtype=np.uint64)
-        n_shingles = np.empty(n, dtype=np.int64)
-        fine_buf = np.empty(size, dtype=np.uint8)
-        coarse_buf = np.empty(size, dtype=np.uint8)
-        fine_off = np.empty(n + 1, dtype=np.int64)
-        coarse_off = np.empty(n + 1, dtype=np.int64)
-        digests = np.empty((n, 2), dtype=np.uint64)
+        out = self._outputs(n, raw.shape[0] + 1)
         lead = cfg.lead
-        lead_bands = lead.bands if lead.shingles > 0 else 0
-        lead_out = np.zeros((n, lead_bands), dtype=np.uint64)
         sig = cfg.signature
         _kernels.fingerprint_batch(
             # read-only inputs whichever way they were made: one compiled kernel (see _kernels.readonly)
@@ -256,10 +285,16 @@ class Fingerprinter:
             self.lsh.bands, self.lsh.rows,
             sig.neighbourhood, sig.compression, sig.compression * sig.coarse_factor, sig.residue,
             np.uint64(sig.seed), self._alphabet,
-            canon, canon_off, minhash, band_out, n_shingles,
-            fine_buf, fine_off, coarse_buf, coarse_off, digests,
-            lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, lead_bands, lead.rows, lead_out,
+            out["canon"], out["canon_off"], out["minhash"], out["band_out"], out["n_shingles"],
+            out["fine_buf"], out["fine_off"], out["coarse_buf"], out["coarse_off"], out["digests"],
+            lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
+            out["lead_out"],
         )
+        return self._finish(out, keep_canonical)
+
+    def _finish(self, out: dict[str, np.ndarray], keep_canonical: bool) -> FingerprintBatch:
+        canon, canon_off, n_shingles = out["canon"], out["canon_off"], out["n_shingles"]
+        band_out, lead_out, fine_off, coarse_off = out["band_out"], out["lead_out"], out["fine_off"], out["coarse_off"]
         empty = n_shingles == 0
         band_out[empty] = 0
         lead_out[empty] = 0
@@ -268,17 +303,17 @@ class Fingerprinter:
         coarse_len = np.minimum(np.diff(coarse_off), MAX_SIGNATURE_SYMBOLS)
         return FingerprintBatch(
             params=self.params,
-            minhash=minhash,
+            minhash=out["minhash"],
             band_keys=band_out,
             lead_keys=lead_out,
             lengths=np.diff(canon_off),
             n_shingles=n_shingles,
             empty=empty,
-            digest_words=digests,
-            fine_buf=fine_buf,
+            digest_words=out["digests"],
+            fine_buf=out["fine_buf"],
             fine_start=fine_off[:-1],
             fine_len=fine_len,
-            coarse_buf=coarse_buf,
+            coarse_buf=out["coarse_buf"],
             coarse_start=coarse_off[:-1],
             coarse_len=coarse_len,
             canonical=_split(canon, canon_off[:-1], np.diff(canon_off)) if keep_canonical else [],

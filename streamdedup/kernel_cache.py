@@ -1,0 +1,277 @@
+"""Filling Numba's on-disk kernel cache, in parallel worker processes.
+
+A kernel compiles on its first call: typing and LLVM, single-threaded under Numba's global
+compiler lock, ~17 s of CPU for the kernels of a file-mode run. The kernels fall into *units*
+that compile independently of each other:
+
+- ``scan``: the JSON fast path of file mode and Kafka (split, scan, gather) and file mode's
+  output lines (assemble);
+- ``fingerprint``: the fingerprint kernel;
+- ``engine`` (``engine+restore``): the decide loop, the records, index and arena growth (and
+  the restore of the index from state);
+- ``fprecords``: a staged topology's fingerprint records, encoded (worker) and decoded
+  (decider); the decider's decide path (``run_fingerprinted``) is the engine's unit;
+- ``explain``: the pair comparison called from Python.
+
+Each unit runs a tiny workload through the same Python faces a run uses, so that the kernels
+compile for exactly the argument types the run will pass them (Numba compiles per type, and
+a kernel cached for other types compiles again). The engine's unit decides placeholder
+fingerprints (:meth:`~streamdedup.fingerprint.Fingerprinter.placeholder_batch`): it neither
+waits for nor compiles the fingerprint kernel.
+
+:func:`fill` runs the units a command needs in up to one process per CPU, this one included,
+and returns when the cache holds them; the command then loads them from the cache (~0.5 s). The
+same units, run one after the other in one process, are ``streamdedup warm-up``'s workload.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+import numpy as np
+import orjson
+
+from ._kernels import cache
+from .config import Config
+
+log = logging.getLogger(__name__)
+
+_STORY = "warm up the kernels with a short story about nothing in particular at all, told twice"
+#: every kind of line file mode meets: fast ASCII, a copy, a near copy, a time field, non-ASCII,
+#: escapes and HTML (the Python decoder's texts), a line that is not JSON, a blank line
+LINES = (
+    orjson.dumps({"id": "a", "text": _STORY}),
+    orjson.dumps({"id": "b", "text": _STORY}),
+    orjson.dumps({"id": "c", "text": _STORY + " and one more sentence", "time": 1_700_000_000_000}),
+    orjson.dumps({"id": "d", "text": "Zürich: eine Geschichte über nichts, " + _STORY}),
+    b'{"id": "e", "text": "a \\"quoted\\" <b>story</b> about nothing\\nin particular"}',
+    b"not json",
+    b"",
+)
+
+
+def _small(cfg: Config) -> Config:
+    """``cfg`` with a small, growing index: kernels compile per argument type, not size."""
+    return cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"max_documents": 64, "index_sizing": "grow"})})
+
+
+def _scan(cfg: Config) -> None:
+    from .decisions import BatchDecisions
+    from .filemode import Summary, _Writer
+    from .pipeline import Preparer
+    from .scan import LineScanner
+
+    prep = Preparer(cfg)
+    data = b"\n".join(LINES) + b"\n"
+    # file mode: a chunk as filemode._chunks scans it; its documents adjacent (their texts are
+    # a view of the scan) and not (gathered by a kernel)
+    scan, _ = prep.scanner.scan(np.frombuffer(data, dtype=np.uint8), True)
+    prepared = prep.prepare(data, scan, 0, scan.n, lambda k: f"line:{k + 1}", 0)
+    docs = prepared.docs
+    for batch in (docs, docs[::2]):
+        prepared.gather(batch)
+    # file mode's output lines (all unique: assemble takes the same arrays for every kind)
+    n = len(docs)
+    decisions = BatchDecisions([str(k) for k in range(n)], np.arange(n, dtype=np.int64), np.zeros(n, np.int8),
+                               np.zeros((n, 5), np.float32), np.zeros(n, np.uint8), {}, {}, cfg.verify)
+    with tempfile.TemporaryDirectory(prefix="streamdedup-kernels-") as tmp:
+        writer = _Writer(Path(tmp), Summary(), False)
+        try:
+            writer.batch(data, scan, docs, prepared.slow, 0, decisions, None)()
+        finally:
+            writer.close()
+    # Kafka: record values scanned one by one, then gathered
+    values = list(LINES[:4])
+    data, scan = prep.scan_values(values)
+    prep.prepare(data, scan, 0, scan.n, lambda k: f"record:{k}", 0).gather()
+    # raw-text input (input.format: text) takes another scan kernel
+    text_input = cfg.input.model_copy(update={"format": "text"})
+    LineScanner(text_input, cfg.fingerprint.max_text_bytes, False).scan(np.frombuffer(b"one\n\ntwo\n", np.uint8), True)
+
+
+def _fingerprint(cfg: Config) -> None:
+    from .fingerprint import Fingerprinter
+
+    Fingerprinter(cfg.fingerprint).fingerprint_batch([_STORY, _STORY + " again", "Zürich " + _STORY])
+
+
+class _Placeholders:
+    """The engine's fingerprinter, giving placeholder fingerprints instead of computing them."""
+
+    def __init__(self, fp):
+        self._fp = fp
+
+    def __getattr__(self, name: str):
+        return getattr(self._fp, name)
+
+    def fingerprint_batch(self, texts, keep_canonical: bool = False):
+        return self._fp.placeholder_batch(len(texts))
+
+    def fingerprint_prepared(self, texts):
+        return self._fp.placeholder_batch(len(texts))
+
+
+def _engine(cfg: Config, restore: bool = False) -> None:
+    from .arena import Arena
+    from .engine import Deduplicator, Document
+    from .index import CandidateIndex
+    from .state import MemoryStore
+
+    cfg = _small(cfg)
+    engine = Deduplicator(cfg, MemoryStore())
+    engine.fp = _Placeholders(engine.fp)
+    engine.process([Document(k, k, 0) for k in "abc"])
+    if restore:
+        Deduplicator(cfg, engine.store)
+    # growth: a long stream rehashes the index and grows the signature ring
+    index = CandidateIndex(4, 8, 3, 8)
+    index.grow(1, 0)
+    fp_cfg = cfg.fingerprint
+    arena = Arena(8, fp_cfg.minhash.num_perm, fp_cfg.minhash.storage_bits)
+    arena.reserve(arena.buf.shape[0] + 1, index.slot_seq, index.slot_time, 0, 0, 0)
+
+
+def _fprecords(cfg: Config) -> None:
+    """A staged topology's fingerprint records of placeholder fingerprints: encoded as a worker
+    does, decoded as the decider does. The decoded batch has the arrays of a fingerprinted one
+    (``run_fingerprinted`` decides either with one compiled kernel: the engine's unit)."""
+    from .engine_state import Source
+    from .fingerprint import Fingerprinter
+    from .pipeline.fingerprints import FingerprintCodec
+
+    fp = Fingerprinter(cfg.fingerprint)
+    codec = FingerprintCodec(fp)
+    values = codec.encode(fp.placeholder_batch(2), ["a", "b"], np.zeros(2, np.int64), [Source("in")], np.zeros(2, np.int64),
+                          np.arange(2, dtype=np.int64))
+    codec.decode([codec.encode_params(), *values, codec.encode_dead(Source("in"), 2, "decode", "not JSON")])
+
+
+def _explain(cfg: Config) -> None:
+    from .fingerprint import Fingerprinter
+    from .verify import Fingerprint, compare
+
+    batch = Fingerprinter(cfg.fingerprint).placeholder_batch(2)
+    compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature,
+            full=True)
+
+
+@dataclass(frozen=True)
+class Unit:
+    run: Callable[[Config], None]
+    #: the kernels it leaves in the cache (``module.function`` under ``_kernels``)
+    kernels: tuple[str, ...]
+    #: its compile time in CPU seconds (measured on a 2-core VM), to share units among processes
+    seconds: float
+
+
+_ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes")
+UNITS: dict[str, Unit] = {
+    "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.5),
+    "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch",), 4.0),
+    "engine": Unit(_engine, _ENGINE, 8.0),
+    "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
+    "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 2.0),
+    "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
+}
+#: what each kind of run needs
+NEEDS: dict[str, tuple[str, ...]] = {
+    "file": ("scan", "fingerprint", "engine"),
+    "file+restore": ("scan", "fingerprint", "engine+restore"),
+    "kafka": ("scan", "fingerprint", "engine+restore"),
+    "all": ("scan", "fingerprint", "engine+restore", "fprecords", "explain"),
+}
+
+
+def cold_units(units: Iterable[str]) -> list[str]:
+    """The units of ``units`` with a kernel that has no usable entry in the cache."""
+    return [u for u in units if cache.missing_kernels(UNITS[u].kernels)]
+
+
+def plan(units: Iterable[str], processes: int) -> list[list[str]]:
+    """``units`` shared among at most ``processes`` processes, longest first, each to the process
+    with the least work so far; the process with the most work comes first (it is this one,
+    which needs no start-up)."""
+    units = sorted(units, key=lambda u: -UNITS[u].seconds)
+    heap = [(0.0, i, []) for i in range(min(max(processes, 1), len(units)))]
+    for u in units:
+        load, i, names = heapq.heappop(heap)
+        names.append(u)
+        heapq.heappush(heap, (load + UNITS[u].seconds, i, names))
+    return [names for _, _, names in sorted(heap, key=lambda h: -h[0])]
+
+
+def run_units(cfg: Config, units: Iterable[str]) -> None:
+    """Compile ``units`` in this process, one after the other."""
+    for u in units:
+        UNITS[u].run(cfg)
+
+
+def fill(cfg: Config, units: Iterable[str], *, processes: int | None = None, force: bool = False,
+         announce: Callable[[], None] | None = None) -> list[str]:
+    """Compile the ``units`` the cache lacks (all of them with ``force``), sharing them among
+    ``processes`` processes (default: the CPUs this process may use), this one included.
+    Calls ``announce`` first when there is anything to compile. Returns the units it compiled.
+
+    A worker that fails costs only time (the kernels it did not cache compile on first use) and
+    a warning in the log.
+    """
+    todo = list(units) if force else cold_units(units)
+    if not todo:
+        return []
+    if announce is not None:
+        announce()
+    groups = plan(todo, processes or _cpus())
+    with tempfile.TemporaryFile() as errors:
+        workers = [(group, _start_worker(cfg, group, errors)) for group in groups[1:]]
+        try:
+            run_units(cfg, groups[0])
+        finally:
+            failed = [group for group, w in workers if w.wait() != 0]
+        if failed:
+            errors.seek(0)
+            last = errors.read().decode(errors="replace").strip().splitlines()[-1:]
+            log.warning("compiling kernels %s in a worker process failed (%s); they compile on first use", failed,
+                        last[0] if last else "no message")
+    return todo
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+#: what a worker runs: the parent's streamdedup (its directory first on the path, whatever the
+#: current directory holds), its config sections and units from stdin
+_WORKER = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from streamdedup.kernel_cache import worker_main; worker_main()"
+)
+
+
+def _start_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen:
+    root = str(Path(__file__).resolve().parents[1])
+    # only the sections kernels depend on: nothing secret leaves this process
+    job = {"config": cfg.model_dump(mode="json", include={"fingerprint", "verify", "engine", "input"}), "units": units}
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER, root], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=errors)
+    assert proc.stdin is not None
+    with proc.stdin:
+        proc.stdin.write(json.dumps(job).encode())
+    return proc
+
+
+def worker_main() -> None:
+    """A worker process: compile the units given on stdin into the cache."""
+    job = json.loads(sys.stdin.buffer.read())
+    run_units(Config.model_validate(job["config"]), job["units"])

@@ -1,0 +1,174 @@
+"""Filling the kernel cache: the units compile exactly what the runs call (nothing compiles after
+a fill), they are shared among processes, a failing worker costs only time; and the compile
+listener fires on a compile, once, never on a cache load."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+from streamdedup import kernel_cache
+from streamdedup._kernels import cache
+from streamdedup.config import load_config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_units_are_shared_longest_first_and_this_process_takes_the_most() -> None:
+    assert kernel_cache.plan(["scan", "fingerprint", "engine"], 2) == [["scan", "fingerprint"], ["engine"]]
+    assert kernel_cache.plan(["scan", "fingerprint", "engine+restore"], 2) == [["engine+restore"], ["scan", "fingerprint"]]
+    assert kernel_cache.plan(["scan", "fingerprint", "engine"], 1) == [["engine", "scan", "fingerprint"]]
+    assert kernel_cache.plan(["scan", "explain"], 8) == [["scan"], ["explain"]]
+    assert kernel_cache.plan([], 2) == []
+
+
+def test_every_pipeline_kernel_belongs_to_a_unit() -> None:
+    covered = {k for need in kernel_cache.NEEDS["all"] for k in kernel_cache.UNITS[need].kernels}
+    assert covered == set(cache.PIPELINE_KERNELS)
+
+
+def test_a_cached_need_compiles_nothing_and_says_nothing(monkeypatch) -> None:
+    monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: [])
+    said = []
+    assert kernel_cache.fill(load_config(environ={}), kernel_cache.NEEDS["all"], announce=lambda: said.append(1)) == []
+    assert said == []
+
+
+def test_a_failing_worker_is_a_warning_and_the_rest_is_done(monkeypatch, caplog) -> None:
+    monkeypatch.setattr(kernel_cache, "_WORKER", "import sys; sys.stderr.write('worker broke\\n'); sys.exit(3)")
+    ran = []
+    monkeypatch.setattr(kernel_cache, "run_units", lambda cfg, units: ran.extend(units))
+    said = []
+    with caplog.at_level(logging.WARNING, logger="streamdedup.kernel_cache"):
+        done = kernel_cache.fill(load_config(environ={}), ["explain", "fingerprint"], processes=2, force=True,
+                                 announce=lambda: said.append(1))
+    assert done == ["explain", "fingerprint"] and said == [1]
+    assert ran == ["fingerprint"]  # this process's share; the worker had explain
+    assert "['explain']" in caplog.text and "worker broke" in caplog.text
+
+
+_AFTER_FILL = """
+import sys
+import numpy as np
+from numba.core import event
+from streamdedup import kernel_cache
+from streamdedup.config import load_config
+
+cfg = load_config()
+assert kernel_cache.fill(cfg, kernel_cache.NEEDS["all"], processes=2) == list(kernel_cache.NEEDS["all"])
+compiled = []
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Listener())
+# what the runs call: file mode (and again, restoring its state), Kafka's batch path, explain
+from pathlib import Path
+from streamdedup.engine import Deduplicator
+from streamdedup.filemode import run_file
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline import Preparer
+from streamdedup.state import MemoryStore
+from streamdedup.verify import Fingerprint, compare
+
+tmp = Path(sys.argv[1])
+lines = kernel_cache.LINES
+(tmp / "in.jsonl").write_bytes(b"\\n".join(lines) + b"\\n")
+for _ in range(2):
+    run_file(cfg, str(tmp / "in.jsonl"), str(tmp / "out"))
+engine = Deduplicator(cfg, MemoryStore(), auto_sizing="full", explicit_confirm=True)
+engine.warm_up()
+prep = Preparer(cfg)
+data, scan = prep.scan_values(list(lines))
+p = prep.prepare(data, scan, 0, scan.n, lambda k: str(k), 0)
+ids, texts, times = p.gather()
+n = len(p.docs)
+engine.run_batch(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
+# a staged topology: a worker's records of a Kafka batch, the decider's decode and decide
+from streamdedup.engine_state import Source
+from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
+codec = FingerprintCodec(Fingerprinter(cfg.fingerprint))
+data, scan = prep.scan_values(list(lines))
+p = prep.prepare(data, scan, 0, scan.n, lambda k: str(k), np.zeros(scan.n, np.int64))
+values = codec.encode_prepared(p, [Source("in")], np.zeros(scan.n, np.int64), np.arange(scan.n, dtype=np.int64))
+decider = Deduplicator(cfg, MemoryStore(), auto_sizing="full", explicit_confirm=True)
+decide(decider, codec.decode([codec.encode_params(), *values]), {Source("fingerprints"): scan.n})
+batch = Fingerprinter(cfg.fingerprint).fingerprint_batch(["one story", "one story again"])
+compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature, full=True)
+print(compiled)
+assert not compiled, compiled
+"""
+
+
+def test_after_a_fill_the_runs_compile_nothing(tmp_path: Path) -> None:
+    """The units' workloads pass the kernels the types the runs do: after a cold fill (empty cache,
+    fresh interpreter, two processes) file mode, a restore, Kafka's batch path, a staged
+    topology's worker and decider, and explain load every kernel from the cache."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    out = subprocess.run([sys.executable, "-c", _AFTER_FILL, str(tmp_path)], capture_output=True, text=True, timeout=600,
+                         cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+@njit
+def _probe(x):
+    return x + 1
+
+
+def test_the_compile_listener_fires_once_on_a_compile_and_stops() -> None:
+    said = []
+    stop = cache.on_first_compile(lambda: said.append(1), package=__name__.rpartition(".")[0])
+    try:
+        _probe(np.int16(1))  # compiles (no cache=True: a compile every new interpreter)
+        _probe(np.int32(1))  # compiles again: still one notice
+        _probe(np.int16(2))  # compiled already
+    finally:
+        stop()
+    assert said == [1]
+    stop2 = cache.on_first_compile(lambda: said.append(2), package="somewhere.else")
+    try:
+        _probe(np.float32(1))  # a compile outside the package
+    finally:
+        stop2()
+    assert said == [1]
+
+
+def test_the_compile_listener_is_silent_on_a_cache_load(tmp_path: Path) -> None:
+    """A kernel found in the cache loads without a "numba:compile" event (a fresh interpreter
+    whose cache holds split_lines)."""
+    code = ("import numpy as np\n"
+            "from streamdedup._kernels import cache\n"
+            "from streamdedup._kernels.jsonscan import split_lines\n"
+            "said = []\n"
+            "stop = cache.on_first_compile(lambda: said.append(1))\n"
+            "split_lines(np.frombuffer(b'a\\nb\\n', np.uint8), np.zeros(3, np.int64), np.zeros(3, np.int64))\n"
+            "print(len(said))\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path)
+    first, second = (subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                                    env=env) for _ in range(2))
+    assert (first.stdout.strip(), second.stdout.strip()) == ("1", "0"), first.stderr + second.stderr
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_placeholder_fingerprints_have_the_arrays_of_real_ones(n: int) -> None:
+    from streamdedup.fingerprint import Fingerprinter
+
+    fp = Fingerprinter(load_config(environ={}).fingerprint)
+    real, fake = fp.fingerprint_batch(["a story about nothing"] * n), fp.placeholder_batch(n)
+    for name, value in vars(real).items():
+        if isinstance(value, np.ndarray):
+            other = getattr(fake, name)
+            assert (other.dtype, other.ndim, other.flags.c_contiguous) == (value.dtype, value.ndim, value.flags.c_contiguous), name
+    assert not fake.empty.any()
