@@ -187,6 +187,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "file": ("scan", "fingerprint", "engine"),
     "file+restore": ("scan", "fingerprint", "engine+restore"),
     "kafka": ("scan", "fingerprint", "engine+restore"),
+    # a staged topology's roles: the decider's engine warms up on a text (the fingerprint kernel)
+    "worker": ("scan", "fingerprint", "fprecords"),
+    "decider": ("fingerprint", "fprecords", "engine+restore"),
     "all": ("scan", "fingerprint", "engine+restore", "fprecords", "explain"),
 }
 

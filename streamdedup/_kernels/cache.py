@@ -1,6 +1,6 @@
-"""Is Numba's on-disk cache of the pipeline's kernels there? (The CLI warns before compiling.)
+"""Is Numba's on-disk cache of the pipeline's kernels there, and is a kernel compiling now?
 
-Numba compiles a kernel on its first call (tens of seconds for the decide loop) and caches the
+Numba compiles a kernel on its first call (seconds each, ~17 s of CPU for a file-mode run) and caches the
 machine code per function: an index ``<module>.<function>-<line>.py311.nbi`` plus ``.nbc`` data,
 in ``$NUMBA_CACHE_DIR/<dir>_<hash of the source directory>/`` when that variable is set, else
 in ``__pycache__`` next to the source, else (read-only install) in the user's cache directory.
@@ -8,12 +8,16 @@ An index entry loads only if the source file is unchanged and the entry was comp
 CPU and this bytecode. Rather than repeat those rules, :func:`missing_kernels` asks each
 kernel's own cache object the same questions Numba asks before it compiles. It does not know
 the argument types of the coming call: a kernel cached for one ``minhash.storage_bits`` (the
-arena's dtype) still compiles once for another.
+arena's dtype) still compiles once for another: :func:`on_first_compile` tells when a compile
+actually starts (the CLI's notice).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Callable
+
+from numba.core import event
 
 #: the kernels Python calls in a pipeline run (file mode, Kafka, a staged topology's roles,
 #: explain); the kernels they call are compiled into the same cached code
@@ -67,3 +71,28 @@ def cache_dir() -> str:
         return decide.decide_batch._cache._cache_path
     except AttributeError:
         return "none (NUMBA_DISABLE_JIT, or a Numba with other cache internals)"
+
+
+class _FirstCompile(event.Listener):
+    def __init__(self, callback: Callable[[], None], package: str):
+        self.callback = callback
+        self.prefix = package + "."
+        self.fired = False
+
+    def on_start(self, ev: event.Event) -> None:
+        # "numba:compile" starts only after a cache miss (Dispatcher.compile tries the cache
+        # first): a kernel loaded from the cache says nothing
+        if not self.fired and ev.data["dispatcher"].py_func.__module__.startswith(self.prefix):
+            self.fired = True
+            self.callback()
+
+    def on_end(self, ev: event.Event) -> None:
+        pass
+
+
+def on_first_compile(callback: Callable[[], None], package: str = __package__) -> Callable[[], None]:
+    """Call ``callback`` once, when Numba starts compiling a kernel of ``package`` in this process
+    (not when it loads one from the cache). Returns the function that stops listening."""
+    listener = _FirstCompile(callback, package)
+    event.register("numba:compile", listener)
+    return lambda: event.unregister("numba:compile", listener)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from .._kernels.cache import on_first_compile
+from ._common import COMPILE_NOTICE, compile_notice, reset_compile_notice
 from ._fatal import fatal_message
 from .bench import bench
 from .demo import demo
@@ -12,34 +14,26 @@ from .run import run, topics
 from .tune import tune
 from .warmup import warm_up
 
-#: the commands that call the Numba kernels (``tune``, ``topics`` and ``warm-up`` itself get no
-#: notice)
-KERNEL_COMMANDS = frozenset({"run", "demo", "bench", "explain"})
-COMPILE_NOTICE = (
-    "compiling the Numba kernels not in the cache yet (up to a minute on the first run after an install; "
-    "cached afterwards, or run 'streamdedup warm-up' first)"
-)
+#: commands that say what they compile themselves
+_OWN_NOTICE = frozenset({"warm-up"})
+_STOP_NOTICE = "streamdedup.stop_compile_notice"
 
 
 class _Main(click.Group):
     """The top-level group: any error ends the command with one line naming it (and one JSON
     log line when the JSON logger is on) and exit code 1, the traceback only with ``--debug``;
-    a command about to compile kernels says so on stderr first."""
+    a command that starts compiling a kernel (the cache lacks it) says so once on stderr."""
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
-        # not in the group's callback: that runs before the subcommand parses ``--help``, and
-        # only here are the subcommand's arguments still in sight
         name, cmd, rest = super().resolve_command(ctx, args)
-        asks_help = any(a in ctx.help_option_names for a in rest)
-        bare_group = isinstance(cmd, click.Group) and not rest  # prints its usage only
-        if name in KERNEL_COMMANDS and not (asks_help or bare_group or ctx.resilient_parsing):
-            from .._kernels.cache import missing_kernels
-
-            if missing_kernels():
-                click.echo(COMPILE_NOTICE, err=True)
+        if name not in _OWN_NOTICE and _STOP_NOTICE not in ctx.meta:
+            # the notice comes when a compile starts, not from a guess beforehand: a cached
+            # kernel says nothing, and a refusal (a missing extra, a bad option) stays one line
+            ctx.meta[_STOP_NOTICE] = on_first_compile(compile_notice)
         return name, cmd, rest
 
     def invoke(self, ctx: click.Context):
+        reset_compile_notice()
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
@@ -48,6 +42,8 @@ class _Main(click.Group):
             if ctx.params.get("debug"):
                 raise
             raise click.ClickException(fatal_message(exc)) from None
+        finally:
+            ctx.meta.pop(_STOP_NOTICE, lambda: None)()
 
 
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})

@@ -8,6 +8,32 @@ from rich.console import Console
 from ..config import Config, load_config
 from ..errors import ConfigError
 
+COMPILE_NOTICE = (
+    "compiling the Numba kernels into their on-disk cache (once after an install or upgrade, ~10-20 s; "
+    "'streamdedup warm-up' does it ahead of time)"
+)
+_notice = {"said": False}
+
+
+def compile_notice() -> None:
+    """Say :data:`COMPILE_NOTICE` on stderr, once per command (the CLI resets it per command)."""
+    if not _notice["said"]:
+        _notice["said"] = True
+        click.echo(COMPILE_NOTICE, err=True)
+
+
+def reset_compile_notice() -> None:
+    _notice["said"] = False
+
+
+def fill_kernel_cache(cfg: Config, need: str) -> None:
+    """Compile the kernels a run of kind ``need`` (``kernel_cache.NEEDS``) calls and the cache
+    lacks, in parallel processes, after the notice; nothing when they are cached."""
+    from ..kernel_cache import NEEDS, fill
+
+    fill(cfg, NEEDS[need], announce=compile_notice)
+
+
 config_option = click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), default=None,
     help="YAML config file (defaults: built-in, same as config/default.yaml); STREAMDEDUP_* env vars override.",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..errors import StreamdedupError
-from ._common import config_option, get_config, make_console
+from ._common import config_option, fill_kernel_cache, get_config, make_console
 
 
 @click.command()
@@ -54,6 +56,8 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     from ..filemode import run_file
 
     console = make_console()
+    state = Path(state_dir or cfg.state.dir or Path(output_dir) / "state")
+    fill_kernel_cache(cfg, "file+restore" if state.exists() else "file")
     try:
         if console.is_terminal:
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,} lines"),
@@ -109,6 +113,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
 
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
+    fill_kernel_cache(cfg, "kafka")
     processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle, lost_state=lost_state)
     processor.install_signal_handlers()
     s = processor.run()

@@ -7,6 +7,7 @@ import signal
 
 import click
 
+from ._common import fill_kernel_cache
 from .run import kafka_overrides
 
 
@@ -17,6 +18,9 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     log = logging.getLogger("streamdedup")
+    if role == "worker" and state_dir is not None:
+        raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
+    fill_kernel_cache(cfg, role)
     if role == "decider":
         from ..kafka.staged.decider import Decider
 
@@ -27,8 +31,6 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
                                 "dead_letter": d.dead, "resent_at_start": d.resent_at_start, "batches": d.batches,
                                 "seconds": round(d.seconds, 3)})
         return
-    if state_dir is not None:
-        raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
     from ..kafka.staged.worker import Worker
 
     worker = Worker(cfg, stop_when_idle, instance=instance)

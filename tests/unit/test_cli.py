@@ -1,6 +1,6 @@
 """The command line's contract: a missing extra or a StreamdedupError is one line and exit code 1;
-a command about to compile Numba kernels says so first (not for --help); ``warm-up`` leaves
-every kernel of the pipeline cached."""
+a command that compiles Numba kernels says so once, when it starts compiling (not for a refusal,
+not when the kernels are cached); ``warm-up`` leaves every kernel of the pipeline cached."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+import streamdedup.cli as cli_package
 from streamdedup._kernels import cache
 from streamdedup.cli import COMPILE_NOTICE, main
 from streamdedup.errors import IncompatibleFingerprintError
@@ -27,8 +28,10 @@ def _invoke(args: list[str]):
 
 @pytest.fixture
 def kernels_cached(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No compile notice in the output of the tests that are not about it."""
+    """No compile notice and no compiling processes in the tests that are not about them (a
+    kernel the cache lacks compiles in this process, quietly)."""
     monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: [])
+    monkeypatch.setattr(cli_package, "on_first_compile", lambda callback: (lambda: None))
 
 
 @pytest.fixture
@@ -48,7 +51,7 @@ def texts(tmp_path: Path) -> tuple[str, str]:
     (["bench", "accuracy"], "datasketch", "bench"),
     (["bench", "engine"], "datasketch", "bench"),
 ])
-def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts, kernels_cached) -> None:
+def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts) -> None:
     # `import module` (and of any submodule an earlier test loaded) now raises ImportError
     for name in {module, *(m for m in sys.modules if m.startswith(module + "."))}:
         monkeypatch.setitem(sys.modules, name, None)
@@ -135,27 +138,93 @@ def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
 # ---------------------------------------------------------------- the compile notice
 
 
-@pytest.mark.parametrize(("args", "notice"), [
-    (["run", "--input", "x.jsonl"], True),  # stops at the missing --output-dir, after the notice
-    (["explain", "missing-a", "missing-b"], True),
-    (["bench", "fingerprint", "--rounds", "0"], True),
-    (["run", "--help"], False),
-    (["bench", "fingerprint", "-h"], False),
-    (["bench"], False),
-    (["tune", "--threshold", "0"], False),
-    (["--help"], False),
+def _cold_env(cache_dir: Path) -> dict[str, str]:
+    """This environment with an empty Numba cache (Numba reads NUMBA_CACHE_DIR at import)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
+    env["NUMBA_CACHE_DIR"] = str(cache_dir)
+    return env
+
+
+def test_a_refusal_on_a_cold_cache_is_one_line(tmp_path: Path) -> None:
+    """A missing extra refuses before anything compiles: no notice, one line (a fresh interpreter
+    and an empty cache, where every kernel would compile)."""
+    code = ("import sys\nsys.modules['datasketch'] = None\nfrom streamdedup.cli import main\n"
+            "main(['bench', 'fingerprint'], prog_name='streamdedup')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                         env=_cold_env(tmp_path / "numba"))
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.count("\n") == 1 and "pip install 'streamdedup[bench]'" in out.stderr, out.stderr
+
+
+def test_the_notice_comes_once_on_a_cold_run_and_never_on_a_warm_one(tmp_path: Path) -> None:
+    """A file-mode run on an empty cache says it compiles (first line of stderr, once), fills the
+    cache (in parallel processes) and decides; the next run compiles nothing, so says nothing."""
+    lines = [b'{"id": "a", "text": "the central bank left interest rates unchanged"}',
+             b'{"id": "b", "text": "the central bank left interest rates unchanged"}', b"not json"]
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    env = _cold_env(tmp_path / "numba")
+    runs = []
+    for out_dir in ("out1", "out2"):
+        args = ["run", "--input", str(tmp_path / "in.jsonl"), "--output-dir", str(tmp_path / out_dir)]
+        runs.append(subprocess.run([sys.executable, "-m", "streamdedup.cli", *args], capture_output=True, text=True,
+                                   timeout=600, cwd=ROOT, env=env))
+    cold, warm = runs
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    assert cold.stderr.splitlines()[0] == COMPILE_NOTICE and cold.stderr.count(COMPILE_NOTICE) == 1, cold.stderr
+    assert COMPILE_NOTICE not in warm.stderr, warm.stderr
+    for out in (cold, warm):
+        assert "unique 1, duplicates 1, dead-letter 1" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--input", "x.jsonl"],  # stops at the missing --output-dir
+    ["run", "--help"],
+    ["bench"],
+    ["--help"],
 ])
-def test_the_compile_notice_comes_before_a_command_that_compiles(args, notice, monkeypatch) -> None:
-    monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: ["decide.decide_batch"])
+def test_no_notice_for_a_command_that_compiles_nothing(args, monkeypatch) -> None:
+    """Even with every kernel missing from the cache (the notice used to come from that guess)."""
+    monkeypatch.setattr(cache, "missing_kernels", lambda names=cache.PIPELINE_KERNELS: list(names))
     result = _invoke(args)
-    assert (COMPILE_NOTICE in result.stderr) is notice, result.stderr
-    if notice:
-        assert result.stderr.splitlines()[0] == COMPILE_NOTICE
+    assert COMPILE_NOTICE not in result.stderr, result.stderr
 
 
-def test_no_compile_notice_when_the_kernels_are_cached(kernels_cached) -> None:
-    result = _invoke(["run", "--input", "x.jsonl"])
-    assert result.exit_code == 2 and COMPILE_NOTICE not in result.stderr
+@pytest.mark.parametrize("role", ["worker", "decider"])
+def test_a_staged_role_fills_the_kernel_cache_for_its_role_first(role, monkeypatch) -> None:
+    """Before it builds its role (nothing here reaches a broker: the fill stops the command)."""
+    from streamdedup.cli import run_staged
+
+    filled = []
+
+    def fill(cfg, need):
+        filled.append(need)
+        raise click.ClickException("stopped after the fill")
+
+    monkeypatch.setattr(run_staged, "fill_kernel_cache", fill)
+    result = _invoke(["run", "--topology", "staged", "--role", role])
+    assert result.exit_code == 1 and "stopped after the fill" in result.stderr, result.output
+    assert filled == [role]
+
+
+def test_the_notice_is_said_when_a_kernel_starts_compiling(monkeypatch) -> None:
+    """The CLI listens for compiles while a command runs: the first one says the notice, once."""
+    listening = []
+
+    def fake_listener(callback):
+        listening.append(callback)
+        return lambda: listening.remove(callback)
+
+    @click.command()
+    def compiles() -> None:
+        listening[0]()  # what the listener does when Numba starts compiling a kernel
+        listening[0]()
+
+    monkeypatch.setattr(cli_package, "on_first_compile", fake_listener)
+    monkeypatch.setitem(main.commands, "compiles", compiles)
+    result = _invoke(["compiles"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == COMPILE_NOTICE + "\n"
+    assert listening == []  # stopped listening after the command
 
 
 # ---------------------------------------------------------------- the kernel cache
