@@ -7,8 +7,9 @@ that compile independently of each other:
 - ``scan``: the JSON fast path of file mode and Kafka (split, scan, gather) and file mode's
   output lines (assemble);
 - ``fingerprint``: the fingerprint kernel;
-- ``engine`` (``engine+restore``): the decide loop, the records, index and arena growth (and
-  the restore of the index from state);
+- ``engine`` (``engine+restore``): the decide loop and the records (and the restore of the
+  index from state);
+- ``growth``: index and arena growth (a long stream outgrows the first tables);
 - ``fprecords``: a staged topology's fingerprint records, encoded (worker) and decoded
   (decider); the decider's decide path (``run_fingerprinted``) is the engine's unit;
 - ``explain``: the pair comparison called from Python.
@@ -121,9 +122,7 @@ class _Placeholders:
 
 
 def _engine(cfg: Config, restore: bool = False) -> None:
-    from .arena import Arena
     from .engine import Deduplicator, Document
-    from .index import CandidateIndex
     from .state import MemoryStore
 
     cfg = _small(cfg)
@@ -132,7 +131,13 @@ def _engine(cfg: Config, restore: bool = False) -> None:
     engine.process([Document(k, k, 0) for k in "abc"])
     if restore:
         Deduplicator(cfg, engine.store)
-    # growth: a long stream rehashes the index and grows the signature ring
+
+
+def _growth(cfg: Config) -> None:
+    """A long stream rehashes the index and grows the signature ring."""
+    from .arena import Arena
+    from .index import CandidateIndex
+
     index = CandidateIndex(4, 8, 3, 8)
     index.grow(1, 0)
     fp_cfg = cfg.fingerprint
@@ -169,29 +174,33 @@ class Unit:
     run: Callable[[Config], None]
     #: the kernels it leaves in the cache (``module.function`` under ``_kernels``)
     kernels: tuple[str, ...]
-    #: its compile time in CPU seconds (measured on a 2-core VM), to share units among processes
+    #: its compile time alone in a process, in CPU seconds (Numba's start-up included; measured
+    #: on a 2-core VM), to share units among processes
     seconds: float
 
 
 _ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes")
 UNITS: dict[str, Unit] = {
-    "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.5),
+    "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.0),
     "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch",), 4.0),
-    "engine": Unit(_engine, _ENGINE, 8.0),
+    "engine": Unit(_engine, _ENGINE, 9.0),
     "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
-    "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 2.0),
+    "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
+    "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
 }
 #: what each kind of run needs
 NEEDS: dict[str, tuple[str, ...]] = {
-    "file": ("scan", "fingerprint", "engine"),
-    "file+restore": ("scan", "fingerprint", "engine+restore"),
-    "kafka": ("scan", "fingerprint", "engine+restore"),
+    "file": ("scan", "fingerprint", "engine", "growth"),
+    "file+restore": ("scan", "fingerprint", "engine+restore", "growth"),
+    "kafka": ("scan", "fingerprint", "engine+restore", "growth"),
     # a staged topology's roles: the decider's engine warms up on a text (the fingerprint kernel)
     "worker": ("scan", "fingerprint", "fprecords"),
-    "decider": ("fingerprint", "fprecords", "engine+restore"),
-    "all": ("scan", "fingerprint", "engine+restore", "fprecords", "explain"),
+    "decider": ("fingerprint", "fprecords", "engine+restore", "growth"),
+    "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain"),
 }
+#: a worker process's start (interpreter, imports) in seconds: this process has it behind it
+WORKER_START = 0.8
 
 
 def cold_units(units: Iterable[str]) -> list[str]:
@@ -200,16 +209,15 @@ def cold_units(units: Iterable[str]) -> list[str]:
 
 
 def plan(units: Iterable[str], processes: int) -> list[list[str]]:
-    """``units`` shared among at most ``processes`` processes, longest first, each to the process
-    with the least work so far; the process with the most work comes first (it is this one,
-    which needs no start-up)."""
+    """``units`` shared among at most ``processes`` processes: longest first, each to the process
+    that would finish first, a worker counting its start-up. The first list is this process's."""
     units = sorted(units, key=lambda u: -UNITS[u].seconds)
-    heap = [(0.0, i, []) for i in range(min(max(processes, 1), len(units)))]
+    heap = [(0.0 if i == 0 else WORKER_START, i, []) for i in range(min(max(processes, 1), len(units)))]
     for u in units:
         load, i, names = heapq.heappop(heap)
         names.append(u)
         heapq.heappush(heap, (load + UNITS[u].seconds, i, names))
-    return [names for _, _, names in sorted(heap, key=lambda h: -h[0])]
+    return [names for _, _, names in sorted(heap, key=lambda h: h[1]) if names]
 
 
 def run_units(cfg: Config, units: Iterable[str]) -> None:

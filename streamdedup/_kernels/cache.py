@@ -31,6 +31,8 @@ PIPELINE_KERNELS = (
     "records.encode_batch",
     "records.restore_batch",
     "arena.live_bytes",
+    "arena.regrow",
+    "index.rehash",
     "verify.compare_pair",
     "fprecords.encode_batch",
     "fprecords.decode_sources",

@@ -21,10 +21,12 @@ from streamdedup.config import load_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_units_are_shared_longest_first_and_this_process_takes_the_most() -> None:
-    assert kernel_cache.plan(["scan", "fingerprint", "engine"], 2) == [["scan", "fingerprint"], ["engine"]]
-    assert kernel_cache.plan(["scan", "fingerprint", "engine+restore"], 2) == [["engine+restore"], ["scan", "fingerprint"]]
-    assert kernel_cache.plan(["scan", "fingerprint", "engine"], 1) == [["engine", "scan", "fingerprint"]]
+def test_units_are_shared_longest_first_to_the_process_that_finishes_first() -> None:
+    """The first list is this process's; a worker's start-up counts."""
+    file = kernel_cache.NEEDS["file"]
+    assert kernel_cache.plan(file, 2) == [["engine", "growth"], ["scan", "fingerprint"]]
+    assert kernel_cache.plan(file, 3) == [["engine"], ["scan"], ["fingerprint", "growth"]]
+    assert kernel_cache.plan(file, 1) == [["engine", "scan", "fingerprint", "growth"]]
     assert kernel_cache.plan(["scan", "explain"], 8) == [["scan"], ["explain"]]
     assert kernel_cache.plan([], 2) == []
 
