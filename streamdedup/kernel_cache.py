@@ -21,8 +21,9 @@ fingerprints (:meth:`~streamdedup.fingerprint.Fingerprinter.placeholder_batch`):
 waits for nor compiles the fingerprint kernel.
 
 :func:`fill` runs the units a command needs in up to one process per CPU, this one included,
-and returns when the cache holds them; the command then loads them from the cache (~0.5 s). The
-same units, run one after the other in one process, are ``streamdedup warm-up``'s workload.
+and returns when the cache holds them; the command then loads them from the cache (~0.5 s).
+``streamdedup run`` and ``demo`` fill what their run needs; ``streamdedup warm-up`` runs every
+unit (the Docker image's build).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def _scan(cfg: Config) -> None:
     docs = prepared.docs
     for batch in (docs, docs[::2]):
         prepared.gather(batch)
-    # file mode's output lines (all unique: assemble takes the same arrays for every kind)
+    # file mode's output lines through its own writer (all unique: assemble takes the same
+    # arrays for every kind of line)
     n = len(docs)
     decisions = BatchDecisions([str(k) for k in range(n)], np.arange(n, dtype=np.int64), np.zeros(n, np.int8),
                                np.zeros((n, 5), np.float32), np.zeros(n, np.uint8), {}, {}, cfg.verify)
