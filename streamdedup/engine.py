@@ -104,16 +104,16 @@ class Deduplicator:
         self._confirmed_through = self.meta.last_batch_seq
 
     def warm_up(self) -> None:
-        """Load every kernel this engine uses (Numba's cache load is ~1 s on the first call).
+        """Load every kernel this engine calls per batch (Numba's cache load is ~1 s on the first call).
 
         A long-running processor calls this before it consumes, so that the first micro-batch
         does not carry the load time in its latency. Touches no state: a scratch engine is used.
+        Not the restore kernel: it ran when this engine was made from its state, if it ever runs.
         """
         eng = self.cfg.engine.model_copy(update={"max_documents": 16, "index_sizing": "grow"})
         scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
         text = "warm up the kernels with a short story about nothing in particular at all"
         scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])
-        Deduplicator(scratch.cfg, scratch.store)  # the restore kernel
 
     # ------------------------------------------------------------------ state
 

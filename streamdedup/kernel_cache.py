@@ -191,14 +191,15 @@ UNITS: dict[str, Unit] = {
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
 }
-#: what each kind of run needs
+#: what each kind of run needs: a run (file mode or Kafka) on a new state, one that restores its
+#: state first, a staged topology's roles (the decider likewise), everything (warm-up)
 NEEDS: dict[str, tuple[str, ...]] = {
-    "file": ("scan", "fingerprint", "engine", "growth"),
-    "file+restore": ("scan", "fingerprint", "engine+restore", "growth"),
-    "kafka": ("scan", "fingerprint", "engine+restore", "growth"),
-    # a staged topology's roles: the decider's engine warms up on a text (the fingerprint kernel)
+    "run": ("scan", "fingerprint", "engine", "growth"),
+    "run+restore": ("scan", "fingerprint", "engine+restore", "growth"),
+    # a staged topology's roles; the decider's engine warms up on a text (the fingerprint kernel)
     "worker": ("scan", "fingerprint", "fprecords"),
-    "decider": ("fingerprint", "fprecords", "engine+restore", "growth"),
+    "decider": ("fingerprint", "fprecords", "engine", "growth"),
+    "decider+restore": ("fingerprint", "fprecords", "engine+restore", "growth"),
     "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain"),
 }
 #: a worker process's start (interpreter, imports) in seconds: this process has it behind it

@@ -125,7 +125,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
     producer.flush(60)
     console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
     setup_logging()
-    fill_kernel_cache(demo_cfg, "kafka")
+    fill_kernel_cache(demo_cfg, "run")
     with tempfile.TemporaryDirectory() as state:
         processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()
@@ -174,7 +174,7 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     feed.write_bytes(b"\n".join(lines) + b"\n")
     demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
     console.print(f"feed: {len(lines):,} records ({n:,} Reuters stories in date order, wire variants, broken records) -> {feed}")
-    fill_kernel_cache(demo_cfg, "file")
+    fill_kernel_cache(demo_cfg, "run")
     summary = run_file(demo_cfg, str(feed), str(out))
     console.print(
         f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "

@@ -56,8 +56,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     from ..filemode import run_file
 
     console = make_console()
-    state = Path(state_dir or cfg.state.dir or Path(output_dir) / "state")
-    fill_kernel_cache(cfg, "file+restore" if state.exists() else "file")
+    fill_kernel_cache(cfg, "run+restore" if Path(state_dir or cfg.state.dir or Path(output_dir) / "state").exists() else "run")
     try:
         if console.is_terminal:
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,} lines"),
@@ -113,8 +112,9 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
 
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
-    fill_kernel_cache(cfg, "kafka")
-    processor = Processor(cfg, state_dir or cfg.state.dir or "state", stop_when_idle, lost_state=lost_state)
+    state = state_dir or cfg.state.dir or "state"
+    fill_kernel_cache(cfg, "run+restore" if Path(state).exists() else "run")
+    processor = Processor(cfg, state, stop_when_idle, lost_state=lost_state)
     processor.install_signal_handlers()
     s = processor.run()
     logging.getLogger("streamdedup").info(

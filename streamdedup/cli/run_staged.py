@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from pathlib import Path
 
 import click
 
@@ -18,19 +19,21 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     log = logging.getLogger("streamdedup")
-    if role == "worker" and state_dir is not None:
-        raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
-    fill_kernel_cache(cfg, role)
     if role == "decider":
         from ..kafka.staged.decider import Decider
 
-        decider = Decider(cfg, state_dir or cfg.state.dir or "state", stop_when_idle)
+        state = state_dir or cfg.state.dir or "state"
+        fill_kernel_cache(cfg, "decider+restore" if Path(state).exists() else "decider")
+        decider = Decider(cfg, state, stop_when_idle)
         _on_signals(decider.request_stop)
         d = decider.run()
         log.info("done", extra={"role": "decider", "fingerprints": d.fingerprints, "decided": d.decided, "resent": d.resent,
                                 "dead_letter": d.dead, "resent_at_start": d.resent_at_start, "batches": d.batches,
                                 "seconds": round(d.seconds, 3)})
         return
+    if state_dir is not None:
+        raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
+    fill_kernel_cache(cfg, "worker")
     from ..kafka.staged.worker import Worker
 
     worker = Worker(cfg, stop_when_idle, instance=instance)

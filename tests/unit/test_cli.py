@@ -189,8 +189,12 @@ def test_no_notice_for_a_command_that_compiles_nothing(args, monkeypatch) -> Non
     assert COMPILE_NOTICE not in result.stderr, result.stderr
 
 
-@pytest.mark.parametrize("role", ["worker", "decider"])
-def test_a_staged_role_fills_the_kernel_cache_for_its_role_first(role, monkeypatch) -> None:
+@pytest.mark.parametrize(("args", "need"), [
+    (["--role", "worker"], "worker"),
+    (["--role", "decider", "--state-dir", "new"], "decider"),
+    (["--role", "decider", "--state-dir", "."], "decider+restore"),  # a state to restore
+])
+def test_a_staged_role_fills_the_kernel_cache_for_its_role_first(args, need, monkeypatch, tmp_path) -> None:
     """Before it builds its role (nothing here reaches a broker: the fill stops the command)."""
     from streamdedup.cli import run_staged
 
@@ -201,9 +205,10 @@ def test_a_staged_role_fills_the_kernel_cache_for_its_role_first(role, monkeypat
         raise click.ClickException("stopped after the fill")
 
     monkeypatch.setattr(run_staged, "fill_kernel_cache", fill)
-    result = _invoke(["run", "--topology", "staged", "--role", role])
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(["run", "--topology", "staged", *args])
     assert result.exit_code == 1 and "stopped after the fill" in result.stderr, result.output
-    assert filled == [role]
+    assert filled == [need]
 
 
 def test_the_notice_is_said_when_a_kernel_starts_compiling(monkeypatch) -> None:
