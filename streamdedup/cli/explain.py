@@ -36,6 +36,10 @@ def _read(path: str) -> str:
 
 
 def explain_pair(text_a: str, text_b: str, cfg) -> dict:
+    if max(len(text_a), len(text_b)) <= TRUE_LD_LIMIT:
+        # the extra before the kernels: on a cold cache a refusal comes before any compile (one
+        # line, no compile notice); canonical texts are rarely longer than their raw text
+        require("rapidfuzz.distance", "tools", "streamdedup explain")
     fp = Fingerprinter(cfg.fingerprint)
     batch = fp.fingerprint_batch([text_a, text_b], keep_canonical=True)
     a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
