@@ -43,7 +43,8 @@ def sparse_utf8(ids: dict[int, str], n: int) -> tuple[np.ndarray, np.ndarray]:
     """Ids of some positions of ``n`` as one UTF-8 buffer and offsets (empty elsewhere)."""
     lengths = np.zeros(n + 1, dtype=np.int64)
     if not ids:
-        return np.zeros(1, np.uint8), lengths
+        # read-only like the other case's np.frombuffer: one compiled records.encode_batch
+        return np.frombuffer(b"\0", dtype=np.uint8), lengths
     order = sorted(ids)
     parts = [ids[i].encode("utf-8") for i in order]
     lengths[1:][order] = [len(p) for p in parts]

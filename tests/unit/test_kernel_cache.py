@@ -76,7 +76,7 @@ class Listener(event.Listener):
 event.register("numba:compile", Listener())
 # what the runs call: file mode (and again, restoring its state), Kafka's batch path, explain
 from pathlib import Path
-from streamdedup.engine import Deduplicator
+from streamdedup.engine import Deduplicator, Document
 from streamdedup.filemode import run_file
 from streamdedup.fingerprint import Fingerprinter
 from streamdedup.pipeline import Preparer
@@ -96,6 +96,7 @@ p = prep.prepare(data, scan, 0, scan.n, lambda k: str(k), 0)
 ids, texts, times = p.gather()
 n = len(p.docs)
 engine.run_batch(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
+engine.process([Document("u", "a story nobody sent before", 0)])  # a batch without duplicates
 # a staged topology: a worker's records of a Kafka batch, the decider's decode and decide
 from streamdedup.engine_state import Source
 from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
