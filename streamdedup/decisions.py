@@ -36,6 +36,10 @@ class Decision:
     matched: str | None = None  # the document that matched (may be a later copy of the root)
     reason: str | None = None  # why a document was rejected, or what decided a duplicate
     seq: int = -1
+    #: where the root (the original) and the matched document were read: ``topic:partition:offset``
+    #: of the input or ``line:N`` (file mode); None when the engine no longer holds that document
+    original: str | None = None
+    matched_source: str | None = None
 
     def tags(self) -> dict:
         if self.status == "unique":
@@ -46,6 +50,8 @@ class Decision:
             out["ld_similarity"] = None if self.ld_similarity is None else round(self.ld_similarity, 4)
             out["matched"] = self.matched
             out["reason"] = self.reason
+            out["original"] = self.original
+            out["matched_source"] = self.matched_source
         return out
 
 
@@ -54,11 +60,13 @@ def _opt(x: float) -> float | None:
 
 
 def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: int, numbers: Sequence[float],
-              boilerplate: bool, verify: VerifyConfig) -> Decision:
+              boilerplate: bool, verify: VerifyConfig, original: str | None = None,
+              matched_source: str | None = None) -> Decision:
     """A duplicate's decision from its stored form (the same for a live run and a replay)."""
     j, ld, c_ba, c_ab, emb = (float(x) for x in numbers)
     why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify)
-    return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq)
+    return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq,
+                    original, matched_source)
 
 
 class BatchDecisions(Sequence[Decision]):
@@ -69,7 +77,9 @@ class BatchDecisions(Sequence[Decision]):
     """
 
     def __init__(self, ids: Sequence[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
-                 root_ids: dict[int, str], matched_ids: dict[int, str], verify: VerifyConfig):
+                 root_ids: dict[int, str], matched_ids: dict[int, str], verify: VerifyConfig,
+                 sources: tuple[dict[int, str], dict[int, str]] = ({}, {})):
+        """``sources``: the input positions of each duplicate's root and matched document."""
         self.ids = ids
         self.seqs = seqs
         self.relations = relations
@@ -78,6 +88,7 @@ class BatchDecisions(Sequence[Decision]):
         self.root_ids = root_ids
         self.matched_ids = matched_ids
         self.verify = verify
+        self.originals, self.matched_sources = sources
         self.codes = np.where(seqs < 0, REJECTED, np.where(relations > 0, DUPLICATE, UNIQUE)).astype(np.int8)
 
     def __len__(self) -> int:
@@ -91,13 +102,7 @@ class BatchDecisions(Sequence[Decision]):
         if code == UNIQUE:
             return Decision(self.ids[i], "unique", seq=seq)
         return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
-                         bool(self.flags[i] & 1), self.verify)
-
-    def duplicate_fields(self, i: int) -> tuple[str, str, float | None, float | None, str]:
-        """(duplicate_of, relation, similarity, ld_similarity, matched) of duplicate ``i``:
-        what Kafka headers carry, without formatting the reason text."""
-        j, ld = (float(x) for x in self.numbers[i][:2])
-        return self.root_ids[i], RELATION_NAMES[int(self.relations[i])], _opt(j), _opt(ld), self.matched_ids[i]
+                         bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i))
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

@@ -25,6 +25,7 @@ from typing import Callable, Literal, Sequence
 import numpy as np
 
 from . import decisions as D
+from . import engine_matches as matches
 from . import engine_record
 from ._kernels import decide as KD
 from ._kernels import records as KR
@@ -33,7 +34,6 @@ from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
 from .engine_state import Checkpoint, Source, StateMeta, restore
-from .errors import StreamdedupError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
 from .ids import Ids, id_arrays, sparse_utf8
 from .index import CandidateIndex
@@ -138,11 +138,14 @@ class Deduplicator:
     def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
         return engine_record.decode(seq, raw, self.index_bands, self.num_perm)
 
-    def _decision(self, st: engine_record.StoredDocument) -> Decision:
-        if st.relation == 0:
-            return Decision(st.id, "unique", seq=st.seq)
-        return D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                           self.cfg.verify)
+    def _decisions(self, stored: list[engine_record.StoredDocument]) -> list[Decision]:
+        """The decisions of stored documents, with their root's and matched document's positions."""
+        where = matches.stored_positions(self.store, self.meta.sources,
+                                         {s for st in stored if st.relation for s in (st.root_seq, st.matched_seq)})
+        return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
+                D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
+                            self.cfg.verify, where.get(st.root_seq), where.get(st.matched_seq))
+                for st in stored]
 
     # ------------------------------------------------------------------ deciding
 
@@ -257,19 +260,21 @@ class Deduplicator:
                 break
             ix.grow(int(state[0]), int(state[1]))
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
-        root_ids, matched_ids = self._resolve_ids(ids, seqs, matched, relations, first_seq)
-        roots_buf, roots_off = sparse_utf8(root_ids, n)
-        matched_buf, matched_off = sparse_utf8(matched_ids, n)
+        sources = np.ascontiguousarray(sources, dtype=np.int64)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store)
+        roots_buf, roots_off = sparse_utf8(found.root_ids, n)
+        matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
-            np.ascontiguousarray(sources, dtype=np.int64), np.ascontiguousarray(offsets, dtype=np.int64),
-            batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
+            sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
         )
         raw = buf.tobytes()
         bounds = off.tolist()
         puts = [(s, raw[bounds[i]:bounds[i + 1]]) for i, s in enumerate(seqs.tolist()) if s >= 0]
-        decisions = BatchDecisions(ids, seqs, relations, numbers, flags, root_ids, matched_ids, self.cfg.verify)
+        decisions = BatchDecisions(ids, seqs, relations, numbers, flags, found.root_ids, found.matched_ids, self.cfg.verify,
+                                   (found.originals, found.matched_sources))
         action = before_commit(decisions) if before_commit else None
         old_lo = self._committed_lo
         new_lo = self._evictable_below()
@@ -309,35 +314,6 @@ class Deduplicator:
         """
         return max(self.meta.seq_lo, min(self.arena.tail, self.meta.last_batch_seq))
 
-    def _resolve_ids(self, ids: Sequence[str], seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
-                     first_seq: int) -> tuple[dict[int, str], dict[int, str]]:
-        """Root id and matched id of every duplicate, by position in the batch.
-
-        A match decided in this batch is named by the batch itself; an earlier one by its
-        stored record, read for the duplicates only.
-        """
-        root_ids: dict[int, str] = {}
-        matched_ids: dict[int, str] = {}
-        dups = np.flatnonzero(relations).tolist()
-        if not dups:
-            return root_ids, matched_ids
-        in_batch = np.flatnonzero(seqs >= 0)  # seq first_seq + k is document in_batch[k]
-        match_list = matched.tolist()
-        earlier = sorted({match_list[i] for i in dups if match_list[i] < first_seq})
-        stored = dict(zip(earlier, self.store.get_many(earlier)))
-        for i in dups:
-            m = match_list[i]
-            if m >= first_seq:
-                j = int(in_batch[m - first_seq])
-                matched_ids[i] = ids[j]
-                root_ids[i] = root_ids[j] if j in root_ids else ids[j]
-            else:
-                raw = stored[m]
-                if raw is None:
-                    raise StreamdedupError(f"state record {m} is missing although the index holds it: the state is damaged")
-                matched_ids[i], root_ids[i] = engine_record.ids(raw, m)
-        return root_ids, matched_ids
-
     def confirm_outputs(self, through: int | None = None) -> None:
         """The outputs of every document below seq ``through`` are durable (default: all so far).
 
@@ -354,19 +330,17 @@ class Deduplicator:
         durable re-reads those records; it must re-emit the same decisions, not decide again
         against a state that already contains them.
         """
-        out = {}
         sources = self.meta.sources
-        for seq, raw in self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)):
-            st = self._decode(seq, raw)
-            if 0 <= st.source_id < len(sources):
-                out[(sources[st.source_id], st.offset)] = self._decision(st)
-        return out
+        held = [st for st in (self._decode(seq, raw) for seq, raw in
+                              self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)))
+                if 0 <= st.source_id < len(sources)]
+        return {(sources[st.source_id], st.offset): d for st, d in zip(held, self._decisions(held))}
 
     def stored_decisions(self, seqs: Sequence[int]) -> dict[int, Decision]:
         """The decisions stored for documents ``seqs`` (those still held): a re-sent record's answer."""
         want = sorted(set(int(s) for s in seqs if s >= 0))
-        return {seq: self._decision(self._decode(seq, raw)) for seq, raw in zip(want, self.store.get_many(want))
-                if raw is not None}
+        held = [self._decode(seq, raw) for seq, raw in zip(want, self.store.get_many(want)) if raw is not None]
+        return {st.seq: d for st, d in zip(held, self._decisions(held))}
 
     def recent_positions(self, limit: int) -> tuple[list[Source], list[int], list[int]]:
         """Source, offset and seq of the last ``limit`` documents held (oldest first)."""

@@ -51,6 +51,9 @@ assert HEAD.size == 20
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    c = data[pos]
+    if c < 0x80:  # most fields are small: one byte
+        return c, pos + 1
     v = shift = 0
     while True:
         c = data[pos]
@@ -118,6 +121,24 @@ def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
     duplicate whose match is in an earlier batch)."""
     doc_id, root_id, _, _ = _id_fields(seq, data)
     return doc_id, root_id
+
+
+def match_fields(data: bytes, seq: int = -1) -> tuple[str, str, int, int]:
+    """(id, root id, source id, offset) of a record: what the engine reads of each earlier
+    document a duplicate matched, in one pass."""
+    doc_id, root_id, n_matched, pos = _id_fields(seq, data)
+    pos += n_matched
+    for _ in range(3):  # hot entries, length, shingle count
+        _, pos = _varint(data, pos)
+    _, pos = _signed(data, pos)  # event time
+    source_id, pos = _signed(data, pos)
+    offset, _ = _signed(data, pos)
+    return doc_id, root_id, source_id, offset
+
+
+def source_of(data: bytes, seq: int = -1) -> tuple[int, int]:
+    """(source id, offset) of a record: where its document was read."""
+    return match_fields(data, seq)[2:]
 
 
 def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:

@@ -20,7 +20,8 @@ DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
 
 
 def duplicate_tags(d: Decision) -> DuplicateTags:
-    return DuplicateTags(d.duplicate_of or "", d.relation or "", d.similarity, d.ld_similarity, d.matched or "", d.reason or "")
+    return DuplicateTags(d.duplicate_of or "", d.relation or "", d.similarity, d.ld_similarity, d.matched or "", d.reason or "",
+                         d.original or "", d.matched_source or "")
 
 
 def rejected_tags(reason: str | None, source: str) -> DeadLetterTags:

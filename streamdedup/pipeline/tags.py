@@ -5,8 +5,10 @@ tests and the operator tools agree on it:
 
 - Kafka: headers ``dedup.status`` (``unique`` | ``duplicate`` | ``dead_letter``), then for a
   unique record ``dedup.duplicate_of``, ``dedup.relation``, ``dedup.similarity`` (empty), for a
-  duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched`` and
-  ``dedup.reason``, for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
+  duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched``, ``dedup.reason``,
+  ``dedup.original`` and ``dedup.matched_source`` (where the root and the matched document
+  were read: ``topic:partition:offset`` of the input, ``line:N`` in file mode, empty when the
+  engine no longer holds that document), for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
   A dead letter too large to produce whole (its value cut to a prefix, its own headers
   dropped) adds ``dedup.original_bytes``: the size of the original value.
   Numbers are written with four decimals; an absent value is an empty header.
@@ -42,6 +44,10 @@ class DuplicateTags:
     ld_similarity: float | None
     matched: str
     reason: str
+    #: the root's (original's) input position and the matched document's: ``topic:partition:offset``
+    #: or ``line:N``; empty when unknown (a document the engine no longer holds)
+    original: str = ""
+    matched_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,9 @@ class Tags:
     source: str | None = None
     #: a truncated dead letter's original value size (None for a whole one)
     original_bytes: int | None = None
+    #: a duplicate's root (original) and matched document: their input positions
+    original: str | None = None
+    matched_source: str | None = None
 
 
 def _num(x: float | None) -> bytes:
@@ -95,6 +104,8 @@ def duplicate_headers(t: DuplicateTags) -> list[tuple[str, bytes]]:
         ("dedup.ld_similarity", _num(t.ld_similarity)),
         ("dedup.matched", t.matched.encode()),
         ("dedup.reason", t.reason.encode()),
+        ("dedup.original", t.original.encode()),
+        ("dedup.matched_source", t.matched_source.encode()),
     ]
 
 
@@ -113,7 +124,8 @@ def truncated_dead_letter_headers(t: DeadLetterTags, original_bytes: int, reason
 
 def duplicate_object(t: DuplicateTags) -> dict:
     return {"status": "duplicate", "duplicate_of": t.duplicate_of, "relation": t.relation, "similarity": _round(t.similarity),
-            "ld_similarity": _round(t.ld_similarity), "matched": t.matched, "reason": t.reason}
+            "ld_similarity": _round(t.ld_similarity), "matched": t.matched, "reason": t.reason,
+            "original": t.original or None, "matched_source": t.matched_source or None}
 
 
 def file_tags(t: DuplicateTags) -> bytes:
@@ -166,7 +178,8 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
     size = h.get("original_bytes")
     return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, _float(h.get("similarity")),
                 _float(h.get("ld_similarity")), h.get("matched") or None, h.get("reason") or None, h.get("stage") or None,
-                h.get("source") or None, int(size) if size and size.isdigit() else None)
+                h.get("source") or None, int(size) if size and size.isdigit() else None, h.get("original") or None,
+                h.get("matched_source") or None)
 
 
 def parse_file_tags(obj: dict | bytes) -> Tags | None:
@@ -179,4 +192,5 @@ def parse_file_tags(obj: dict | bytes) -> Tags | None:
             return Tags("dead_letter", reason=obj["reason"], stage=obj["stage"], source=f"line:{obj['line']}")
         return None
     return Tags(d["status"], d.get("duplicate_of"), d.get("relation"), d.get("similarity"), d.get("ld_similarity"),
-                d.get("matched"), d.get("reason"), d.get("stage"), d.get("source"))
+                d.get("matched"), d.get("reason"), d.get("stage"), d.get("source"), None, d.get("original"),
+                d.get("matched_source"))

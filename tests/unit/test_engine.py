@@ -259,19 +259,30 @@ def test_restart_across_table_growth_gives_identical_decisions(tmp_path, monkeyp
     assert [_key(d) for d in split_run.decisions] == [_key(d) for d in whole]
 
 
-def test_duplicate_fields_are_those_of_the_decision() -> None:
-    out = run(Deduplicator(cfg(), MemoryStore()), _stream(90), batch=30)
+def test_duplicates_name_where_their_original_and_match_were_read() -> None:
+    # the inspector fetches the original from these positions: each must be the root's and the
+    # matched document's own (topic, partition, offset), whether the match was decided in the
+    # same batch or an earlier one, live or from the stored records (a replay, a re-sent record)
+    docs = [Document(d.id, d.text, d.event_time_ms, Source("news", k % 3), 1000 + k) for k, d in enumerate(_stream(90))]
+    at = {d.id: f"news:{d.source.partition}:{d.offset}" for d in docs}
     engine = Deduplicator(cfg(), MemoryStore())
-    docs = _stream(90)
-    checked = 0
-    for i in range(0, len(docs), 30):
-        batch = engine.process(docs[i:i + 30])
-        for k in range(len(batch)):
-            if batch.codes[k] == 1:
-                d = batch.decision(k)
-                assert batch.duplicate_fields(k) == (d.duplicate_of, d.relation, d.similarity, d.ld_similarity, d.matched)
-                checked += 1
-    assert checked == sum(d.status == "duplicate" for d in out) > 20
+    live = run(engine, docs, batch=30)
+    dups = [d for d in live if d.status == "duplicate"]
+    assert len(dups) > 20 and any(d.duplicate_of != d.matched for d in dups)
+    for d in dups:
+        assert (d.original, d.matched_source) == (at[d.duplicate_of], at[d.matched])
+        assert d.tags()["original"] == d.original
+    stored = engine.stored_decisions([d.seq for d in live])
+    assert [stored[d.seq] for d in live if d.seq >= 0] == [d for d in live if d.seq >= 0]
+
+
+def test_positions_of_file_lines_and_of_documents_without_one() -> None:
+    engine = Deduplicator(cfg(), MemoryStore())
+    text = story(5)
+    lines = engine.process([Document("a", text, 0, Source("file:/in.jsonl"), 4), Document("b", text, 0, Source("file:/in.jsonl"), 9)])
+    assert (lines[1].original, lines[1].matched_source) == ("line:4", "line:4")
+    bare = Deduplicator(cfg(), MemoryStore()).process([Document("a", text, 0), Document("b", text, 0)])
+    assert bare[1].status == "duplicate" and bare[1].original is None
 
 
 def test_input_positions_never_move_back() -> None:

@@ -41,8 +41,17 @@ def config():
                                 "STREAMDEDUP_STATE__SYNC": "false"})
 
 
+def _line(position: str | None) -> str | None:
+    """A position as the input line it names: ``news:0:13`` (offset 13) is ``line:14``."""
+    if position is None or position.startswith("line:"):
+        return position
+    return f"line:{int(position.rsplit(':', 1)[1]) + 1}"
+
+
 def _strip(t):
-    return t.__class__(**{**t.__dict__, "source": None})
+    # the dead letter's own source is written per mode; positions of originals compare as lines
+    return t.__class__(**{**t.__dict__, "source": None, "original": _line(t.original),
+                          "matched_source": _line(t.matched_source)})
 
 
 def test_hostile_records_get_the_same_tags_in_file_mode_and_kafka(tmp_path) -> None:
