@@ -18,7 +18,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from .config_sources import env_overrides, format_error, read_file, set_path
+from .config_sources import env_overrides, format_error, read_file, set_overrides, set_path
 from .errors import ConfigError
 
 #: parts of a librdkafka property name that mark its value as a secret (over-matching a file
@@ -355,6 +355,29 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     for keys, value, name in env_overrides(os.environ if environ is None else environ, Config):
         set_path(tree, list(keys), value)
         sources[keys] = name
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        message = format_error(exc, sources)
+    raise ConfigError(message)
+
+
+def with_settings(cfg: Config, items: list[str]) -> Config:
+    """``cfg`` with ``dotted.setting=value`` items applied (a command's ``--set``), validated
+    as a whole; values are typed as environment overrides are.
+
+    Raises:
+        ConfigError: naming the setting (and the ``--set`` that gave it).
+
+    >>> with_settings(Config(), ["verify.jaccard_threshold=0.7"]).verify.jaccard_threshold
+    0.7
+    """
+    # python mode keeps SecretStr values as they are (the librdkafka validator accepts them)
+    tree = cfg.model_dump()
+    sources: dict[tuple[str, ...], str] = {}
+    for keys, value, label in set_overrides(items, Config):
+        set_path(tree, list(keys), value)
+        sources[keys] = label
     try:
         return Config.model_validate(tree)
     except ValidationError as exc:

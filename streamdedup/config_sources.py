@@ -117,9 +117,10 @@ def _not_a_setting(name: str, dotted: str, part: str, choices: Mapping[str, Any]
     return ConfigError(f"{name}: {dotted} is not {what}{hint}")
 
 
-def _env_override(name: str, raw: str, root: type[BaseModel]) -> list[tuple[tuple[str, ...], Any]]:
-    """The (path, value) pairs one ``STREAMDEDUP_*`` variable sets, typed by walking the models."""
-    parts = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
+def _override(name: str, parts: list[str], raw: str, root: type[BaseModel], env: bool = True) -> list[tuple[tuple[str, ...], Any]]:
+    """The (path, value) pairs one override sets, typed by walking the models; ``name`` is
+    what error messages call it (the variable, or ``--set``). ``env``: a librdkafka property
+    is spelt with ``_`` for ``.`` (a variable name cannot hold a dot)."""
     model = root
     for i, part in enumerate(parts):
         path, dotted = tuple(parts[: i + 1]), ".".join(parts[: i + 1])
@@ -136,14 +137,40 @@ def _env_override(name: str, raw: str, root: type[BaseModel]) -> list[tuple[tupl
                 return [((*path, str(k)), v) for k, v in _env_mapping(name, dotted, raw).items()]
             prop = ".".join(tail)
             if not _PROPERTY_NAME.fullmatch(prop):
-                raise ConfigError(f"{name}: {prop!r} is not a librdkafka property name (write sasl.password as SASL_PASSWORD)")
-            prop = prop.replace("_", ".")
-            prop = _UNDERSCORED.get(prop, prop)
+                how = " (write sasl.password as SASL_PASSWORD)" if env else ""
+                raise ConfigError(f"{name}: {prop!r} is not a librdkafka property name{how}")
+            if env:
+                prop = prop.replace("_", ".")
+                prop = _UNDERSCORED.get(prop, prop)
             return [((*path, prop), raw)]
         if tail:
             raise ConfigError(f"{name}: {dotted} is a setting, not a section")
         return [(path, _env_value(name, dotted, annotation, raw))]
     raise ConfigError(f"{name}: {'.'.join(parts)} is a section; set its settings one by one")
+
+
+def _env_override(name: str, raw: str, root: type[BaseModel]) -> list[tuple[tuple[str, ...], Any]]:
+    """The (path, value) pairs one ``STREAMDEDUP_*`` variable sets."""
+    return _override(name, [p.lower() for p in name[len(ENV_PREFIX):].split("__")], raw, root)
+
+
+def set_overrides(items: list[str], root: type[BaseModel]) -> list[tuple[tuple[str, ...], Any, str]]:
+    """(path, value, label) for each ``dotted.setting=value`` (a command's ``--set``), typed
+    exactly as an environment override of the same setting.
+
+    >>> from streamdedup.config import Config
+    >>> set_overrides(["verify.jaccard_threshold=0.5"], Config)
+    [(('verify', 'jaccard_threshold'), '0.5', '--set verify.jaccard_threshold')]
+    """
+    out = []
+    for item in items:
+        key, eq, raw = item.partition("=")
+        key = key.strip()
+        if not eq or not key:
+            raise ConfigError(f"--set {item!r}: write SETTING=VALUE, e.g. verify.jaccard_threshold=0.6")
+        # the librdkafka tail keeps its dots: they are part of the property's name
+        out.extend((path, value, f"--set {key}") for path, value in _override("--set", key.split("."), raw, root, env=False))
+    return out
 
 
 def env_overrides(environ: Mapping[str, str], root: type[BaseModel]) -> list[tuple[tuple[str, ...], Any, str]]:

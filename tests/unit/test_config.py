@@ -491,3 +491,36 @@ def test_client_conf_is_a_fresh_dict() -> None:
 def test_kafka_start_up_and_metrics_defaults() -> None:
     kafka = load_config(environ=NO_ENV).kafka
     assert (kafka.metrics_host, kafka.startup_timeout_s, kafka.create_topics) == ("127.0.0.1", 30.0, False)
+
+
+# ----------------------------------------------------------------------------- --set (a command's overrides)
+
+
+def test_set_items_are_typed_like_env_overrides() -> None:
+    from streamdedup.config import with_settings
+
+    base = load_config(environ={"STREAMDEDUP_VERIFY__LD_MIN_JACCARD": "0.3"})
+    cfg = with_settings(base, ["verify.jaccard_threshold=0.7", "verify.duplicate_relations=exact,contains",
+                               "input.time_field=", "kafka.librdkafka.sasl.password=0123", "state.sync=no"])
+    assert cfg.verify.jaccard_threshold == 0.7 and cfg.verify.duplicate_relations == ("exact", "contains")
+    assert cfg.verify.ld_min_jaccard == 0.3  # the base config's other settings stay
+    assert cfg.input.time_field is None and cfg.state.sync is False
+    # a property keeps its dots and a secret stays a string (0123, not 83)
+    assert cfg.kafka.client_conf()["sasl.password"] == "0123"
+    assert with_settings(base, []) == base
+
+
+@pytest.mark.parametrize(("item", "message"), [
+    ("verify.jaccard_treshold=0.5", "--set: verify.jaccard_treshold is not a setting; did you mean 'jaccard_threshold'?"),
+    ("verify.jaccard_threshold=abc", "verify.jaccard_threshold: Input should be a valid number"),
+    ("verify.jaccard_threshold=1.5", "(set by --set verify.jaccard_threshold)"),
+    ("verify=0.5", "verify is a section"),
+    ("verify.jaccard_threshold", "write SETTING=VALUE"),
+    ("fingerprint.minhash.num_perm=100", "fingerprint.minhash.num_perm: Value error, must be a power of two"),
+])
+def test_a_bad_set_item_names_the_setting(item: str, message: str) -> None:
+    from streamdedup.config import with_settings
+
+    with pytest.raises(ConfigError) as info:
+        with_settings(Config(), [item])
+    assert message in str(info.value)
