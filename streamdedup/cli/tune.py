@@ -1,26 +1,70 @@
-"""``streamdedup tune``: pick LSH bands and rows for a Jaccard threshold and show the S-curve."""
+"""``streamdedup tune``: pick LSH bands and rows for a Jaccard threshold and show the S-curve
+(``--threshold``), or replay recent input with a candidate configuration and show which
+decisions would change (``--replay``, in ``tune_replay``)."""
 
 from __future__ import annotations
 
 import click
+from click.core import ParameterSource
 import numpy as np
 from rich.table import Table
 
 from .._optional import require
 from ..lsh import candidate_probability, optimal_params
-from ._common import make_console
+from ._common import config_option, get_config, make_console
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
+_LSH_ONLY = ("threshold", "num_perm", "fp_weight", "fn_weight")
+_REPLAY_ONLY = ("config_path", "set_items", "since", "limit", "bootstrap_servers", "sweep", "as_json", "show")
+
+
+def _given(names: tuple[str, ...]) -> list[str]:
+    """The options among ``names`` given on the command line, as they are spelt there."""
+    ctx = click.get_current_context()
+    given = [p for p in ctx.command.params if p.name in names and ctx.get_parameter_source(p.name) is not ParameterSource.DEFAULT]
+    return [p.opts[0] for p in given]
+
+
 @click.command()
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), required=True)
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
+              help="Jaccard threshold to choose LSH bands for (without --replay).")
 @click.option("--num-perm", type=click.IntRange(1, 1024), default=128, show_default=True)
 @click.option("--fp-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
 @click.option("--fn-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, help="Write the S-curve to this PNG file.")
-def tune(threshold: float, num_perm: int, fp_weight: float, fn_weight: float, plot: str | None) -> None:
-    """Choose (bands, rows) for a Jaccard threshold."""
+@click.option("--plot", type=click.Path(dir_okay=False), default=None,
+              help="Write a PNG: the S-curve, or with --replay duplicates found vs the --sweep setting.")
+@click.option("--replay", "replay_target", metavar="TOPIC|FILE", default=None,
+              help="Decide recent input (a JSONL file, or a topic) with the current config and with --set applied, in "
+                   "memory, and show which decisions would change.")
+@config_option
+@click.option("--set", "set_items", metavar="SETTING=VALUE", multiple=True,
+              help="--replay: the candidate change, a dotted setting (repeatable), e.g. verify.jaccard_threshold=0.6.")
+@click.option("--since", default=None, help="--replay: a topic from earliest, an offset, an ISO time or an age (48h); "
+                                            "a file after this many lines. Default: a topic's most recent records, a file's first.")
+@click.option("--limit", type=click.IntRange(1, None), default=20_000, show_default=True, help="--replay: records at most.")
+@click.option("--bootstrap-servers", default=None, help="--replay TOPIC: overrides kafka.bootstrap_servers.")
+@click.option("--sweep", metavar="SETTING", default=None, help="--replay --plot: the threshold to sweep (default: the first --set).")
+@click.option("--json", "as_json", is_flag=True, help="--replay: one JSON object on stdout.")
+@click.option("--show", type=click.IntRange(0, None), default=20, show_default=True, help="--replay: flipped records listed.")
+def tune(threshold: float | None, num_perm: int, fp_weight: float, fn_weight: float, plot: str | None,
+         replay_target: str | None, config_path: str | None, **replay_opts) -> None:
+    """Choose (bands, rows) for a Jaccard threshold (--threshold), or see what a config change
+    would decide differently on recent input (--replay TOPIC|FILE --set SETTING=VALUE)."""
+    if replay_target is not None:
+        if _given(_LSH_ONLY):
+            raise click.UsageError(f"{_given(_LSH_ONLY)[0]} is for choosing LSH bands; with --replay give "
+                                   "--set fingerprint.lsh.threshold=VALUE (or another setting)")
+        from .tune_replay import replay_main
+
+        replay_main(get_config(config_path), replay_target, replay_opts["set_items"], replay_opts["since"], replay_opts["limit"],
+                    replay_opts["bootstrap_servers"], plot, replay_opts["sweep"], replay_opts["as_json"], replay_opts["show"])
+        return
+    if threshold is None:
+        raise click.UsageError("give --threshold (LSH bands for it) or --replay TOPIC|FILE --set SETTING=VALUE")
+    if _given(_REPLAY_ONLY):
+        raise click.UsageError(f"{_given(_REPLAY_ONLY)[0]} is for --replay")
     if plot:
         matplotlib = require("matplotlib", "tools", "streamdedup tune --plot")
         matplotlib.use("Agg")

@@ -79,9 +79,9 @@ _AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def parse_since(text: str, now: datetime | None = None) -> Since:
+def parse_since(text: str, now: datetime | None = None, option: str = "--rebuild-from-input") -> Since:
     """``earliest``, an offset (``12000``), an ISO time (``2026-11-20T06:00``, UTC unless it says)
-    or an age (``90m``, ``48h``, ``7d``).
+    or an age (``90m``, ``48h``, ``7d``); ``option`` names it in the error.
 
     >>> parse_since("earliest"), parse_since("12000")
     (Since(kind='earliest', value=0), Since(kind='offset', value=12000))
@@ -101,7 +101,7 @@ def parse_since(text: str, now: datetime | None = None) -> Since:
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"--rebuild-from-input {text!r}: give earliest, an offset, an ISO time "
+        raise ValueError(f"{option} {text!r}: give earliest, an offset, an ISO time "
                          f"(2026-11-20T06:00) or an age (48h, 7d)") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
