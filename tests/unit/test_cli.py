@@ -44,6 +44,7 @@ def texts(tmp_path: Path) -> tuple[str, str]:
 
 @pytest.mark.parametrize(("args", "module", "extra"), [
     (["tune", "--threshold", "0.45", "--plot", "{tmp}/s.png"], "matplotlib", "tools"),
+    (["tune", "--replay", "{a}", "--set", "verify.jaccard_threshold=0.5", "--plot", "{tmp}/s.png"], "matplotlib", "tools"),
     (["explain", "{a}", "{b}"], "rapidfuzz", "tools"),
     (["bench", "fingerprint"], "datasketch", "bench"),
     (["bench", "fingerprint"], "rensa", "bench"),
