@@ -18,7 +18,7 @@ PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamded
         "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
         "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.engine_state", "streamdedup.arena", "streamdedup.scan",
         "streamdedup.state.pipelined", "streamdedup.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
-        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints"]
+        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints", "streamdedup.replay"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
 
 _PROBE = r"""
