@@ -16,6 +16,7 @@ comparing or sweeping verification thresholds (``verify.*``) runs only the decid
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Sequence
@@ -59,6 +60,13 @@ class ReplayInput:
         start = _line_start(data, skip)
         end = len(data) if limit is None else _line_start(data, skip + limit, start, skip)
         return cls(data=data[start:end], first_line=skip + 1)
+
+    @classmethod
+    def from_file(cls, path: str, skip: int = 0, limit: int | None = None) -> "ReplayInput":
+        """Lines ``skip+1 .. skip+limit`` of a JSONL file, reading no further than them."""
+        with open(path, "rb") as f:
+            lines = itertools.islice(f, skip, None if limit is None else skip + limit)  # splits after b"\n" only
+            return cls(data=b"".join(lines), first_line=skip + 1)
 
     def name(self, k: int) -> str:
         return self.names[k] if self.names is not None else f"line:{self.first_line + k}"

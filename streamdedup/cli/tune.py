@@ -36,8 +36,8 @@ def _given(names: tuple[str, ...]) -> list[str]:
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Write a PNG: the S-curve, or with --replay duplicates found vs the --sweep setting.")
 @click.option("--replay", "replay_target", metavar="TOPIC|FILE", default=None,
-              help="Decide recent input (a JSONL file, or a topic) with the current config and with --set applied, in "
-                   "memory, and show which decisions would change.")
+              help="Decide recent input (an existing file is read as JSONL, anything else is a topic) with the current "
+                   "config and with --set applied, in memory, and show which decisions would change.")
 @config_option
 @click.option("--set", "set_items", metavar="SETTING=VALUE", multiple=True,
               help="--replay: the candidate change, a dotted setting (repeatable), e.g. verify.jaccard_threshold=0.6.")

@@ -68,7 +68,7 @@ def _read(cfg: Config, target: str, since: str | None, limit: int) -> tuple[Repl
             if not since.strip().isdigit():
                 raise click.BadParameter("for a file, --since is a number of lines to skip", param_hint="--since")
             skip = int(since)
-        source = ReplayInput.from_lines(path.read_bytes(), skip, limit)
+        source = ReplayInput.from_file(str(path), skip, limit)
         return source, f"{target} from line {skip + 1}"
     from ..kafka.lost_state import parse_since
     from ..kafka.replay_read import read_recent

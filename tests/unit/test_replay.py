@@ -262,3 +262,10 @@ def test_tune_replay_prints_flips_and_plots_the_sweep(tmp_path, monkeypatch) -> 
     dups = [p["duplicates"] for p in sweep["points"]]
     assert sweep["setting"] == "verify.jaccard_threshold" and 0.45 in values and 0.7 in values
     assert dups == sorted(dups, reverse=True) and dups[values.index(0.45)] == 13 and dups[values.index(0.7)] == 5
+
+
+def test_a_file_is_read_only_as_far_as_asked(tmp_path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"one\ntwo\r\nthree\nfour")
+    for skip, limit in ((0, None), (1, 2), (3, None), (9, 1)):
+        assert ReplayInput.from_file(str(path), skip, limit) == ReplayInput.from_lines(path.read_bytes(), skip, limit)
