@@ -44,3 +44,7 @@ class StateLockedError(StateError):
 
 class MissingExtraError(StreamdedupError, ImportError):
     """An optional dependency is not installed; the message names the extra that brings it."""
+
+
+class InspectError(StreamdedupError, ValueError):
+    """Decided records cannot be read back (no such output, topic or position)."""
