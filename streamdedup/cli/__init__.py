@@ -10,6 +10,7 @@ from ._fatal import fatal_message
 from .bench import bench
 from .demo import demo
 from .explain import explain
+from .inspect import inspect
 from .run import run, topics
 from .tune import tune
 from .warmup import warm_up
@@ -54,6 +55,7 @@ def main(debug: bool) -> None:
 
 
 main.add_command(explain)
+main.add_command(inspect)
 main.add_command(tune)
 main.add_command(bench)
 main.add_command(demo)

@@ -217,21 +217,22 @@ def clusters(entries: Sequence[Entry]) -> list[Cluster]:
 
 
 def follow(source: DuplicateSource, start: Cursor, filt: Filter, batch: int = 100, poll_s: float = 0.5,
-           idle_s: float | None = None) -> Iterator[Entry]:
-    """Accepted duplicates from ``start`` on, then new ones as they arrive (a tail); ends after
-    ``idle_s`` seconds without a new record (None: never)."""
+           idle_s: float | None = None) -> Iterator[list[Entry]]:
+    """Pages of accepted duplicates from ``start`` on, then of new ones as they arrive (a tail;
+    a burst comes as one page, to be paired in one batch); ends after ``idle_s`` seconds
+    without a new record (None: never)."""
     import time
 
     cursor = dict(start)
     quiet_since = time.monotonic()
     while True:
         page = source.read(cursor, batch, filt, max_scan=max(batch, 10_000))
-        yield from page.entries
-        moved = page.next != cursor
-        cursor = page.next
-        if moved:
+        if page.entries:
+            yield page.entries
+        if page.next != cursor:
             quiet_since = time.monotonic()
         elif idle_s is not None and time.monotonic() - quiet_since >= idle_s:
             return
+        cursor = page.next
         if page.at_end:
-            time.sleep(poll_s)
+            time.sleep(poll_s)  # the output's end: wait for the processor to write more

@@ -1,0 +1,161 @@
+"""Rich renderings of the inspect model: a pair side by side with its word diff and the
+why-matched table, and the clusters table (``streamdedup inspect``)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Sequence
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..config import VerifyConfig
+from ..inspect.pair import DELETE, EQUAL, INSERT, Explanation, Pair, Segment
+from ..inspect.reader import Cluster
+
+DELETED = "bold red strike"
+INSERTED = "bold green"
+ELIDED = "dim italic"
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _equal_run(words: tuple[str, ...], first: bool, last: bool, context: int) -> Text:
+    """Unchanged words, with the middle of a long run elided (``context`` words kept each side
+    of a change; none before the first change or after the last)."""
+    keep_head = 0 if first else context
+    keep_tail = 0 if last else context
+    if first and last:  # no change at all: the start of the text
+        keep_head, keep_tail = 2 * context, 0
+    if context < 0 or len(words) <= keep_head + keep_tail + 1:
+        return Text(" ".join(words))
+    t = Text(" ".join(words[:keep_head]))
+    t.append(("" if not keep_head else " ") + f"[... {len(words) - keep_head - keep_tail} words ...]", style=ELIDED)
+    if keep_tail:
+        t.append(" " + " ".join(words[-keep_tail:]))
+    return t
+
+
+def diff_text(diff: Sequence[Segment], side: str, context: int = 12) -> Text:
+    """One column of a side-by-side diff: ``side`` ``"earlier"`` shows unchanged and deleted
+    words (red, struck through), ``"copy"`` unchanged and inserted ones (green).
+
+    ``context`` unchanged words are kept around each change; -1 keeps the whole text.
+    """
+    own = DELETE if side == "earlier" else INSERT
+    style = DELETED if own == DELETE else INSERTED
+    out = Text()
+    n = len(diff)
+    for k, s in enumerate(diff):
+        if s.op == EQUAL:
+            piece = _equal_run(s.words, k == 0, k == n - 1, context)
+        elif s.op == own:
+            piece = Text(" ".join(s.words), style=style)
+        else:
+            continue
+        if out:
+            out.append(" ")
+        out.append_text(piece)
+    return out
+
+
+def _doc_title(role: str, doc, fallback_id: str | None) -> str:
+    if doc is None:
+        return f"{role} {fallback_id or '?'} (not fetched)"
+    where = f" @ {doc.position}" if doc.position else ""
+    return f"{role} {doc.id}{where}" + (f"\n{_when(doc.time_ms)}" if doc.time_ms else "")
+
+
+def _side_by_side(earlier_role: str, earlier, earlier_id: str | None, p: Pair, diff, context: int) -> Table:
+    table = Table(show_header=True, show_lines=False, expand=True, header_style="bold")
+    table.add_column(_doc_title(earlier_role, earlier, earlier_id), ratio=1)
+    table.add_column(_doc_title("copy", p.copy, None), ratio=1)
+    if diff is None:
+        table.add_row(Text("(no text)", style=ELIDED), Text(" ".join(p.copy.text.split()[: 2 * context + 1])))
+    else:
+        table.add_row(diff_text(diff, "earlier", context), diff_text(diff, "copy", context))
+    return table
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _why_rows(e: Explanation | None) -> list[str]:
+    if e is None:
+        return ["-"] * 9
+    return [
+        f"{e.relation} ({'duplicate' if e.is_duplicate else 'not a duplicate'})",
+        _fmt(e.jaccard), _fmt(e.ld_similarity),
+        f"{_fmt(e.containment_copy_in_earlier)} / {_fmt(e.containment_earlier_in_copy)}", e.containment_direction,
+        f"{e.shared_bands} of {e.bands}", f"{e.shared_lead_bands} of {e.lead_bands}",
+        "yes" if e.same_canonical else "no", "; ".join(e.reasons),
+    ]
+
+
+WHY_MEASURES = ("relation (recomputed)", "Jaccard (MinHash estimate)", "LD similarity (calibrated)",
+                "containment copy in earlier / earlier in copy", "containment direction", "shared LSH bands",
+                "shared lead bands", "same canonical text", "why")
+
+
+def why_table(p: Pair) -> Table:
+    """The estimates for the copy against the document that matched it (and its root)."""
+    table = Table(show_header=True, header_style="bold", title_justify="left")
+    table.add_column("measure")
+    if p.matched_is_root or p.why_original is None:
+        table.add_column("copy vs " + ("original" if p.matched_is_root else "matched"))
+        for name, v in zip(WHY_MEASURES, _why_rows(p.why)):
+            table.add_row(name, v)
+    else:
+        table.add_column("copy vs matched (decided)")
+        table.add_column("copy vs original (root)")
+        for name, a, b in zip(WHY_MEASURES, _why_rows(p.why), _why_rows(p.why_original)):
+            table.add_row(name, a, b)
+    return table
+
+
+def thresholds_line(verify: VerifyConfig) -> Text:
+    return Text(
+        f"thresholds (verify.*): Jaccard >= {verify.jaccard_threshold}; LD similarity >= {verify.ld_similarity_threshold} "
+        f"with Jaccard >= {verify.ld_min_jaccard}; containment >= {verify.containment_threshold}; "
+        f"duplicate relations: {', '.join(verify.duplicate_relations)}", style="dim")
+
+
+def render_pair(p: Pair, verify: VerifyConfig, context: int = 12) -> Group:
+    """A duplicate, its original (and matched document) side by side with the word diff, why
+    it matched and the thresholds that applied."""
+    t = p.tags
+    head = Text.assemble(("duplicate ", "bold"), (p.copy.id, "bold cyan"), f" @ {p.copy.position}  ",
+                         (t.relation or "?", "bold magenta"),
+                         f"  recorded: Jaccard {_fmt(t.similarity)}, LD similarity {_fmt(t.ld_similarity)}, "
+                         f"matched {t.matched or '?'}")
+    parts: list = [head]
+    if t.reason:
+        parts.append(Text(f"engine's reason: {t.reason}", style="dim"))
+    parts.append(_side_by_side("original", p.original, t.duplicate_of, p, p.diff, context))
+    if not p.matched_is_root:
+        parts.append(Text("matched a later copy of the original, not the original itself:", style="yellow"))
+        parts.append(_side_by_side("matched", p.matched, t.matched, p, p.matched_diff, context))
+    parts.append(why_table(p))
+    parts.append(thresholds_line(verify))
+    parts += [Text(m, style="yellow") for m in p.missing]
+    return Group(*parts)
+
+
+def clusters_table(found: Sequence[Cluster], scanned: int, limit: int) -> Table:
+    shown = list(found)[:limit]
+    first = min((c.first_ms for c in found if c.first_ms is not None), default=None)
+    last = max((c.last_ms for c in found if c.last_ms is not None), default=None)
+    span = f", {_when(first)} .. {_when(last)}" if first is not None else ""
+    table = Table(title=f"{len(found)} roots with copies among {scanned:,} duplicates read{span}", header_style="bold")
+    for col in ("root", "copies", "relations", "lowest Jaccard", "first copy", "last copy", "root position"):
+        table.add_column(col)
+    for c in shown:
+        table.add_row(c.root, str(c.copies), ", ".join(f"{k} {v}" for k, v in c.relations.most_common()),
+                      _fmt(c.min_similarity), _when(c.first_ms), _when(c.last_ms), c.position or "")
+    return table
