@@ -12,7 +12,7 @@ from streamdedup.errors import InspectError
 from streamdedup.filemode import run_file
 from streamdedup.inspect import pair as P
 from streamdedup.inspect.file_source import FileDuplicates
-from streamdedup.inspect.reader import Filter, Wanted, clusters, pairs, parse_since
+from streamdedup.inspect.reader import Filter, Wanted, clusters, follow, pairs, parse_since
 from streamdedup.pipeline.tags import Tags, parse_file_tags, parse_headers
 from tests.unit.test_engine import story
 
@@ -174,3 +174,21 @@ def test_file_source_says_what_it_cannot_fetch(tmp_path) -> None:
         src.close()
     with pytest.raises(InspectError, match="no duplicates.jsonl"):
         FileDuplicates(tmp_path, cfg)
+
+
+def test_follow_yields_lines_appended_after_the_start(tmp_path) -> None:
+    _, out, _ = _run(tmp_path)
+    cfg = load_config(environ={})
+    src = FileDuplicates(out, cfg)
+    try:
+        dup_file = out / "duplicates.jsonl"
+        lines = dup_file.read_bytes().splitlines(keepends=True)
+        dup_file.write_bytes(b"".join(lines[:2]) + lines[2][:10])  # a line still being written
+        pages = follow(src, {0: 1}, Filter(), poll_s=0.01, idle_s=0.05)
+        assert [e.doc.id for e in next(pages)] == ["c4"]  # the partial line is not read yet
+        with open(dup_file, "ab") as f:
+            f.write(lines[2][10:] + lines[3])
+        assert [e.doc.id for e in next(pages)] == ["c7", "c10"]
+        assert next(pages, None) is None  # idle: the tail ends
+    finally:
+        src.close()

@@ -18,7 +18,9 @@ PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamded
         "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
         "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.engine_state", "streamdedup.arena", "streamdedup.scan",
         "streamdedup.state.pipelined", "streamdedup.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
-        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints", "streamdedup.replay"]
+        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints", "streamdedup.replay",
+        # the inspect model and the file-mode reader (the Kafka one is kafka_source, imported on demand)
+        "streamdedup.inspect", "streamdedup.inspect.pair", "streamdedup.inspect.reader", "streamdedup.inspect.file_source"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
 
 _PROBE = r"""
