@@ -29,6 +29,9 @@ from ..pipeline.tags import parse_headers
 from .pair import Doc
 from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, parse_since
 
+#: one consume call's wait: it returns at this timeout unless 500 records came sooner, so a short
+#: page (or the end of a partition) costs a few of these, not a long wait
+_WAIT_S = 0.02
 #: fetched documents kept (the web inspector shows the same pairs again)
 CACHE_SIZE = 2048
 
@@ -58,7 +61,10 @@ class KafkaDuplicates:
         self.decode = DocDecoder(cfg)
         self.consumer = Consumer(client_settings(cfg.kafka, {
             "group.id": f"streamdedup-inspect-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "auto.offset.reset": "earliest", "enable.partition.eof": True}))
+            "isolation.level": "read_committed", "auto.offset.reset": "earliest", "enable.partition.eof": True,
+            # the end of a partition is seen when a fetch comes back empty: the broker holds an
+            # empty fetch this long (default 500 ms, paid by every page and every fetched original)
+            "fetch.wait.max.ms": 20}))
         self.partitions = self._partitions(self.topic)
         self._cache: OrderedDict[Wanted, Doc | str] = OrderedDict()
 
@@ -126,7 +132,7 @@ class KafkaDuplicates:
             self.consumer.assign([TopicPartition(topic, p, pos[p]) for p in sorted(active)])
         deadline = time.monotonic() + self.timeout_s
         while active and len(out) < limit and scanned < max_scan and time.monotonic() < deadline:
-            msgs = self.consumer.consume(500, 0.2)
+            msgs = self.consumer.consume(500, _WAIT_S)
             if msgs:  # the time limit is for silence: a long read that makes progress goes on
                 deadline = time.monotonic() + self.timeout_s
             for m in msgs:
@@ -248,7 +254,7 @@ class KafkaDuplicates:
         deadline = time.monotonic() + self.timeout_s
         try:
             while active and time.monotonic() < deadline:
-                for m in self.consumer.consume(500, 0.2):
+                for m in self.consumer.consume(500, _WAIT_S):
                     err, p = m.error(), m.partition()
                     if err is not None or m.offset() >= stop[p] - 1:
                         active.discard(p)
