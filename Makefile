@@ -41,9 +41,11 @@ test-integration: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests/integration
 
 # The main job: a real local Kafka broker, the topics, a news feed, the processor until idle.
+# KEEP=1 leaves the broker running for `streamdedup inspect` / `ui` on the demo's topics.
 demo: $(STAMP) system-deps
 	@BOOT=$$(scripts/kafka-local start | tail -n 1) && \
-	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT; rc=$$?; scripts/kafka-local stop; exit $$rc
+	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT $(if $(KEEP),--broker-kept); rc=$$?; \
+	  $(if $(KEEP),echo "broker left running at $$BOOT (stop it: scripts/kafka-local stop)",scripts/kafka-local stop); exit $$rc
 
 demo-file: $(STAMP)
 	$(BIN)/streamdedup demo --mode file

@@ -9,6 +9,7 @@ estimator says about a story and its typical variants, and the verdict under the
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import click
 from rich.table import Table
@@ -43,11 +44,14 @@ def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
 @click.option("--stories", type=click.IntRange(1, 20000), default=None, help="stories in the feed (file) or shown (fingerprint)")
 @click.option("--output-dir", type=click.Path(file_okay=False), default="out/demo", show_default=True)
 @click.option("--seed", type=int, default=3, show_default=True)
-def demo(config_path: str | None, mode: str, bootstrap_servers: str | None, stories: int | None, output_dir: str, seed: int) -> None:
+@click.option("--broker-kept", is_flag=True, help="kafka mode: the broker stays up after the demo (make demo KEEP=1); "
+              "say so with the inspect/ui commands")
+def demo(config_path: str | None, mode: str, bootstrap_servers: str | None, stories: int | None, output_dir: str, seed: int,
+         broker_kept: bool) -> None:
     """Run the main job on real Reuters news and show the results."""
     cfg = get_config(config_path)
     if mode == "kafka":
-        _kafka_demo(cfg, stories or 4000, bootstrap_servers or cfg.kafka.bootstrap_servers, seed)
+        _kafka_demo(cfg, stories or 4000, bootstrap_servers or cfg.kafka.bootstrap_servers, seed, output_dir, broker_kept)
     elif mode == "file":
         _file_demo(cfg, stories or 4000, output_dir, seed)
     else:
@@ -98,7 +102,25 @@ def _side_by_side(console, dups: list[dict], originals: dict) -> None:
     console.print(table)
 
 
-def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
+#: the demo feed's fields: stories have a title and a text, and an event time
+DEMO_INPUT = {"text_fields": ("title", "text"), "time_field": "time"}
+
+
+def write_demo_config(path, sections: dict) -> str:
+    """A config file naming what the demo used (its topics, its input fields), so that
+    ``inspect``, ``ui`` and ``tune --replay`` read the demo's data with ``--config`` it."""
+    import json
+
+    import yaml
+
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    plain = json.loads(json.dumps(sections))  # tuples as lists: YAML's safe dumper writes plain types only
+    out.write_text("# written by streamdedup demo: the demo's topics and input fields\n" + yaml.safe_dump(plain, sort_keys=False))
+    return str(out)
+
+
+def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str, broker_kept: bool) -> None:
     import json
     import tempfile
     import uuid
@@ -115,7 +137,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
         "bootstrap_servers": bootstrap, "input_topics": (f"news-{run}",), "unique_topic": f"news-{run}.unique",
         "duplicates_topic": f"news-{run}.duplicates", "dead_letter_topic": f"news-{run}.dead-letter",
         "group_id": f"demo-{run}", "transactional_id": f"demo-{run}", "partitions": 1})
-    demo_cfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
+    demo_cfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update=DEMO_INPUT)})
     for topic, outcome in create_topics(kcfg).items():
         console.print(f"topic {topic}: {outcome}")
     lines, n = build_feed(n_stories, seed)
@@ -156,12 +178,25 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int) -> None:
     for m in per_topic.get(kcfg.dead_letter_topic, [])[:3]:
         t = parse_headers(m.headers())
         console.print(f"dead-letter {t.source}: {t.stage}: {t.reason}")
+    keys = ("bootstrap_servers", "input_topics", "unique_topic", "duplicates_topic", "dead_letter_topic", "group_id",
+            "transactional_id", "partitions")
+    conf = write_demo_config(Path(output_dir) / "demo-kafka.yaml",
+                             {"kafka": {k: v for k, v in kcfg.model_dump(mode="json").items() if k in keys}, "input": DEMO_INPUT})
+    _next_steps(console, conf, "" if broker_kept else " (the broker stops after `make demo`: run `make demo KEEP=1` to keep it)",
+                kcfg.input_topics[0])
+
+
+def _next_steps(console, conf: str, note: str, replay: str, extra: str = "") -> None:
+    console.print(f"\nlook at the duplicates{note}:\n"
+                  f"  streamdedup inspect --config {conf}{extra}    # in the terminal\n"
+                  f"  streamdedup ui --config {conf}{extra}    # in the browser, http://127.0.0.1:8765\n"
+                  f"  streamdedup tune --config {conf} --replay {replay} --set verify.jaccard_threshold=0.7"
+                  "    # what a threshold change would flip", soft_wrap=True)
 
 
 def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     import json
     import shutil
-    from pathlib import Path
 
     from ..filemode import run_file
 
@@ -172,7 +207,7 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     out.mkdir(parents=True)
     feed = out / "feed.jsonl"
     feed.write_bytes(b"\n".join(lines) + b"\n")
-    demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update={"text_fields": ("title", "text"), "time_field": "time"})})
+    demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update=DEMO_INPUT)})
     console.print(f"feed: {len(lines):,} records ({n:,} Reuters stories in date order, wire variants, broken records) -> {feed}")
     fill_kernel_cache(demo_cfg, "run")
     summary = run_file(demo_cfg, str(feed), str(out))
@@ -193,6 +228,8 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     if dead:
         console.print("dead-letter examples: " + "; ".join(f"line {json.loads(x)['line']}: {json.loads(x)['reason']}" for x in dead[:3]))
     console.print(f"outputs: {out}/unique.jsonl, duplicates.jsonl, dead_letter.jsonl; state in {out}/state")
+    conf = write_demo_config(out / "demo-file.yaml", {"input": DEMO_INPUT})
+    _next_steps(console, conf, "", str(feed), f" --output-dir {out} --input {feed}")
 
 
 def _flat(text: str, n: int = 110) -> str:
