@@ -50,6 +50,7 @@ def texts(tmp_path: Path) -> tuple[str, str]:
     (["bench", "fingerprint"], "rensa", "bench"),
     (["bench", "estimates"], "rapidfuzz", "bench"),
     (["bench", "accuracy"], "datasketch", "bench"),
+    (["bench", "accuracy", "--suite", "hard", "--no-datasketch"], "rapidfuzz", "bench"),
     (["bench", "engine"], "datasketch", "bench"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts) -> None:
@@ -74,6 +75,23 @@ def test_bench_accuracy_without_its_baseline_needs_no_extra(monkeypatch, kernels
     result = _invoke(["bench", "accuracy", "--no-datasketch", "--json"])
     assert result.exit_code == 0, result.output
     assert '"with_datasketch": false' in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--suite", "hard", "--hard-negatives", "10"], ["--stories", "1000"]])
+def test_bench_accuracy_refuses_an_option_of_the_other_suite(args, kernels_cached) -> None:
+    result = _invoke(["bench", "accuracy", "--no-datasketch", *args])
+    assert result.exit_code == 2 and "suite" in result.output
+
+
+def test_bench_accuracy_hard_suite_prints_every_kind(kernels_cached) -> None:
+    """A small real run of the hard suite through the command: every copy and negative kind has a row."""
+    from streamdedup.bench.hard_suite import COPY_KINDS, NEGATIVE_KINDS
+
+    result = _invoke(["bench", "accuracy", "--suite", "hard", "--per-kind", "10", "--stories", "2000", "--no-datasketch"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip() for line in result.stdout.splitlines() if line.count("│") > 3}
+    assert set(COPY_KINDS) | set(NEGATIVE_KINDS) <= rows
+    assert "hard suite, stream" in result.stdout and "where the missed copies were lost" in result.stdout
 
 
 def test_bench_decider_decides_every_record(kernels_cached) -> None:

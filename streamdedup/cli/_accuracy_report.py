@@ -1,0 +1,49 @@
+"""The tables ``streamdedup bench accuracy`` prints (both suites)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+
+def print_accuracy(console, res: dict) -> None:
+    console.print(
+        f"{res['suite']} suite, stream {res['stream']:,} docs: {res['natural_duplicates']} natural duplicates, "
+        f"{res['synthetic']} synthetic copies, {res['hard_negatives']} hard negatives; "
+        f"{res['ambiguous']} ambiguous natural docs left out of the scores"
+    )
+    ds = res.get("datasketch", {})
+    table = Table("system", "precision", "recall", "F1", "hard negatives flagged", "natural recall")
+    s = res["streamdedup"]
+    counts = s["count_per_kind"]
+    for name, d in (("streamdedup (config)", s), *((f"datasketch MinHashLSH t={t}", d) for t, d in ds.items())):
+        flagged = sum(r * counts[k] for k, r in d["flagged_per_negative_kind"].items())
+        share = flagged / res["hard_negatives"] if res["hard_negatives"] else 0.0
+        table.add_row(name, f"{d['precision']:.4f}", f"{d['recall']:.4f}", f"{d['f1']:.4f}", f"{share * 100:.1f}%",
+                      f"{d['recall_natural']:.3f}")
+    console.print(table)
+    kinds = Table("copy kind", "n", "recall (streamdedup)", *(f"datasketch {t}" for t in ds))
+    for kind, r in sorted(s["recall_per_kind"].items()):
+        kinds.add_row(kind, str(counts[kind]), f"{r:.3f}", *(f"{d['recall_per_kind'].get(kind, 0):.3f}" for d in ds.values()))
+    console.print(kinds)
+    negatives = Table("negative kind", "n", "flagged (streamdedup)", *(f"datasketch {t}" for t in ds))
+    for kind, r in sorted(s["flagged_per_negative_kind"].items()):
+        negatives.add_row(kind, str(counts[kind]), f"{r * 100:.1f}%",
+                          *(f"{d['flagged_per_negative_kind'].get(kind, 0) * 100:.1f}%" for d in ds.values()))
+    console.print(negatives)
+    console.print(f"duplicate_of names the source's cluster root for {res['duplicate_of_correct'] * 100:.1f}% of caught copies")
+    if res["suite"] == "hard":
+        _print_misses(console, res)
+
+
+def _print_misses(console, res: dict) -> None:
+    overlap = res["overlap_per_kind"]
+    table = Table("copy kind", "missed", "exact J (median, all copies)", "where the missed copies were lost")
+    for kind, m in sorted(res["missed_per_kind"].items()):
+        j = overlap[kind]["median_jaccard"]
+        table.add_row(kind, str(sum(m["stages"].values())), "-" if j is None else f"{j:.3f}",
+                      "; ".join(f"{n} {stage}" for stage, n in sorted(m["stages"].items(), key=lambda x: -x[1])))
+    console.print("missed copies against their source, each pair alone (see streamdedup.bench.hard_report):")
+    console.print(table)
+    for kind, fps in sorted(res["false_positives_per_kind"].items()):
+        for fp in fps:
+            console.print(f"  false positive ({kind}): {fp}")
