@@ -6,14 +6,19 @@ For a pair (source, copy) :func:`diagnose` reports what each stage of the engine
 - candidate generation: how many of the main LSH bands and of the lead bands have equal keys
   (the engine proposes the source only if at least one does, and the band is not hot with
   boilerplate; the index may also hold a later copy of the source instead);
-- verification of that pair alone (:func:`streamdedup.verify.compare`, what ``streamdedup
-  explain`` prints): the estimates, the relation and its reason;
+- verification of that pair alone (:func:`streamdedup.verify.compare`) with the source's MinHash
+  cut to ``minhash.storage_bits`` as the engine stores it: the estimates, the relation and its
+  reason; and the relation on full 32-bit slots, which is what ``streamdedup explain`` prints
+  (the two differ for pairs near a threshold: b-bit slots add chance matches);
 - the true Levenshtein distance of the canonical texts relative to the longer one.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
+
+import numpy as np
 
 from .._optional import require
 from ..config import Config
@@ -27,6 +32,10 @@ def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | 
     Levenshtein = require("rapidfuzz.distance", "bench", "the miss diagnosis of streamdedup bench accuracy --suite hard").Levenshtein
     batch = (fp or Fingerprinter(cfg.fingerprint)).fingerprint_batch([source_text, copy_text], keep_canonical=True)
     a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
+    full = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
+    bits = cfg.fingerprint.minhash.storage_bits
+    if bits < 32:
+        a = dataclasses.replace(a, minhash=a.minhash & np.uint32((1 << bits) - 1), minhash_bits=bits)
     cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
     jac, c_copy, _ = overlap(copy_text, source_text, cfg.fingerprint.shingle.size)
     ca, cb = batch.canonical
@@ -42,6 +51,7 @@ def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | 
         "ld_similarity": None if cmp.ld_similarity is None else round(cmp.ld_similarity, 3),
         "relation": cmp.relation,
         "reasons": list(cmp.reasons),
+        "relation_full_slots": full.relation,
         "true_ld_ratio": round(Levenshtein.distance(ca, cb) / max(len(ca), len(cb), 1), 4),
         "copy_words": len(copy_text.split()),
         "source_words": len(source_text.split()),
