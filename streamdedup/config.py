@@ -351,10 +351,16 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     '0123'
     """
     tree: dict[str, Any] = {} if path is None else read_file(Path(path))
+    return _overridden(tree, env_overrides(os.environ if environ is None else environ, Config))
+
+
+def _overridden(tree: dict[str, Any], overrides) -> Config:
+    """``tree`` with ``(keys, value, where it came from)`` overrides set, validated; a
+    ConfigError names the setting and where its value came from."""
     sources: dict[tuple[str, ...], str] = {}
-    for keys, value, name in env_overrides(os.environ if environ is None else environ, Config):
+    for keys, value, label in overrides:
         set_path(tree, list(keys), value)
-        sources[keys] = name
+        sources[keys] = label
     try:
         return Config.model_validate(tree)
     except ValidationError as exc:
@@ -373,13 +379,4 @@ def with_settings(cfg: Config, items: list[str]) -> Config:
     0.7
     """
     # python mode keeps SecretStr values as they are (the librdkafka validator accepts them)
-    tree = cfg.model_dump()
-    sources: dict[tuple[str, ...], str] = {}
-    for keys, value, label in set_overrides(items, Config):
-        set_path(tree, list(keys), value)
-        sources[keys] = label
-    try:
-        return Config.model_validate(tree)
-    except ValidationError as exc:
-        message = format_error(exc, sources)
-    raise ConfigError(message)
+    return _overridden(cfg.model_dump(), set_overrides(items, Config))
