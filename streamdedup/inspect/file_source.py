@@ -90,6 +90,7 @@ class FileDuplicates:
             self.input = LineIndex(Path(input_path))
         self._ids: dict[str, tuple[LineIndex, int]] | None = None
         self._opened: list[LineIndex] = []
+        self._counted: dict[str, LineIndex] = {}
 
     def start(self, since: str | None) -> Cursor:
         if since is None:
@@ -127,15 +128,38 @@ class FileDuplicates:
         return Page(out, {0: i}, scanned, i >= n)
 
     def latest(self, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
+        page = self.older(None, limit, filt, max_scan)
+        return Page(page.entries, {0: len(self.dups)}, page.scanned, True)
+
+    def older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
         n = self.dups.refresh()
+        stop = n if before is None else min(max(before.get(0, n), 0), n)
         out: list[Entry] = []
-        i = n
-        while i > 0 and len(out) < limit and n - i < max_scan:
+        i = stop
+        while i > 0 and len(out) < limit and stop - i < max_scan:
             i -= 1
             e = self._entry(i)
             if filt.accepts(e):
                 out.append(e)
-        return Page(out[::-1], {0: n}, n - i, True)
+        return Page(out[::-1], {0: i}, stop - i, i == 0)
+
+    def entry_at(self, partition: int, offset: int) -> Entry | None:
+        if partition != 0 or not 0 <= offset < self.dups.refresh():
+            return None
+        return self._entry(offset)
+
+    def totals(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {"duplicate": self.dups.refresh()}
+        for status in ("unique", "dead_letter"):
+            index = self._counted.get(status)
+            if index is None:
+                path = self.dup_path.with_name(f"{status}.jsonl")
+                if not path.is_file():
+                    out[status] = None
+                    continue
+                index = self._counted[status] = LineIndex(path)  # kept: later calls index only new lines
+            out[status] = index.refresh()
+        return out
 
     def fetch(self, wanted: Sequence[Wanted]) -> dict[Wanted, Doc | str]:
         return {w: self._fetch_one(w) for w in wanted}
@@ -190,6 +214,6 @@ class FileDuplicates:
         return self._ids
 
     def close(self) -> None:
-        for index in (self.dups, self.input, *self._opened):
+        for index in (self.dups, self.input, *self._opened, *self._counted.values()):
             if index is not None:
                 index.close()

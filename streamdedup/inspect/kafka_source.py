@@ -27,7 +27,7 @@ from ..errors import InspectError
 from ..kafka.clientlog import client_settings
 from ..pipeline.tags import parse_headers
 from .pair import Doc
-from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, parse_since
+from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, newest, parse_since
 
 #: one consume call's wait: it returns at this timeout unless 500 records came sooner, so a short
 #: page (or the end of a partition) costs a few of these, not a long wait
@@ -106,19 +106,51 @@ class KafkaDuplicates:
         return self._scan(self.topic, start, {p: hi for p, (_, hi) in wm.items()}, limit, filt, max_scan, wm)
 
     def latest(self, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
-        """Reads windows backwards from the end, doubling them, until ``limit`` accepted."""
         wm = self.watermarks()
-        stop = {p: hi for p, (_, hi) in wm.items()}
+        page = self._older(None, limit, filt, max_scan, wm)
+        return Page(page.entries, {p: hi for p, (_, hi) in wm.items()}, page.scanned, True)
+
+    def older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
+        return self._older(before, limit, filt, max_scan, self.watermarks())
+
+    def _older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int, wm: dict[int, tuple[int, int]]) -> Page:
+        """Reads windows backwards from ``before``, doubling them, until ``limit`` accepted."""
+        stop = {p: hi if before is None else min(max(before.get(p, hi), lo), hi) for p, (lo, hi) in wm.items()}
         found: list[Entry] = []
         scanned, window = 0, max(limit, 100)
         while len(found) < limit and scanned < max_scan and any(stop[p] > wm[p][0] for p in stop):
-            begin = {p: max(wm[p][0], stop[p] - window) for p in stop}
-            page = self._scan(self.topic, begin, stop, max_scan, filt, max_scan - scanned, wm)
+            # a window fits in what is left of max_scan, so each is read whole: a partly read
+            # one would leave a gap between its found records and the ones after it
+            per = max(1, min(window, (max_scan - scanned) // len(stop)))
+            begin = {p: max(wm[p][0], stop[p] - per) for p in stop}
+            page = self._scan(self.topic, begin, stop, max_scan, filt, max_scan, wm)
+            if not page.at_end:
+                raise InspectError(f"reading {self.topic}: no answer from the broker in {self.timeout_s:g} s")
             found = page.entries + found
             scanned += page.scanned
             stop, window = begin, window * 2
-        found.sort(key=lambda e: (e.doc.time_ms or 0 if isinstance(e.doc, Doc) else 0, e.partition, e.offset))
-        return Page(found[-limit:] if limit else [], {p: hi for p, (_, hi) in wm.items()}, scanned, True)
+        kept, start = newest(found, limit, stop)
+        return Page(kept, start, scanned, all(start[p] <= wm[p][0] for p in start))
+
+    def entry_at(self, partition: int, offset: int) -> Entry | None:
+        if partition not in self.partitions:
+            return None
+        wm = self.watermarks(partitions=[partition])
+        if not wm[partition][0] <= offset < wm[partition][1]:
+            return None
+        page = self._scan(self.topic, {partition: offset}, {partition: offset + 1}, 1, None, 1, wm)
+        return next((e for e in page.entries if e.offset == offset), None)
+
+    def totals(self) -> dict[str, int | None]:
+        k = self.cfg.kafka
+        out: dict[str, int | None] = {}
+        for status, topic in (("unique", k.unique_topic), ("duplicate", self.topic), ("dead_letter", k.dead_letter_topic)):
+            meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                out[status] = None
+                continue
+            out[status] = sum(hi - lo for lo, hi in self.watermarks(topic, sorted(meta.partitions)).values())
+        return out
 
     def _scan(self, topic: str, start: Cursor, stop: Cursor, limit: int, filt: Filter | None, max_scan: int,
               wm: dict[int, tuple[int, int]]) -> Page:

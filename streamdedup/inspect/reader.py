@@ -100,6 +100,19 @@ class DuplicateSource(Protocol):
     def latest(self, limit: int, filt: Filter, max_scan: int) -> Page:
         """The last ``limit`` accepted duplicates (reading backwards at most ``max_scan``)."""
 
+    def older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int) -> Page:
+        """The last ``limit`` accepted duplicates before ``before`` (each partition's offset,
+        exclusive; None: the end), reading backwards at most ``max_scan`` records. ``next`` is
+        where the page starts: pass it as ``before`` for the page before this one (nothing is
+        skipped or shown twice); ``at_end``: every partition was read back to its start."""
+
+    def entry_at(self, partition: int, offset: int) -> Entry | None:
+        """The duplicate at that position, or None (no such record, or not one of ours)."""
+
+    def totals(self) -> dict[str, int | None]:
+        """Records per output (``unique``, ``duplicate``, ``dead_letter``) now; None for an
+        output that does not exist. Kafka counts offsets (transaction markers included)."""
+
     def fetch(self, wanted: Sequence[Wanted]) -> dict[Wanted, Doc | str]:
         """The documents ``wanted``, each a :class:`Doc` or why it could not be fetched."""
 
@@ -140,6 +153,37 @@ class DocDecoder:
         if time_ms is None and self.has_time and res.event_time_ms:
             time_ms = res.event_time_ms
         return Doc(res.id, res.text, position, time_ms)
+
+
+def time_order(e: Entry) -> tuple[int, int, int]:
+    """Record time (0 when unknown), then partition and offset: the order pages are shown in."""
+    t = e.doc.time_ms if isinstance(e.doc, Doc) else None
+    return (t or 0, e.partition, e.offset)
+
+
+def newest(found: Sequence[Entry], limit: int, floor: Cursor) -> tuple[list[Entry], Cursor]:
+    """The newest ``limit`` of ``found`` (read back to ``floor`` in each partition) and where
+    that page starts per partition.
+
+    Kept entries are a suffix of each partition (an older-by-time entry above a kept one in its
+    partition is kept too, so the page can exceed ``limit`` by a few): the page before it, read
+    up to the returned cursor, then neither skips nor repeats a record.
+
+    >>> from .pair import Doc
+    >>> e = lambda p, o, t: Entry(p, o, Tags("duplicate"), Doc(f"{p}.{o}", "", None, t))
+    >>> kept, start = newest([e(0, 5, 10), e(0, 7, 30), e(1, 2, 20), e(1, 3, 40)], 2, {0: 4, 1: 0})
+    >>> [x.doc.id for x in kept], start
+    (['0.7', '1.3'], {0: 7, 1: 3})
+    """
+    by_time = sorted(found, key=time_order)
+    lowest: dict[int, int] = {}
+    for e in by_time[-limit:] if limit > 0 else []:
+        lowest[e.partition] = min(lowest.get(e.partition, e.offset), e.offset)
+    start = dict(floor)
+    for e in found:
+        p = e.partition
+        start[p] = lowest[p] if p in lowest else max(start.get(p, 0), e.offset + 1)
+    return [e for e in by_time if e.partition in lowest and e.offset >= lowest[e.partition]], start
 
 
 def _original_of(t: Tags) -> Wanted:
