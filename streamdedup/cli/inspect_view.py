@@ -11,7 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ..config import VerifyConfig
-from ..inspect.pair import DELETE, EQUAL, INSERT, Explanation, Pair, Segment
+from ..inspect.pair import DELETE, INSERT, Explanation, Pair, Segment
+from ..inspect.pair import ELIDED as ELIDED_RUN
+from ..inspect.pair import side as side_runs
 from ..inspect.reader import Cluster
 
 DELETED = "bold red strike"
@@ -25,42 +27,20 @@ def _when(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _equal_run(words: tuple[str, ...], first: bool, last: bool, context: int) -> Text:
-    """Unchanged words, with the middle of a long run elided (``context`` words kept each side
-    of a change; none before the first change or after the last)."""
-    keep_head = 0 if first else context
-    keep_tail = 0 if last else context
-    if first and last:  # no change at all: the start of the text
-        keep_head, keep_tail = 2 * context, 0
-    if context < 0 or len(words) <= keep_head + keep_tail + 1:
-        return Text(" ".join(words))
-    t = Text(" ".join(words[:keep_head]))
-    t.append(("" if not keep_head else " ") + f"[... {len(words) - keep_head - keep_tail} words ...]", style=ELIDED)
-    if keep_tail:
-        t.append(" " + " ".join(words[-keep_tail:]))
-    return t
-
-
 def diff_text(diff: Sequence[Segment], side: str, context: int = 12) -> Text:
     """One column of a side-by-side diff: ``side`` ``"earlier"`` shows unchanged and deleted
     words (red, struck through), ``"copy"`` unchanged and inserted ones (green).
 
     ``context`` unchanged words are kept around each change; -1 keeps the whole text.
     """
-    own = DELETE if side == "earlier" else INSERT
-    style = DELETED if own == DELETE else INSERTED
     out = Text()
-    n = len(diff)
-    for k, s in enumerate(diff):
-        if s.op == EQUAL:
-            piece = _equal_run(s.words, k == 0, k == n - 1, context)
-        elif s.op == own:
-            piece = Text(" ".join(s.words), style=style)
-        else:
-            continue
+    for s in side_runs(diff, side, context):
         if out:
             out.append(" ")
-        out.append_text(piece)
+        if s.op == ELIDED_RUN:
+            out.append(f"[... {len(s.words)} words ...]", style=ELIDED)
+        else:
+            out.append(" ".join(s.words), style={DELETE: DELETED, INSERT: INSERTED}.get(s.op, ""))
     return out
 
 

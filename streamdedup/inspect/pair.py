@@ -86,6 +86,45 @@ def _merge(segments: list[Segment]) -> list[Segment]:
     return merged
 
 
+ELIDED = "elided"
+
+
+def _equal_runs(words: tuple[str, ...], first: bool, last: bool, context: int) -> list[Segment]:
+    """Unchanged words, the middle of a long run as an ``elided`` segment (``context`` words
+    kept each side of a change; none before the first change or after the last)."""
+    keep_head = 0 if first else context
+    keep_tail = 0 if last else context
+    if first and last:  # no change at all: the start of the text
+        keep_head, keep_tail = 2 * context, 0
+    if context < 0 or len(words) <= keep_head + keep_tail + 1:
+        return [Segment(EQUAL, words)]
+    out = [Segment(EQUAL, words[:keep_head]), Segment(ELIDED, words[keep_head:len(words) - keep_tail]),
+           Segment(EQUAL, words[len(words) - keep_tail:])]
+    return [s for s in out if s.words]
+
+
+def side(diff: Sequence[Segment], which: str, context: int = 12) -> list[Segment]:
+    """One column of a side-by-side diff: ``which`` ``"earlier"`` keeps the unchanged and the
+    deleted words, ``"copy"`` the unchanged and the inserted ones. Long unchanged runs keep
+    ``context`` words around each change and their middle becomes an ``elided`` segment (its
+    words kept, for a view that unfolds it); ``context`` -1 elides nothing.
+
+    >>> d = word_diff("a b c d e f g h", "a b c d e f g X h")
+    >>> side(d, "copy", 2)
+    [Segment(op='elided', words=('a', 'b', 'c', 'd', 'e')), Segment(op='equal', words=('f', 'g')), \
+Segment(op='insert', words=('X',)), Segment(op='equal', words=('h',))]
+    """
+    own = DELETE if which == "earlier" else INSERT
+    out: list[Segment] = []
+    n = len(diff)
+    for k, s in enumerate(diff):
+        if s.op == EQUAL:
+            out += _equal_runs(s.words, k == 0, k == n - 1, context)
+        elif s.op == own:
+            out.append(s)
+    return out
+
+
 def changed_words(diff: Sequence[Segment]) -> dict[str, int]:
     """How many words each kind of segment holds: ``equal``, ``delete``, ``insert``."""
     counts = {EQUAL: 0, DELETE: 0, INSERT: 0}
