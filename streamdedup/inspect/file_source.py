@@ -74,6 +74,9 @@ class FileDuplicates:
         input_path: the input file of the run, to fetch originals by their ``line:N`` position.
     """
 
+    #: totals() counts records (lines)
+    totals_exact = True
+
     def __init__(self, out_dir: str | Path, cfg: Config, input_path: str | Path | None = None):
         out = Path(out_dir)
         self.dup_path, self.unique_path = out / "duplicates.jsonl", out / "unique.jsonl"

@@ -53,6 +53,9 @@ class KafkaDuplicates:
         lookup_window: records per partition searched for an original by id (see module doc).
     """
 
+    #: what totals() counts: offsets, transaction markers included (exact counts need a full read)
+    totals_exact = False
+
     def __init__(self, cfg: Config, topic: str | None = None, timeout_s: float = 15.0, lookup_window: int = 10_000):
         self.cfg = cfg
         self.topic = topic or cfg.kafka.duplicates_topic

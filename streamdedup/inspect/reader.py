@@ -89,6 +89,9 @@ class Wanted:
 class DuplicateSource(Protocol):
     """What a source of duplicates offers (file mode and Kafka alike)."""
 
+    #: whether :meth:`totals` counts records exactly (False: Kafka offsets, markers included)
+    totals_exact: bool
+
     def start(self, since: str | None) -> Cursor:
         """Where reading starts: ``None`` = the beginning, an offset (``N``: that offset in every
         partition; ``-N``: N records before each partition's end), or an ISO-8601 time."""
