@@ -13,6 +13,7 @@ from .explain import explain
 from .inspect import inspect
 from .run import run, topics
 from .tune import tune
+from .ui import ui
 from .warmup import warm_up
 
 #: commands that say what they compile themselves
@@ -57,6 +58,7 @@ def main(debug: bool) -> None:
 main.add_command(explain)
 main.add_command(inspect)
 main.add_command(tune)
+main.add_command(ui)
 main.add_command(bench)
 main.add_command(demo)
 main.add_command(run)

@@ -1,0 +1,76 @@
+"""``streamdedup ui``: the local web inspector (``streamdedup.ui``), over the same reader as
+``streamdedup inspect``: a Kafka cluster's topics, or a file-mode output directory."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import click
+
+from .._optional import require
+from ..errors import InspectError
+from ._common import compile_notice, config_option, get_config, make_console
+from .inspect import open_source
+
+#: the kernels the pages call (fingerprints and the full comparison of the why-matched panel)
+_UNITS = ("fingerprint", "explain")
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@config_option
+@click.option("--output-dir", "--dir", "output_dir", type=click.Path(file_okay=False, exists=True), default=None,
+              help="File mode: the run's output directory (without it: the Kafka topics of the config).")
+@click.option("--input", "input_path", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="File mode: the run's input file (originals by line number, and the what-if's input).")
+@click.option("--bootstrap-servers", default=None, help="Kafka: overrides kafka.bootstrap_servers.")
+@click.option("--topic", default=None, help="Kafka: the duplicates topic (default kafka.duplicates_topic).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to listen on. The inspector has no login: keep it on the loopback unless the network is yours.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--page-size", type=click.IntRange(1, 1000), default=25, show_default=True, help="Duplicates per list page.")
+@click.option("--scan", "max_scan", type=click.IntRange(100, None), default=20_000, show_default=True,
+              help="Records read at most for one list or search page (the 'older' link goes on from there).")
+@click.option("--lookup-window", type=click.IntRange(1, None), default=10_000, show_default=True,
+              help="Kafka: records per partition searched for an original that has no position tag (older records).")
+def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port, page_size, max_scan, lookup_window) -> None:
+    """A local web inspector: recent duplicates with counts, clusters, each pair side by side
+    with its word diff and why it matched, search by id, and a what-if replay of thresholds."""
+    for module in ("starlette", "jinja2", "uvicorn"):
+        require(module, "ui", "streamdedup ui")
+    import uvicorn
+
+    from ..fingerprint import Fingerprinter
+    from ..kernel_cache import fill
+    from ..ui.app import Inspector, create_app
+    from ..ui.whatif import WhatIfInput
+    from .run import kafka_overrides
+
+    cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
+    try:
+        source = open_source(cfg, output_dir, input_path, topic, lookup_window)
+    except InspectError as exc:
+        raise click.ClickException(str(exc)) from None
+    console = make_console()
+    try:
+        fill(cfg, _UNITS, announce=compile_notice)
+        if output_dir is not None:
+            label, whatif = f"file mode: {output_dir}", WhatIfInput(input_path, ())
+        else:
+            label = f"{topic or cfg.kafka.duplicates_topic} @ {cfg.kafka.bootstrap_servers}"
+            whatif = WhatIfInput(None, tuple(cfg.kafka.input_topics))
+        inspector = Inspector(cfg, source, label, whatif, page_size, max_scan, fp=Fingerprinter(cfg.fingerprint))
+        if not _loopback(host):
+            console.print(f"listening on {host}: anyone who reaches it reads the records (there is no login)", style="yellow")
+        console.print(f"streamdedup ui on http://{host}:{port}/ ({label}); Ctrl-C stops it")
+        uvicorn.run(create_app(inspector), host=host, port=port, log_level="warning")
+    finally:
+        source.close()
