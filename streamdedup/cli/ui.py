@@ -17,6 +17,9 @@ _UNITS = ("fingerprint", "explain")
 
 
 def _loopback(host: str) -> bool:
+    """>>> _loopback("127.0.0.1"), _loopback("::1"), _loopback("localhost"), _loopback("0.0.0.0")
+    (True, True, True, False)
+    """
     if host == "localhost":
         return True
     try:

@@ -52,6 +52,9 @@ def texts(tmp_path: Path) -> tuple[str, str]:
     (["bench", "accuracy"], "datasketch", "bench"),
     (["bench", "accuracy", "--suite", "hard", "--no-datasketch"], "rapidfuzz", "bench"),
     (["bench", "engine"], "datasketch", "bench"),
+    (["ui", "--dir", "{tmp}"], "starlette", "ui"),
+    (["ui", "--dir", "{tmp}"], "jinja2", "ui"),
+    (["ui", "--dir", "{tmp}"], "uvicorn", "ui"),
 ])
 def test_a_missing_extra_is_one_line_naming_it(args, module, extra, monkeypatch, tmp_path, texts) -> None:
     # `import module` (and of any submodule an earlier test loaded) now raises ImportError

@@ -1,0 +1,93 @@
+"""The web inspector in a real browser: Debian's chromium driven by Playwright (never a
+downloaded browser), the server in a thread on a free loopback port, a file-mode run to look at.
+
+Used by the browser tests, the Kafka one in tests/integration and scripts/ui_screenshots.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import orjson
+
+from streamdedup import load_config
+from streamdedup.filemode import run_file
+from streamdedup.ui.app import Inspector, create_app
+
+#: Debian's chromium in a container: no sandbox (no user namespaces), no GPU, nothing fetched
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+XSS_ID = "x<script>window.__xss=1</script>"
+XSS_TAIL = "<script>window.__xss=2</script> <img src=x onerror=\"window.__xss=3\"> & <b>not bold</b>"
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        raise RuntimeError("chromium is not installed: the browser tests drive Debian's chromium "
+                           "(apt-get install chromium; make system-deps does it)")
+    return path
+
+
+@contextmanager
+def launch(playwright):
+    browser = playwright.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+    try:
+        yield browser
+    finally:
+        browser.close()
+
+
+@contextmanager
+def serve(inspector: Inspector) -> Iterator[str]:
+    """The inspector's app served by uvicorn in a thread; yields its base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(inspector), log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the inspector's server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(15)
+        sock.close()
+
+
+def feed(n: int = 12) -> list[dict]:
+    """Stories, a copy after every third (two words replaced, a tail appended), and a copy whose
+    id and text carry markup and scripts (records are untrusted input)."""
+    from tests.unit.test_engine import story
+
+    records = []
+    for k in range(n):
+        records.append({"id": f"s{k}", "text": story(100 + k, 200)})
+        if k % 3 == 1:
+            words = records[-1]["text"].split()
+            words[10:12] = ["REPLACED", "WORDS"]
+            records.append({"id": f"c{k}", "text": " ".join(words) + " extra tail"})
+    records.append({"id": XSS_ID, "text": records[0]["text"] + " " + XSS_TAIL})
+    return records
+
+
+def file_run(tmp: Path, records: list[dict] | None = None) -> tuple[Path, Path, list[dict]]:
+    """A file-mode run over ``records`` (default :func:`feed`): (input file, output dir, records)."""
+    records = feed() if records is None else records
+    inp = tmp / "in.jsonl"
+    inp.write_bytes(b"\n".join(orjson.dumps(r) for r in records) + b"\n")
+    out = tmp / "out"
+    run_file(load_config(environ={}), str(inp), str(out))
+    return inp, out, records

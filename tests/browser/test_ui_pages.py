@@ -1,0 +1,150 @@
+"""The web inspector over a file-mode output, in real headless chromium: the list with its
+counts, a duplicate's pair page with the word diff and why-matched, paging, search by id, the
+what-if form against the replay run directly, and records carrying scripts shown as text."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from streamdedup import load_config
+from streamdedup.config import with_settings
+from streamdedup.inspect.file_source import FileDuplicates
+from streamdedup.replay import Replayer, ReplayInput
+from streamdedup.ui.app import Inspector
+from streamdedup.ui.whatif import WhatIfInput
+
+from .harness import XSS_ID, XSS_TAIL, file_run, serve
+
+COPIES = ["c1", "c4", "c7", "c10", XSS_ID]  # in output order
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return file_run(tmp_path_factory.mktemp("ui"))
+
+
+@pytest.fixture
+def site(run):
+    inp, out, _ = run
+    cfg = load_config(environ={})
+    source = FileDuplicates(out, cfg, inp)
+    try:
+        with serve(Inspector(cfg, source, f"file mode: {out}", WhatIfInput(str(inp), ()), page_size=2)) as url:
+            yield url
+    finally:
+        source.close()
+
+
+def _ids(page) -> list[str]:
+    return page.locator("#decisions a.copy").all_inner_texts()
+
+
+def test_the_list_shows_counts_and_a_duplicate_opens_with_its_diff(page, site, run) -> None:
+    _, _, records = run
+    page.goto(site + "/")
+    assert page.locator('.n[data-status="duplicate"]').inner_text() == "5"
+    assert page.locator('.n[data-status="unique"]').inner_text() == str(len(records) - 5)
+    assert page.locator('.n[data-status="dead_letter"]').inner_text() == "0"
+    assert page.locator('[data-relation="near_duplicate"] b').inner_text() == "5"
+    assert _ids(page) == [XSS_ID, "c10"]  # newest first, a page of two
+
+    page.click("text=older")
+    assert _ids(page) == ["c7", "c4"]
+    page.get_by_role("link", name="c4", exact=True).click()
+    page.wait_for_url(re.compile(r"/pair\?p=0&o=1$"))
+    assert page.locator("#copy-id").inner_text() == "c4"
+    inserted = page.locator(".copy ins.inserted").all_inner_texts()
+    deleted = page.locator(".earlier del.deleted").all_inner_texts()
+    s4 = next(r for r in records if r["id"] == "s4")["text"].split()
+    assert "REPLACED WORDS" in " ".join(inserted) and "extra tail" in " ".join(inserted)
+    assert " ".join(deleted).split() == s4[10:12]
+    # the earlier side never shows inserted words, nor the copy deleted ones
+    assert page.locator(".earlier ins, .copy del").count() == 0
+    # the original came from the input file by its position, and why-matched shows the thresholds
+    assert "@ line:" in page.locator(".sidebyside .dochead").first.inner_text()
+    why = page.locator("#why").inner_text()
+    assert "near_duplicate (duplicate)" in why and "shared LSH bands" in why
+    assert page.locator("#thresholds tr", has_text="verify.jaccard_threshold").locator("td").nth(1).inner_text() == "0.55"
+
+
+def test_paging_back_and_forth_shows_every_duplicate_once(page, site) -> None:
+    page.goto(site + "/")
+    seen = [_ids(page)]
+    while page.locator("#older").count():
+        page.click("#older")
+        seen.append(_ids(page))
+    assert [i for p in seen for i in p] == COPIES[::-1]
+    page.click("#newer")
+    assert _ids(page) == seen[-2]
+
+
+def test_search_by_id(page, site) -> None:
+    page.goto(site + "/clusters")
+    page.fill("#search-id", "s7")
+    page.press("#search-id", "Enter")
+    page.wait_for_url(re.compile(r"/\?id=s7$"))
+    assert _ids(page) == ["c7"] and "s7" in page.locator("#search-title").inner_text()
+    page.fill("#search-id", "no-such-id")
+    page.press("#search-id", "Enter")
+    page.wait_for_url(re.compile(r"id=no-such-id"))
+    assert _ids(page) == [] and "match among the 5 records read" in page.locator("#empty").inner_text()
+
+
+def test_clusters_page(page, site) -> None:
+    page.goto(site + "/clusters")
+    roots = page.locator("#clusters a.root").all_inner_texts()
+    assert sorted(roots) == sorted(["s1", "s4", "s7", "s10", "s0"])
+    assert page.locator("#clusters td.copies").all_inner_texts() == ["1"] * 5
+
+
+def test_the_what_if_form_reports_the_replays_flip_counts(page, site, run) -> None:
+    inp, _, _ = run
+    lines = ["verify.jaccard_threshold=0.99", "verify.ld_similarity_threshold=0.999", "verify.containment_threshold=0.99"]
+    cfg = load_config(environ={})
+    want = Replayer(ReplayInput.from_file(str(inp), 0, 1000), int(time.time() * 1000)).compare(
+        cfg, with_settings(cfg, lines)).to_json()
+    assert want["flips"]["duplicate->unique"] > 0  # the case has something to find
+
+    page.goto(site + "/whatif")
+    page.fill("#settings", "\n".join(lines))
+    page.fill("#limit", "1000")
+    page.click("#run")
+    page.wait_for_selector("#result")
+    for kind in ("unique->duplicate", "duplicate->unique", "duplicate changed"):
+        assert page.locator(f'.flip[data-kind="{kind}"] .n').inner_text() == str(want["flips"][kind]), kind
+    for status, n in want["candidate"].items():
+        assert page.locator(f'#status-counts tr[data-status="{status}"] .cand').inner_text() == str(n)
+    assert page.locator("#flipped tbody tr").count() == len(want["flipped"])
+
+    page.fill("#settings", "verify.no_such=1")
+    page.click("#run")
+    assert "verify.no_such is not a setting" in page.locator("#error").inner_text()
+
+
+def test_records_with_scripts_are_shown_as_text(page, site) -> None:
+    dialogs = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(site + "/")
+    assert page.locator("#decisions a.copy").first.inner_text() == XSS_ID
+    page.locator("#decisions a.copy").first.click()
+    page.wait_for_selector("#copy-id")
+    assert page.locator("#copy-id").inner_text() == XSS_ID
+    assert XSS_TAIL in page.locator(".copy").inner_text()
+    page.goto(site + "/?id=" + XSS_ID.replace("<", "%3C").replace(">", "%3E").replace("=", "%3D"))
+    assert page.locator("#decisions a.copy").all_inner_texts() == [XSS_ID]
+    for url in ("/", "/pair?p=0&o=4", "/clusters"):
+        page.goto(site + url)
+        assert page.evaluate("window.__xss") is None, url
+        assert page.locator("script").count() == 1 and page.locator("img").count() == 0 and page.locator("main b:text('not bold')").count() == 0
+    assert dialogs == []
+
+
+def test_bad_requests_say_what_is_wrong(page, site) -> None:
+    assert page.goto(site + "/pair?p=0&o=999").status == 404
+    assert "no duplicate at partition 0, offset 999" in page.locator("#error").inner_text()
+    assert page.goto(site + "/?before=zz").status == 400
+    assert "partition:offset" in page.locator("#error").inner_text()
+    assert page.goto(site + "/?min=0.9&max=0.2").status == 400
