@@ -1,7 +1,9 @@
 """The web inspector in a real browser: Debian's chromium driven by Playwright (never a
 downloaded browser), the server in a thread on a free loopback port, a file-mode run to look at.
 
-Used by the browser tests, the Kafka one in tests/integration and scripts/ui_screenshots.py.
+Used by the browser tests, the Kafka one in tests/integration and scripts/ui_screenshots.py;
+the ``browser`` and ``page`` fixtures are registered once, in tests/conftest.py (one Playwright
+per session). Heavier imports wait until used: every test session imports this module.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from pathlib import Path
 from typing import Iterator
 
 import orjson
+import pytest
 
 from streamdedup import load_config
-from streamdedup.filemode import run_file
-from streamdedup.ui.app import Inspector, create_app
 
 #: Debian's chromium in a container: no sandbox (no user namespaces), no GPU, nothing fetched
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -44,10 +45,36 @@ def launch(playwright):
         browser.close()
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's chromium, once per session. A missing chromium or playwright is a failure, not a
+    skip: these tests are the only evidence that the pages work in a browser."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("playwright is not installed: make venv installs it (the dev group)")
+    try:
+        with sync_playwright() as p, launch(p) as b:
+            yield b
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
 @contextmanager
-def serve(inspector: Inspector) -> Iterator[str]:
-    """The inspector's app served by uvicorn in a thread; yields its base URL."""
+def serve(inspector) -> Iterator[str]:
+    """The inspector's app (:class:`streamdedup.ui.app.Inspector`) served by uvicorn in a
+    thread; yields its base URL."""
     import uvicorn
+
+    from streamdedup.ui.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -85,6 +112,8 @@ def feed(n: int = 12) -> list[dict]:
 
 def file_run(tmp: Path, records: list[dict] | None = None) -> tuple[Path, Path, list[dict]]:
     """A file-mode run over ``records`` (default :func:`feed`): (input file, output dir, records)."""
+    from streamdedup.filemode import run_file
+
     records = feed() if records is None else records
     inp = tmp / "in.jsonl"
     inp.write_bytes(b"\n".join(orjson.dumps(r) for r in records) + b"\n")
