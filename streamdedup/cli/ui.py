@@ -40,7 +40,7 @@ def _loopback(host: str) -> bool:
               help="Address to listen on. The inspector has no login: keep it on the loopback unless the network is yours.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
 @click.option("--page-size", type=click.IntRange(1, 1000), default=25, show_default=True, help="Duplicates per list page.")
-@click.option("--scan", "max_scan", type=click.IntRange(100, None), default=20_000, show_default=True,
+@click.option("--scan", "max_scan", type=click.IntRange(100, None), default=10_000, show_default=True,
               help="Records read at most for one list or search page (the 'older' link goes on from there).")
 @click.option("--lookup-window", type=click.IntRange(1, None), default=10_000, show_default=True,
               help="Kafka: records per partition searched for an original that has no position tag (older records).")
