@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 
+import orjson
 import pytest
 
 from streamdedup import load_config
@@ -148,3 +149,28 @@ def test_bad_requests_say_what_is_wrong(page, site) -> None:
     assert page.goto(site + "/?before=zz").status == 400
     assert "partition:offset" in page.locator("#error").inner_text()
     assert page.goto(site + "/?min=0.9&max=0.2").status == 400
+
+
+def test_the_live_list_shows_new_duplicates_without_a_reload(page, tmp_path) -> None:
+    inp, out, _ = file_run(tmp_path)
+    cfg = load_config(environ={})
+    source = FileDuplicates(out, cfg, inp)
+    try:
+        with serve(Inspector(cfg, source, "live", WhatIfInput(str(inp), ()))) as site:
+            page.goto(site + "/")
+            page.evaluate("localStorage.removeItem('streamdedup.live')")
+            assert page.locator('.n[data-status="duplicate"]').inner_text() == "5"
+            page.check("#live-toggle")
+            page.evaluate("window.__same_page = true")  # gone if the browser reloaded the page
+            lines = (out / "duplicates.jsonl").read_bytes().splitlines(keepends=True)
+            copy = orjson.loads(lines[0])
+            copy["id"] = "late-copy"
+            with open(out / "duplicates.jsonl", "ab") as f:  # the processor writes another duplicate
+                f.write(orjson.dumps(copy) + b"\n")
+            page.wait_for_function("document.querySelector('.n[data-status=\"duplicate\"]').textContent.trim() === '6'",
+                                   timeout=15_000)
+            assert _ids(page)[0] == "late-copy" and page.evaluate("window.__same_page") is True
+            assert page.is_checked("#live-toggle")
+            page.evaluate("localStorage.removeItem('streamdedup.live')")
+    finally:
+        source.close()
