@@ -20,7 +20,9 @@ That is the ``standard`` suite, whose figures the README quotes. ``suite="hard"`
 natural stream with other synthetic items instead (:mod:`.hard_suite`: character noise, short
 teasers, compound copies, hyphenated wraps, entities, curly quotes, near-miss negatives) and
 reports recall per copy kind, the share flagged per negative kind and why each copy was missed
-(:mod:`.hard_report`).
+(:mod:`.hard_report`). ``suite="zh"`` (and ``"ja"``, ``"th"``) does the same on Chinese news
+(Japanese, Thai text) with copy kinds of those scripts, overlap measured on character n-grams and
+datasketch on character 3-grams (:mod:`.lang_suite`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import random
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from typing import Callable
 
 from .._optional import require
 from ..canonical import canonicalize
@@ -65,9 +68,10 @@ def _shingles(text: str, w: int) -> set[int]:
     return {hash(" ".join(words[i:i + w])) for i in range(len(words) - w + 1)}
 
 
-def _isolated(texts: list[str], w: int) -> list[bool]:
-    """True for texts with Jaccard < UNIQUE_J and containment < UNIQUE_C against every other."""
-    sets = [_shingles(t, w) for t in texts]
+def _isolated(texts: list[str], w: int, shingles: Callable[[str], set[int]] | None = None) -> list[bool]:
+    """True for texts with Jaccard < UNIQUE_J and containment < UNIQUE_C against every other
+    (exact word ``w``-shingles, or the sets ``shingles`` gives)."""
+    sets = [shingles(t) if shingles else _shingles(t, w) for t in texts]
     postings: dict[int, list[int]] = defaultdict(list)
     for i, sh in enumerate(sets):
         for h in sh:
@@ -134,12 +138,14 @@ def build_stream(per_kind: int, hard_negatives: int, seed: int) -> list[Item]:
     return stream
 
 
-def natural_truth(stream: list[Item], w: int, window_ms: int) -> None:
-    """Label natural items by brute force (see module docstring); mutates ``truth``."""
+def natural_truth(stream: list[Item], w: int, window_ms: int, shingles: Callable[[str], set[int]] | None = None) -> None:
+    """Label natural items by brute force (see module docstring); mutates ``truth``. ``shingles``:
+    the sets to compare instead of exact word ``w``-shingles (character n-grams for scripts
+    without spaces, :mod:`.lang_suite`)."""
     postings: dict[int, list[int]] = defaultdict(list)
     sets: list[set[int]] = []
     for i, it in enumerate(stream):
-        sh = _shingles(it.text, w)
+        sh = shingles(it.text) if shingles else _shingles(it.text, w)
         sets.append(sh)
         if it.kind == "natural":
             counts: Counter = Counter()
@@ -254,6 +260,9 @@ def duplicate_of_accuracy(stream: list[Item], decisions: dict) -> float:
     return ok / total if total else float("nan")
 
 
+LANG_SUITES = ("zh", "ja", "th")
+
+
 def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int = 11,
         thresholds: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9), with_datasketch: bool = True,
         suite: str = "standard", stories: int | None = None) -> dict:
@@ -263,18 +272,27 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
     near-miss negatives of :mod:`.hard_suite` (``per_kind`` of every copy and negative kind;
     ``hard_negatives`` is not used), with a stage-by-stage diagnosis of every missed copy;
     ``stories`` limits it to the first that many stories of the corpus (quick checks, tests).
+    "zh", "ja", "th": the Chinese, Japanese and Thai suites of :mod:`.lang_suite` (as "hard", on
+    character n-grams; datasketch on character 3-grams).
     """
+    lang = suite in LANG_SUITES
+    truth_sets = None
     if suite == "hard":
         from . import hard_suite
 
         stream = hard_suite.build_stream(per_kind, seed, stories)
+    elif lang:
+        from . import lang_suite
+
+        stream = lang_suite.build_stream(suite, per_kind, seed, stories)
+        truth_sets = lang_suite.truth_shingles
     elif suite == "standard" and stories is None:
         stream = build_stream(per_kind, hard_negatives, seed)
     else:
-        raise ValueError(f"suite must be 'standard' or 'hard' (stories only with 'hard'), got {suite!r}")
+        raise ValueError(f"suite must be 'standard', 'hard' or one of {LANG_SUITES} (stories not with 'standard'), got {suite!r}")
     w = cfg.fingerprint.shingle.size
     window_ms = int(cfg.engine.window_hours * 3_600_000)
-    natural_truth(stream, w, window_ms)
+    natural_truth(stream, w, window_ms, truth_sets)
     flagged, decisions, seconds = run_streamdedup(cfg, stream)
     res = {
         "suite": suite,
@@ -289,7 +307,14 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
         "duplicate_of_correct": duplicate_of_accuracy(stream, decisions),
     }
     if with_datasketch:
-        res["datasketch"] = {t: _scores(stream, f) for t, f in run_datasketch(stream, w, cfg.fingerprint.minhash.num_perm, list(thresholds)).items()}
+        num_perm = cfg.fingerprint.minhash.num_perm
+        if lang:
+            res["datasketch_shingles"] = f"character {lang_suite.BASELINE_NGRAM}-grams"
+            flags = lang_suite.run_datasketch_chars(stream, lang_suite.BASELINE_NGRAM, num_perm, list(thresholds))
+        else:
+            res["datasketch_shingles"] = f"word {w}-shingles"
+            flags = run_datasketch(stream, w, num_perm, list(thresholds))
+        res["datasketch"] = {t: _scores(stream, f) for t, f in flags.items()}
     res["missed_examples"] = [
         (it.kind, it.id, it.source) for it, f in zip(stream, flagged) if it.truth and not f
     ][:20]
@@ -297,10 +322,10 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
         (it.kind, it.id, decisions[it.id].duplicate_of, decisions[it.id].relation, decisions[it.id].reason)
         for it, f in zip(stream, flagged) if it.truth is False and f
     ][:20]
-    if suite == "hard":
+    if suite != "standard":
         from . import hard_report
 
-        res["overlap_per_kind"] = hard_suite.overlap_summary(stream)
+        res["overlap_per_kind"] = lang_suite.overlap_summary(stream) if lang else hard_suite.overlap_summary(stream)
         res["missed_per_kind"] = hard_report.misses(cfg, stream, flagged)
         res["false_positives_per_kind"] = hard_report.false_positives(stream, flagged, decisions)
     return res

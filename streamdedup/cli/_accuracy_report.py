@@ -15,6 +15,8 @@ def print_accuracy(console, res: dict) -> None:
     table = Table("system", "precision", "recall", "F1", "hard negatives flagged", "natural recall")
     s = res["streamdedup"]
     counts = s["count_per_kind"]
+    if ds:
+        console.print(f"datasketch MinHashLSH on {res['datasketch_shingles']} of the canonical text")
     for name, d in (("streamdedup (config)", s), *((f"datasketch MinHashLSH t={t}", d) for t, d in ds.items())):
         flagged = sum(r * counts[k] for k, r in d["flagged_per_negative_kind"].items())
         share = flagged / res["hard_negatives"] if res["hard_negatives"] else 0.0
@@ -31,13 +33,14 @@ def print_accuracy(console, res: dict) -> None:
                           *(f"{d['flagged_per_negative_kind'].get(kind, 0) * 100:.1f}%" for d in ds.values()))
     console.print(negatives)
     console.print(f"duplicate_of names the source's cluster root for {res['duplicate_of_correct'] * 100:.1f}% of caught copies")
-    if res["suite"] == "hard":
+    if res["suite"] != "standard":
         _print_misses(console, res)
 
 
 def _print_misses(console, res: dict) -> None:
     overlap = res["overlap_per_kind"]
-    table = Table("copy kind", "missed", "exact J (median, all copies)", "where the missed copies were lost")
+    unit = "character 5-gram" if res["suite"] in ("zh", "ja", "th") else "word 5-shingle"
+    table = Table("copy kind", "missed", f"exact {unit} J (median, all copies)", "where the missed copies were lost")
     for kind, m in sorted(res["missed_per_kind"].items()):
         j = overlap[kind]["median_jaccard"]
         table.add_row(kind, str(sum(m["stages"].values())), "-" if j is None else f"{j:.3f}",
