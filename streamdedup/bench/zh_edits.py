@@ -105,6 +105,8 @@ def teaser(title: str, body: str, n_sentences: int, lang: str, chars: tuple[int,
     sents = [s for para in body.split("\n") for s in sentences(para, lang)]
     if len(sents) <= n_sentences:
         return None
+    if lang != "th" and not all(_SENT_END[lang].search(s) for s in sents[:n_sentences]):
+        return None  # a caption or a byline without a full stop is no sentence of the story
     lead = "".join(sents[:n_sentences]).strip()
     text = f"{title}\n{lead}"
     return text if chars[0] <= len(text) <= chars[1] and len(lead) <= max_share * len(body) else None

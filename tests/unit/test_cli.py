@@ -97,6 +97,21 @@ def test_bench_accuracy_hard_suite_prints_every_kind(kernels_cached) -> None:
     assert "hard suite, stream" in result.stdout and "where the missed copies were lost" in result.stdout
 
 
+def test_bench_accuracy_zh_suite_runs_through_the_command(kernels_cached) -> None:
+    """A small real run of the Chinese suite (issue 17): both systems score every kind, datasketch on character 3-grams."""
+    import json
+
+    from streamdedup.bench.lang_suite import FOOTER_NEGATIVE, copy_kinds, related_negatives
+
+    result = _invoke(["bench", "accuracy", "--suite", "zh", "--per-kind", "3", "--stories", "200", "--json"])
+    assert result.exit_code == 0, result.output
+    res = json.loads(result.stdout)
+    assert res["suite"] == "zh" and res["datasketch_shingles"] == "character 3-grams"
+    for scores in (res["streamdedup"], *res["datasketch"].values()):
+        assert set(scores["recall_per_kind"]) == set(copy_kinds("zh"))
+        assert set(scores["flagged_per_negative_kind"]) == {*related_negatives("zh"), FOOTER_NEGATIVE}
+
+
 def test_bench_decider_decides_every_record(kernels_cached) -> None:
     """A small real run: every record of the stream is decided once per round, at some rate."""
     import json
