@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "streamdedup needs Python 3.11, got " + sys.version'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade "pip>=25.1"
-	$(BIN)/python -m pip install -q -e ".[tools,bench,ui]" --group dev
+	$(BIN)/python -m pip install -q -e ".[tools,bench,ui,faust]" --group dev
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -23,9 +23,9 @@ from ._common import config_option, fill_kernel_cache, get_config, make_console
                    "the input from SINCE (earliest, an offset, an ISO time, or an age such as 48h) up to the committed "
                    "offsets, emitting nothing.")
 @click.option("--accept-empty-state", is_flag=True, help="Kafka mode: go on although the state holds less than the group committed.")
-@click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
+@click.option("--topology", type=click.Choice(["single", "staged", "faust"]), default="single", show_default=True,
               help="Kafka mode: single = one processor owns the index; staged = fingerprint/route workers and one decider "
-                   "(give --role).")
+                   "(give --role); faust = the staged worker as a faust agent (needs the staged decider; the faust extra).")
 @click.option("--role", type=click.Choice(["worker", "decider"]), default=None,
               help="--topology staged: worker (fingerprint + route; scale by input partitions) or decider (owns the index, "
                    "--state-dir; a second one on the same state waits as standby).")
@@ -37,6 +37,14 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     cfg = get_config(config_path)
     if (topology == "staged") != (role is not None):
         raise click.UsageError("--topology staged needs --role worker|decider, and --role is only for --topology staged")
+    if topology == "faust":
+        if input_path is not None or state_dir is not None or instance is not None:
+            raise click.UsageError("--topology faust is a Kafka worker without state: it takes no --input, --state-dir "
+                                   "or --instance (the decider is --topology staged --role decider)")
+        from .run_faust import run_faust
+
+        run_faust(cfg, bootstrap_servers, input_topics, stop_when_idle)
+        return
     if topology == "staged":
         if input_path is not None:
             raise click.UsageError("--topology staged is a Kafka topology: it takes no --input")

@@ -1,0 +1,53 @@
+"""``streamdedup run --topology faust``: the faust stage in a faust worker of its own."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+
+import click
+
+from ._common import fill_kernel_cache
+from .run import kafka_overrides
+
+
+def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None) -> None:
+    from .._optional import require
+    from ..errors import StreamdedupError
+    from ..logs import setup_logging
+
+    faust = require("faust", "faust", "streamdedup run --topology faust")
+    setup_logging()
+    cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
+    fill_kernel_cache(cfg, "worker")
+    from ..kafka.faust_agent import build_app
+
+    try:
+        app = build_app(cfg)
+    except StreamdedupError as exc:
+        raise click.ClickException(str(exc)) from None
+    stage = app.streamdedup_stage
+    if stop_when_idle is not None:
+        @app.timer(0.25)
+        async def _stop_when_idle() -> None:
+            # SIGTERM: the worker's own graceful stop (it commits what was acked)
+            if stage.started and not stage.busy and time.monotonic() - stage.last_active > stop_when_idle:
+                logging.getLogger("streamdedup").info("idle for %.1f s: stopping", stop_when_idle)
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    worker = faust.Worker(app, loglevel="WARNING", quiet=True, redirect_stdouts=False)
+    code = 0
+    try:
+        worker.execute_from_commandline()
+    except SystemExit as exc:
+        code = exc.code or 0
+    c = stage.counts
+    logging.getLogger("streamdedup").info("done", extra={
+        "topology": "faust", "records": c["records"], "unique": c["unique"], "duplicates": c["duplicate"],
+        "dead_letter": c["dead_letter"], "batches": c["batches"], "exit_code": code})
+    if code:
+        raise click.ClickException(f"the faust worker exited with code {code}")
+    if not stage.reconciles():
+        raise click.ClickException("counts do not reconcile: this is a bug")
