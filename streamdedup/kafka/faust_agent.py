@@ -243,6 +243,9 @@ def app_settings(cfg: Config, **overrides: Any) -> dict:
         "stream_wait_empty": False,
         "consumer_auto_offset_reset": "earliest",
         "producer_linger": 0.005,
+        # faust's 60 s session: the partitions of a killed worker would wait a minute for a new owner
+        "broker_session_timeout": 10.0,
+        "broker_heartbeat_interval": 3.0,
         "datadir": os.path.join(tempfile.gettempdir(), f"streamdedup-faust-{k.group_id}"),
     }
     settings.update(overrides)
