@@ -1,5 +1,6 @@
-"""``streamdedup bench kafka --topology staged --workers N``: the staged topology against the
-single-index processor and the transactional passthrough, on one broker, in one run.
+"""``streamdedup bench kafka --topology staged|faust --workers N``: the staged topology (or its
+faust form: faust workers + the staged decider) against the single-index processor and the
+transactional passthrough, on one broker, in one run.
 
 Every contender reads the same input topic (``partitions`` partitions, produced once) with its
 own group and writes its own output topics, each as separate processes the way users run them
@@ -93,7 +94,7 @@ def _setup(bootstrap: str, source: str, topology: str) -> tuple[str, dict, list[
     outs = [f"u-{run}", f"d-{run}", f"x-{run}"]
     parts = AdminClient({"bootstrap.servers": bootstrap}).list_topics(source, timeout=10).topics[source].partitions
     topics = {t: 1 for t in outs}
-    if topology == "staged":
+    if topology in ("staged", "faust"):
         topics.update({f"fp-{run}": 1, f"dec-{run}": len(parts)})
     _create(bootstrap, topics)
     return run, env, outs, topics
@@ -105,7 +106,8 @@ def _start(env: dict, state: str, topology: str, workers: int, idle: float) -> l
         cmds = [cli + ["--state-dir", state]]
     else:
         cmds = [cli + ["--topology", "staged", "--role", "decider", "--state-dir", state]]
-        cmds += [cli + ["--topology", "staged", "--role", "worker", "--instance", f"w{i}"] for i in range(workers)]
+        worker = ["--topology", "faust"] if topology == "faust" else ["--topology", "staged", "--role", "worker"]
+        cmds += [cli + worker + ([] if topology == "faust" else ["--instance", f"w{i}"]) for i in range(workers)]
     return [subprocess.Popen(c, env=env, stderr=subprocess.DEVNULL) for c in cmds]
 
 
@@ -118,12 +120,12 @@ def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeo
         finally:
             for p in procs:
                 p.wait(120)
-    out = {"topology": topology, "workers": workers if topology == "staged" else 1, "seen": seen,
+    out = {"topology": topology, "workers": 1 if topology == "single" else workers, "seen": seen,
            "docs_per_s": seen / (last - first) if last > first else 0.0}
     cost = [_topic_cost(bootstrap, t) for t in topics]
     out["messages_per_record"] = sum(m for m, _ in cost) / n
     out["bytes_per_record"] = sum(b for _, b in cost) / n
-    if topology == "staged":
+    if topology != "single":
         fp, dec = cost[3], cost[4]
         out["fingerprint_bytes_per_record"], out["decision_bytes_per_record"] = fp[1] / n, dec[1] / n
     return out
@@ -192,9 +194,10 @@ def _collect(c, seen: list, timeout: float) -> None:
 
 
 def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partitions: int | None = None,
-        timeout: float = 900.0, with_latency: bool = True) -> dict:
-    """Passthrough, single-index processor and staged topology, alternately, ``rounds`` times;
-    then the latency of each at half the single processor's rate."""
+        timeout: float = 900.0, with_latency: bool = True, topology: str = "staged") -> dict:
+    """Passthrough, single-index processor and ``topology`` (staged or faust), alternately,
+    ``rounds`` times; then the latency of each at half the slower one's rate. The
+    results name the contender by its topology (``staged_docs_per_s``, ``faust_vs_single``, ...)."""
     partitions = partitions or max(2, workers)
     records = long_records(n) if feed == "long" else mixed_records(n, 0.2, 19)
     source = f"bench-staged-{uuid.uuid4().hex[:6]}"
@@ -202,26 +205,28 @@ def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partit
     produce_all(bootstrap, source, records, **{"compression.type": "lz4"})
     value_bytes = sum(len(v) for _, v in records) / n
     passthrough(bootstrap, source, f"{source}-pt", min(n, 20_000), 512)  # warm the broker
+    top = topology
     res: dict = {"records": n, "feed": feed, "partitions": partitions, "workers": workers, "value_bytes": value_bytes,
-                 "rounds": []}
+                 "topology": top, "rounds": []}
     for _ in range(rounds):
         pt = passthrough(bootstrap, source, f"{source}-pt", n, 512)
         single = _run(bootstrap, source, n, "single", 1, timeout)
-        staged = _run(bootstrap, source, n, "staged", workers, timeout)
-        res["rounds"].append({"passthrough": pt, "single": single, "staged": staged})
-        print(f"round: passthrough {pt:,.0f}, single {single['docs_per_s']:,.0f}, staged x{workers} "
-              f"{staged['docs_per_s']:,.0f} docs/s", file=sys.stderr, flush=True)
+        other = _run(bootstrap, source, n, top, workers, timeout)
+        res["rounds"].append({"passthrough": pt, "single": single, top: other})
+        print(f"round: passthrough {pt:,.0f}, single {single['docs_per_s']:,.0f}, {top} x{workers} "
+              f"{other['docs_per_s']:,.0f} docs/s", file=sys.stderr, flush=True)
     med = lambda key, f: statistics.median(f(r) for r in res["rounds"])  # noqa: E731
     res["passthrough_docs_per_s"] = med("pt", lambda r: r["passthrough"])
     res["single_docs_per_s"] = med("single", lambda r: r["single"]["docs_per_s"])
-    res["staged_docs_per_s"] = med("staged", lambda r: r["staged"]["docs_per_s"])
-    res["staged_vs_single"] = statistics.median(r["staged"]["docs_per_s"] / r["single"]["docs_per_s"]
+    res[f"{top}_docs_per_s"] = med(top, lambda r: r[top]["docs_per_s"])
+    res[f"{top}_vs_single"] = statistics.median(r[top]["docs_per_s"] / r["single"]["docs_per_s"]
                                                 for r in res["rounds"] if r["single"]["docs_per_s"])
     last = res["rounds"][-1]
-    res["messages_per_record"] = {"single": last["single"]["messages_per_record"], "staged": last["staged"]["messages_per_record"]}
-    res["bytes_per_record"] = {"single": last["single"]["bytes_per_record"], "staged": last["staged"]["bytes_per_record"]}
+    res["messages_per_record"] = {"single": last["single"]["messages_per_record"], top: last[top]["messages_per_record"]}
+    res["bytes_per_record"] = {"single": last["single"]["bytes_per_record"], top: last[top]["bytes_per_record"]}
     if with_latency:
-        # both at half the single processor's rate: the load either topology sustains
-        rate = res["single_docs_per_s"] / 2
-        res["latency"] = [latency(bootstrap, feed, t, workers, rate, partitions) for t in ("single", "staged")]
+        # both at half the slower one's rate: a load both sustain (half the single processor's
+        # would overload a contender slower than half of it, and measure its backlog)
+        rate = min(res["single_docs_per_s"], res[f"{top}_docs_per_s"]) / 2
+        res["latency"] = [latency(bootstrap, feed, t, workers, rate, partitions) for t in ("single", top)]
     return res

@@ -217,13 +217,17 @@ def bench_decider(config_path: str | None, documents: int, long_documents: int, 
 @click.option("--no-latency", is_flag=True)
 @click.option("--latency-only", "latency_rate", type=click.FloatRange(100, 1_000_000), default=None, metavar="DOCS_PER_S",
               help="skip the throughput rounds: only the latency test, at this input rate")
-@click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
+@click.option("--topology", type=click.Choice(["single", "staged", "faust"]), default="single", show_default=True,
               help="staged: the staged topology (--workers) against the single-index processor and the passthrough, "
-                   "each as its own processes; --feed wire or long (20-50 KB pages)")
-@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="--topology staged: worker processes")
+                   "each as its own processes; --feed wire or long (20-50 KB pages); faust: the same with faust workers "
+                   "(the faust extra)")
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="--topology staged|faust: alternating rounds (medians reported)")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="--topology staged|faust: worker processes")
 @click.option("--json", "as_json", is_flag=True)
 def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool,
-                latency_rate: float | None, topology: str, workers: int, as_json: bool) -> None:
+                latency_rate: float | None, topology: str, rounds: int, workers: int, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
     from ..bench.kafka import latency
     from ..bench.kafka import run as run_kafka
@@ -232,10 +236,12 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
     setup_logging(30)
     cfg = get_config(config_path)
     bootstrap = bootstrap_servers or cfg.kafka.bootstrap_servers
-    if topology == "staged":
+    if topology in ("staged", "faust"):
         from ..bench.staged import run as run_staged
 
-        res = run_staged(bootstrap, records, feed, workers, with_latency=not no_latency)
+        if topology == "faust":
+            require("faust", "faust", "streamdedup bench kafka --topology faust")
+        res = run_staged(bootstrap, records, feed, workers, rounds, with_latency=not no_latency, topology=topology)
         click.echo(json.dumps(res, indent=2) if as_json else _staged_lines(res))
         return
     if latency_rate is not None:
@@ -261,14 +267,16 @@ def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records:
 
 
 def _staged_lines(r: dict) -> str:
+    t = r["topology"]
     return "\n".join([
         f"{r['records']:,} records ({r['feed']}, {r['value_bytes']:,.0f} B values), {r['partitions']} input partitions, "
         f"medians of {len(r['rounds'])} rounds",
         f"transactional passthrough: {r['passthrough_docs_per_s']:,.0f} docs/s",
         f"single-index processor:    {r['single_docs_per_s']:,.0f} docs/s; {r['messages_per_record']['single']:.2f} messages, "
         f"{r['bytes_per_record']['single']:,.0f} B written per record",
-        f"staged, {r['workers']} workers:      {r['staged_docs_per_s']:,.0f} docs/s ({r['staged_vs_single']:.2f}x single); "
-        f"{r['messages_per_record']['staged']:.2f} messages, {r['bytes_per_record']['staged']:,.0f} B written per record",
+        f"{t}, {r['workers']} workers:{' ' * (6 - len(t) + 5)}{r[t + '_docs_per_s']:,.0f} docs/s "
+        f"({r[t + '_vs_single']:.2f}x single); "
+        f"{r['messages_per_record'][t]:.2f} messages, {r['bytes_per_record'][t]:,.0f} B written per record",
         *(f"latency, {lat['topology']} at {lat['rate']:,.0f} docs/s: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
           f"({lat['seen']:,}/{lat['records']:,} seen)" for lat in r.get("latency", []))])
 

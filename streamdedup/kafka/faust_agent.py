@@ -144,7 +144,7 @@ class FaustStage:
                              isolation_level="read_committed", auto_offset_reset="earliest"),
             k.staged.decisions_topic, self.mapping)
         await self.decisions.start()
-        self.started = True
+        self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation
         log.info("faust stage: started (input %s, decider via %s)", ", ".join(k.input_topics), k.staged.fingerprints_topic)
 
     async def stop(self) -> None:

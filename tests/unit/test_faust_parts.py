@@ -1,0 +1,114 @@
+"""The faust stage's parts that need no broker: the decisions reader's rules, the message view,
+routing, the app settings and the agent's refusals. On the broker: tests/integration/test_faust.py."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from streamdedup.config import Config, load_config
+from streamdedup.kafka.faust_agent import EventMessage, app_settings, route_decision
+from streamdedup.kafka.faust_decisions import DecisionReader, _part_of_key
+from streamdedup.kafka.staged.decision_record import BadDecisionRecord, DecisionRecord, encode
+from streamdedup.kafka.startup import StartupError
+from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
+
+MAPPING = {("news", 0): 0, ("news", 1): 1}
+
+
+def _msg(part: int, rec: DecisionRecord, key: bytes | None = None, offset: int = 5):
+    return SimpleNamespace(topic="dec", partition=part, offset=offset, value=encode(rec),
+                           key=key if key is not None else f"news:{part}".encode())
+
+
+def _run(coro):
+    return asyncio.run(coro)
+
+
+def test_the_first_decision_for_an_awaited_offset_is_the_one_and_others_are_dropped():
+    async def go():
+        r = DecisionReader(None, "dec", MAPPING)
+        fut, = r.expect([(("news", 1), 7)])
+        r._offer(1, _msg(1, DecisionRecord(6)))  # a predecessor's answer nobody waits for
+        dup = DecisionRecord(7, DuplicateTags("a", "exact", 1.0, 1.0, "a", "same digest"))
+        r._offer(1, _msg(1, dup))
+        r._offer(1, _msg(1, DecisionRecord(7)))  # a second answer for 7: not the one
+        return fut.result(), r.dropped
+
+    got, dropped = _run(go())
+    assert got.tags.relation == "exact" and dropped == 2
+
+
+def test_a_decision_from_the_wrong_partition_or_input_is_an_error():
+    async def go(part, key):
+        r = DecisionReader(None, "dec", MAPPING)
+        r.expect([(("news", 0), 5)])
+        r._offer(part, _msg(part, DecisionRecord(5), key))
+
+    with pytest.raises(BadDecisionRecord, match="does not serve"):
+        _run(go(1, b"news:0"))
+    with pytest.raises(BadDecisionRecord, match="does not serve"):
+        _run(go(0, b"other:0"))
+    with pytest.raises(BadDecisionRecord):
+        _run(go(0, b"garbage"))
+
+
+def test_decision_keys_parse_topics_with_colons():
+    assert _part_of_key(b"a:b:3") == ("a:b", 3)
+    assert _part_of_key(b"news") is None and _part_of_key(None) is None and _part_of_key(b"news:x") is None
+
+
+def test_event_messages_read_like_confluent_messages():
+    m = EventMessage(SimpleNamespace(topic="t", partition=2, offset=9, key=b"k", value=b"v", timestamp=1.5,
+                                     headers={"a": b"1"}))
+    assert (m.topic(), m.partition(), m.offset(), m.key(), m.value()) == ("t", 2, 9, b"k", b"v")
+    assert m.headers() == [("a", b"1")] and m.timestamp() == (1, 1500)
+    bare = EventMessage(SimpleNamespace(topic="t", partition=0, offset=0, key=None, value=None, timestamp=None, headers=()))
+    assert bare.headers() is None and bare.timestamp() == (0, 0)
+
+
+def test_decisions_route_like_the_staged_worker():
+    assert route_decision(DecisionRecord(1))[0] == "unique"
+    dest, tags = route_decision(DecisionRecord(1, DuplicateTags("a", "near_duplicate", 0.9, None, "a", "r")))
+    assert dest == "duplicate" and ("dedup.duplicate_of", b"a") in tags
+    dest, tags = route_decision(DecisionRecord(1, DeadLetterTags("decode", "bad", "news:0:1")))
+    assert dest == "dead_letter" and ("dedup.reason", b"bad") in tags
+
+
+def test_app_settings_follow_the_config():
+    cfg = load_config(environ={"STREAMDEDUP_KAFKA__BOOTSTRAP_SERVERS": "h1:9092, h2:9093",
+                               "STREAMDEDUP_KAFKA__DELIVERY": "at_least_once", "STREAMDEDUP_KAFKA__GROUP_ID": "g"})
+    s = app_settings(cfg, broker_commit_interval=1.0)
+    assert s["broker"] == ["kafka://h1:9092", "kafka://h2:9093"] and s["id"] == "g.faust"
+    assert s["processing_guarantee"] == "at_least_once" and s["stream_wait_empty"] is False
+    assert s["broker_commit_interval"] == 1.0 and not s["web_enabled"]
+
+
+def test_librdkafka_settings_are_refused_naming_faust_credentials():
+    cfg = load_config(environ={"STREAMDEDUP_KAFKA__LIBRDKAFKA__SECURITY_PROTOCOL": "SASL_SSL"})
+    with pytest.raises(StartupError, match="broker_credentials"):
+        app_settings(cfg)
+
+
+def test_the_agent_refuses_an_app_that_waits_for_unfinished_batches():
+    faust = pytest.importorskip("faust")
+    from streamdedup.kafka.faust_agent import attach, build_app
+
+    app = faust.App("t-wait", broker="kafka://127.0.0.1:1", stream_wait_empty=True)
+    with pytest.raises(StartupError, match="stream_wait_empty=False"):
+        attach(app, Config())
+    app = build_app(Config())
+    assert app.conf.processing_guarantee.value == "exactly_once"
+    assert "streamdedup" in {a.name.rsplit(".", 1)[-1] for a in app.agents.values()}
+
+
+@pytest.mark.parametrize("extra", [["--input", "x.jsonl"], ["--state-dir", "s"], ["--instance", "w1"]])
+def test_run_topology_faust_refuses_options_of_other_modes(extra):
+    from click.testing import CliRunner
+
+    from streamdedup.cli import main
+
+    result = CliRunner().invoke(main, ["run", "--topology", "faust", *extra])
+    assert result.exit_code == 2 and "--topology faust" in result.output
