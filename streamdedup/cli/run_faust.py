@@ -38,6 +38,7 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
                 os.kill(os.getpid(), signal.SIGTERM)
 
     worker = faust.Worker(app, loglevel="WARNING", quiet=True, redirect_stdouts=False)
+    worker.spinner = None  # its cursor escapes would land in our JSON log lines
     code = 0
     try:
         worker.execute_from_commandline()
