@@ -102,11 +102,8 @@ class LSHConfig(_Frozen):
 
 
 class LeadConfig(_Frozen):
-    """A second, small MinHash over the first shingles of each text (its lead).
-
-    A brief or teaser contained in a long story has a low Jaccard with it and slips under the
-    main LSH bands; its lead matches the story's lead. 0 shingles disables it.
-    """
+    """A second, small MinHash over the first shingles of each text (its lead): a brief or teaser
+    of a long story has a low Jaccard with it, but its lead matches the story's. 0 shingles: off."""
 
     #: shingles from the start of the canonical text that make the lead
     shingles: int = Field(48, ge=0, le=100_000)
@@ -115,13 +112,30 @@ class LeadConfig(_Frozen):
     bands: int = Field(10, ge=1)
     rows: int = Field(3, ge=1)
 
-    @model_validator(mode="after")
-    def _fit(self) -> "LeadConfig":
-        if self.num_perm & (self.num_perm - 1):
-            raise ValueError(f"num_perm must be a power of two, got {self.num_perm}")
-        if self.bands * self.rows > self.num_perm:
-            raise ValueError(f"bands * rows = {self.bands * self.rows} exceeds num_perm = {self.num_perm}")
-        return self
+    _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
+
+
+def _sketch_fits(s: Any) -> Any:
+    """A small MinHash's slots are a power of two and hold its bands."""
+    if s.num_perm & (s.num_perm - 1):
+        raise ValueError(f"num_perm must be a power of two, got {s.num_perm}")
+    if s.bands * s.rows > s.num_perm:
+        raise ValueError(f"bands * rows = {s.bands * s.rows} exceeds num_perm = {s.num_perm}")
+    return s
+
+
+class CharsConfig(_Frozen):
+    """A MinHash of the canonical text's byte n-grams with its own LSH bands (issue 11): a
+    character edit breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay
+    candidates; bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
+
+    #: bytes per gram, each the exact window of bytes as one 64-bit integer
+    size: int = Field(8, ge=2, le=8)
+    num_perm: int = Field(64, ge=8, le=1024)  # a power of two
+    bands: int = Field(16, ge=0, le=255)
+    rows: int = Field(4, ge=1)
+
+    _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
 
 class SignatureConfig(_Frozen):
@@ -154,6 +168,7 @@ class FingerprintConfig(_Frozen):
     minhash: MinHashConfig = MinHashConfig()
     lsh: LSHConfig = LSHConfig()
     lead: LeadConfig = LeadConfig()
+    chars: CharsConfig = CharsConfig()
     signature: SignatureConfig = SignatureConfig()
     #: UTF-8 bytes; longer texts are rejected (InputError), never silently truncated
     max_text_bytes: int = Field(1_000_000, ge=1)

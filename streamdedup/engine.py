@@ -78,8 +78,8 @@ class Deduplicator:
         self.bands = self.fp.lsh.bands
         self.rows = self.fp.lsh.rows
         lead = cfg.fingerprint.lead
-        #: index bands: the main LSH bands, then the lead bands
-        self.index_bands = self.bands + (lead.bands if lead.shingles > 0 else 0)
+        #: index bands: the main LSH bands, then the lead bands, then the character bands
+        self.index_bands = self.bands + (lead.bands if lead.shingles > 0 else 0) + cfg.fingerprint.chars.bands
         self.num_perm = cfg.fingerprint.minhash.num_perm
         self.bits = cfg.fingerprint.minhash.storage_bits
         eng = cfg.engine
@@ -223,7 +223,7 @@ class Deduplicator:
         elsewhere (a fingerprint worker; ``pipeline.fingerprints`` decodes its records).
 
         ``batch`` row i is document ``ids[i]``. The engine reads its digests, the low 32 bits
-        of its band and lead keys, the low ``minhash.storage_bits`` of its MinHash slots, the
+        of its band, lead and character keys, the low ``minhash.storage_bits`` of its MinHash slots, the
         fine signatures, shingle counts, lengths and empty flags; nothing else.
 
         Raises:
@@ -236,7 +236,7 @@ class Deduplicator:
             return self._run_empty(positions, before_commit)
         meta = self.meta
         ids_buf, ids_off = id_arrays(ids)
-        keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        keys32 = batch.index_keys
         first_seq = meta.next_seq
         self.arena.reserve(int(batch.fine_len[~batch.empty].sum()), self.index.slot_seq, self.index.slot_time, meta.seq_lo,
                            meta.watermark - self.window_ms, first_seq)
@@ -288,7 +288,7 @@ class Deduplicator:
     def _check_shapes(self, n: int, batch: FingerprintBatch) -> None:
         """The kernels trust their input: a batch assembled by hand is checked here."""
         if len(batch) != n or batch.digest_words.shape != (n, 2) or batch.minhash.shape[1] != self.num_perm \
-                or batch.band_keys.shape[1] + batch.lead_keys.shape[1] != self.index_bands \
+                or batch.band_keys.shape[1] + batch.lead_keys.shape[1] + batch.char_keys.shape[1] != self.index_bands \
                 or not (n == batch.lengths.shape[0] == batch.n_shingles.shape[0] == batch.empty.shape[0]
                         == batch.fine_start.shape[0] == batch.fine_len.shape[0]):
             raise ValueError(f"a fingerprint batch of {len(batch)} rows for {n} ids does not have this engine's shapes "

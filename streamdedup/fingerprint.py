@@ -26,7 +26,7 @@ from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Signatures are cut after this many symbols. About 1 window in C emits on ordinary text
 #: (4096 symbols ~ 64 KB at C=16), but a repetitive text ("i i i ...") can emit at every
 #: repeat of a selected window: uncapped, a 140 KB text gave 70,000 symbols, overflowed the
@@ -104,6 +104,9 @@ class FingerprintBatch:
         minhash: ``(n, num_perm)`` uint32 slots; slot-wise equality rate estimates Jaccard.
         band_keys: ``(n, bands)`` uint64 LSH keys.
         lead_keys: ``(n, lead bands)`` uint64 LSH keys of the lead MinHash (first shingles).
+        char_keys: ``(n, chars.bands)`` uint64 LSH keys of the byte-gram MinHash (``fingerprint.chars``).
+        char_minhash: ``(n, chars.num_perm)`` uint32 slots of the byte-gram MinHash (0 columns
+            when the character bands are off).
         signatures: fine-resolution Coates LD signature per text.
         coarse_signatures: the coarse resolution (C * coarse_factor); its window positions are a
             subset of the fine ones (its symbols come from other hash bits).
@@ -134,7 +137,15 @@ class FingerprintBatch:
     coarse_buf: np.ndarray
     coarse_start: np.ndarray
     coarse_len: np.ndarray
+    char_keys: np.ndarray
+    char_minhash: np.ndarray
     canonical: list[bytes] = field(default_factory=list, repr=False)
+
+    @property
+    def index_keys(self) -> np.ndarray:
+        """``(n, all bands)`` uint32: the low halves of the keys the engine indexes, main bands,
+        then lead bands, then character bands (the order of records and the index)."""
+        return (np.hstack((self.band_keys, self.lead_keys, self.char_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
     def __len__(self) -> int:
         return self.minhash.shape[0]
@@ -239,7 +250,7 @@ class Fingerprinter:
         """
         rng = np.random.default_rng(seed)
         out = self._outputs(n, 8 * n + 1)
-        for name in ("minhash", "band_out", "lead_out", "digests"):
+        for name in ("minhash", "band_out", "lead_out", "char_mh", "char_out", "digests"):
             arr = out[name]
             arr[...] = rng.integers(1, np.iinfo(arr.dtype).max, arr.shape, dtype=arr.dtype, endpoint=False)
         for name in ("fine_buf", "coarse_buf", "canon"):
@@ -248,7 +259,7 @@ class Fingerprinter:
             out[name][...] = 8 * np.arange(n + 1)
         out["n_shingles"][...] = 6
         if n > 1:
-            for name in ("minhash", "band_out", "lead_out", "digests"):
+            for name in ("minhash", "band_out", "lead_out", "char_mh", "char_out", "digests"):
                 out[name][1] = out[name][0]
         return self._finish(out, False)
 
@@ -268,6 +279,8 @@ class Fingerprinter:
             "coarse_off": np.empty(n + 1, dtype=np.int64),
             "digests": np.empty((n, 2), dtype=np.uint64),
             "lead_out": np.zeros((n, lead.bands if lead.shingles > 0 else 0), dtype=np.uint64),
+            "char_mh": np.zeros((n, self.cfg.chars.num_perm if self.cfg.chars.bands > 0 else 0), dtype=np.uint32),
+            "char_out": np.zeros((n, self.cfg.chars.bands), dtype=np.uint64),
         }
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
@@ -277,6 +290,7 @@ class Fingerprinter:
         out = self._outputs(n, raw.shape[0] + 1)
         lead = cfg.lead
         sig = cfg.signature
+        ch = cfg.chars
         _kernels.fingerprint_batch(
             # read-only inputs whichever way they were made: one compiled kernel (see _kernels.readonly)
             _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap,
@@ -289,6 +303,7 @@ class Fingerprinter:
             out["fine_buf"], out["fine_off"], out["coarse_buf"], out["coarse_off"], out["digests"],
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
+            ch.size, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
         )
         return self._finish(out, keep_canonical)
 
@@ -298,6 +313,7 @@ class Fingerprinter:
         empty = n_shingles == 0
         band_out[empty] = 0
         lead_out[empty] = 0
+        out["char_out"][empty] = 0
         # signatures are cut at MAX_SIGNATURE_SYMBOLS (see there)
         fine_len = np.minimum(np.diff(fine_off), MAX_SIGNATURE_SYMBOLS)
         coarse_len = np.minimum(np.diff(coarse_off), MAX_SIGNATURE_SYMBOLS)
@@ -306,6 +322,8 @@ class Fingerprinter:
             minhash=out["minhash"],
             band_keys=band_out,
             lead_keys=lead_out,
+            char_keys=out["char_out"],
+            char_minhash=out["char_mh"],
             lengths=np.diff(canon_off),
             n_shingles=n_shingles,
             empty=empty,

@@ -10,7 +10,7 @@ Layout, version 1, little-endian (the document id is not part of it)::
     1       1              flags: bit 0 = empty canonical text
     2       1              b, MinHash bits per slot (minhash.storage_bits)
     3       1              number of LSH bands
-    4       1              number of lead bands
+    4       1              number of keys after the main bands (lead bands, then character bands)
     5       3              zero
     8       4              fingerprint params key (FingerprintParams.key): refuses mixed configs
     12      16             digest of the canonical text
@@ -20,7 +20,7 @@ Layout, version 1, little-endian (the document id is not part of it)::
     44      4              source partition (-1 for none)
     48      8              source offset / line number (-1 for none)
     56      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
-    ..      4 * bands      band keys then lead band keys, low 32 bits each (enough to rebuild the
+    ..      4 * bands      band keys then lead and character band keys, low 32 bits each (enough to rebuild the
                            in-memory index; a 32-bit collision only costs one extra verification)
     ..      2 + n          fine LD signature, length-prefixed
     ..      2 + m          coarse LD signature, length-prefixed
@@ -59,7 +59,7 @@ class FingerprintRecord:
     offset: int
     minhash_bits: int
     minhash: np.ndarray  # low ``minhash_bits`` of each slot, uint32
-    band_keys: np.ndarray  # uint32: the main bands, then the lead bands
+    band_keys: np.ndarray  # uint32: the main bands, then the lead bands, then the character bands
     signature: bytes
     coarse_signature: bytes
     empty: bool
@@ -72,7 +72,7 @@ def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, p
     if len(fine) > MAX_SIGNATURE:
         raise ValueError(f"signature of {len(fine)} symbols does not fit the record format")
     bands = batch.band_keys.shape[1]
-    lead_bands = batch.lead_keys.shape[1]
+    lead_bands = batch.lead_keys.shape[1] + batch.char_keys.shape[1]
     head = _HEAD.pack(
         RECORD_VERSION,
         FLAG_EMPTY if batch.empty[i] else 0,
@@ -89,6 +89,7 @@ def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, p
     )
     keys = (batch.band_keys[i] & np.uint64(0xFFFFFFFF)).astype("<u4").tobytes()
     keys += (batch.lead_keys[i] & np.uint64(0xFFFFFFFF)).astype("<u4").tobytes()
+    keys += (batch.char_keys[i] & np.uint64(0xFFFFFFFF)).astype("<u4").tobytes()
     return b"".join(
         (head, pack_bbit(batch.minhash[i], bits), keys, _LEN.pack(len(fine)), fine, _LEN.pack(len(coarse)), coarse)
     )
@@ -111,9 +112,9 @@ def encode_batch(batch: FingerprintBatch, bits: int, event_times: np.ndarray, pa
     """:func:`encode` for every row of a batch, with the fixed part built by numpy in one go."""
     n = len(batch)
     bands = batch.band_keys.shape[1]
-    lead_bands = batch.lead_keys.shape[1]
+    lead_bands = batch.lead_keys.shape[1] + batch.char_keys.shape[1]
     mh = _pack_rows(batch.minhash, bits)
-    keys = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype("<u4")
+    keys = batch.index_keys.astype("<u4")
     dtype = np.dtype([
         ("version", "u1"), ("flags", "u1"), ("bits", "u1"), ("bands", "u1"), ("lead_bands", "u1"), ("pad", "V3"),
         ("key", "<u4"), ("digest", "V16"), ("length", "<u4"), ("n_shingles", "<u4"), ("time", "<i8"),

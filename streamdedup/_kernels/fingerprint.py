@@ -9,6 +9,8 @@ from .hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, diges
 
 #: seeds the lead MinHash and its band keys apart from the main ones
 LEAD_SALT = np.uint64(0x5DEECE66D)
+#: seeds the byte-gram MinHash and its band keys apart from the main and lead ones
+CHAR_SALT = np.uint64(0xC6A4A7935BD1E995)
 
 # --------------------------------------------------------------------------- shingles
 
@@ -54,6 +56,29 @@ def char_shingles(buf, lo, hi, size, out):
         h = (h - uint64(buf[lo + s - 1]) * top) * ROLL_BASE + uint64(buf[lo + s + k - 1])
         out[s] = fmix64(h)
     return n_sh
+
+
+@njit(cache=True)
+def byte_grams(buf, lo, hi, size, out):
+    """The ``size``-byte grams of ``buf[lo:hi]`` (size <= 8), each its bytes as one big-endian
+    integer: exact, so two grams are equal only when their bytes are (MinHash mixes them).
+
+    A text shorter than ``size`` is one gram of all its bytes. Returns the gram count.
+    """
+    length = hi - lo
+    if length <= 0:
+        return 0
+    k = size if size < length else length
+    mask = (uint64(1) << uint64(8 * k)) - uint64(1) if k < 8 else ~uint64(0)
+    win = uint64(0)
+    for p in range(lo, lo + k - 1):
+        win = (win << uint64(8)) | uint64(buf[p])
+    n = 0
+    for p in range(lo + k - 1, hi):
+        win = ((win << uint64(8)) | uint64(buf[p])) & mask
+        out[n] = win
+        n += 1
+    return n
 
 
 # --------------------------------------------------------------------------- MinHash
@@ -256,6 +281,7 @@ def fingerprint_batch(
     canon, canon_offsets, minhash_out, band_out, n_shingles_out,
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
+    char_size, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
@@ -277,9 +303,10 @@ def fingerprint_batch(
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(3, dtype=np.int64)
     lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
-    filled = np.empty(max(num_perm, lead_perm), dtype=np.uint32)
+    filled = np.empty(max(num_perm, lead_perm, char_perm), dtype=np.uint32)
     main_seeds = band_seeds(bands, mh_seed)
     lead_seeds = band_seeds(lead_bands, mh_seed ^ LEAD_SALT)
+    char_seeds = band_seeds(char_bands, mh_seed ^ CHAR_SALT)
     span = uint64(1) << uint64(32)
     fine_lo = uint64(residue) * span // uint64(compression)
     fine_w = span // uint64(compression)
@@ -314,5 +341,11 @@ def fingerprint_batch(
             lead_n = n if n < lead_shingles else lead_shingles
             _oph(hashes, lead_n, lead_perm, lead_log2k, mh_seed ^ LEAD_SALT, lead_slots, filled)
             _band_keys(lead_slots, lead_bands, lead_rows, lead_seeds, lead_out[d])
+        if char_bands > 0:
+            # Byte grams: a character edit breaks `char_size` of them, not five word shingles,
+            # so a copy with character noise stays a candidate (see config.CharsConfig).
+            n = byte_grams(canon, start, pos, char_size, hashes)
+            _oph(hashes, n, char_perm, char_log2k, mh_seed ^ CHAR_SALT, char_mh_out[d], filled)
+            _band_keys(char_mh_out[d], char_bands, char_rows, char_seeds, char_out[d])
 
 

@@ -3,7 +3,7 @@
 For a pair (source, copy) :func:`diagnose` reports what each stage of the engine sees:
 
 - the exact overlap of word shingles (the truth the sketches estimate);
-- candidate generation: how many of the main LSH bands and of the lead bands have equal keys
+- candidate generation: how many of the main LSH bands, the lead bands and the character bands have equal keys
   (the engine proposes the source only if at least one does, and the band is not hot with
   boilerplate; the index may also hold a later copy of the source instead);
 - verification of that pair alone (:func:`streamdedup.verify.compare`) with the source's MinHash
@@ -46,6 +46,8 @@ def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | 
         "bands": int(batch.band_keys.shape[1]),
         "shared_lead_bands": int((batch.lead_keys[0] == batch.lead_keys[1]).sum()),
         "lead_bands": int(batch.lead_keys.shape[1]),
+        "shared_char_bands": int((batch.char_keys[0] == batch.char_keys[1]).sum()),
+        "char_bands": int(batch.char_keys.shape[1]),
         "minhash_jaccard": round(cmp.jaccard, 3),
         "containment_estimate": round(cmp.containment_b_in_a, 3),
         "ld_similarity": None if cmp.ld_similarity is None else round(cmp.ld_similarity, 3),
@@ -60,9 +62,9 @@ def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | 
 
 def _stage(d: dict, cfg: Config) -> str:
     """The first stage that lost the pair (as far as the pair alone shows it)."""
-    if d["shared_bands"] == 0 and d["shared_lead_bands"] == 0:
+    if d["shared_bands"] == 0 and d["shared_lead_bands"] == 0 and d["shared_char_bands"] == 0:
         return "not proposed (no shared band)"
-    by = "main bands" if d["shared_bands"] else "lead bands only"
+    by = "main bands" if d["shared_bands"] else "lead bands" if d["shared_lead_bands"] else "character bands only"
     if d["relation"] in cfg.verify.duplicate_relations:
         return f"proposed ({by}), verified alone: lost in the stream (hot band, candidate limits, cluster)"
     v = cfg.verify

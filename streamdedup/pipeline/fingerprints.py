@@ -114,6 +114,7 @@ class FingerprintCodec:
         self.bits, self.num_perm = mh.storage_bits, mh.num_perm
         self.bands = fp.lsh.bands
         self.lead_bands = fp.cfg.lead.bands if fp.cfg.lead.shingles > 0 else 0
+        self.char_bands = fp.cfg.chars.bands
         self._head = bytes([K.CODEC_VERSION]) + bytes(1) + self.key.to_bytes(4, "little")
         #: params announced by workers, by key (they name a mismatch's settings)
         self.announced: dict[int, FingerprintParams] = {self.key: self.params}
@@ -137,7 +138,7 @@ class FingerprintCodec:
         ids_buf, ids_off = id_arrays(ids)
         topics_buf, topics_off = id_arrays([s.topic for s in sources])
         partitions = np.array([s.partition for s in sources], dtype=np.int64)
-        keys = (np.hstack((batch.band_keys, batch.lead_keys)) & _LOW32).astype(np.uint32)
+        keys = batch.index_keys
         buf, off = K.encode_batch(
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
@@ -218,13 +219,15 @@ class FingerprintCodec:
         m = int(np.count_nonzero(kinds == KIND_FINGERPRINT))
         i64 = lambda: np.empty(m, np.int64)  # noqa: E731
         out = (np.empty(m, np.bool_), np.empty((m, 2), np.uint64), i64(), i64(), i64(), np.empty((m, self.num_perm), np.uint32),
-               np.empty((m, self.bands), np.uint64), np.empty((m, self.lead_bands), np.uint64), i64(), i64(),
+               np.empty((m, self.bands), np.uint64), np.empty((m, self.lead_bands + self.char_bands), np.uint64), i64(), i64(),
                np.empty(buf.shape[0], np.uint8), np.zeros(m + 1, np.int64))
         doc = i64()
         status, bad, _ = K.decode_prints(buf, off, kinds, rest, self.bits, MAX_ID_BYTES, MAX_SIGNATURE_SYMBOLS, doc, out)
         if status != K.OK:
             self._fail(values, status, bad, self.key)
-        empty, digests, times, lengths, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off = out
+        # the kernel reads the keys after the main bands into one array: lead bands, then character bands
+        empty, digests, times, lengths, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off = out
+        lead_keys, char_keys = extra_keys[:, :self.lead_bands], extra_keys[:, self.lead_bands:]
         ids = Ids(ids_buf, ids_off)
         try:
             ids_buf[:ids_off[-1]].tobytes().decode("utf-8")
@@ -233,7 +236,8 @@ class FingerprintCodec:
             raise FingerprintRecordError(f"fingerprint record {k}: its id is not UTF-8 (garbled)", k) from None
         none = np.zeros(0, np.uint8)
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
-                                 sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64))
+                                 sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
+                                 np.zeros((m, 0), np.uint32))
         return doc, ids, batch, times
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:

@@ -17,7 +17,7 @@ def _decide(engine: Deduplicator, texts: list[str], insert: list[bool]) -> KD.Ou
     """One batch through the kernel with the engine's index, arena and settings."""
     batch = engine.fp.fingerprint_batch(texts)
     n = len(texts)
-    keys32 = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    keys32 = batch.index_keys
     docs = KD.BatchPrints(batch.digest_words, keys32, np.zeros(n, np.int64), batch.empty, batch.minhash, batch.n_shingles,
                           batch.lengths, batch.fine_buf, batch.fine_start, batch.fine_len, np.array(insert, dtype=np.bool_))
     params = KD.DecideParams(engine.bands, engine.rows, engine.index.hot_threshold, engine.window_ms,

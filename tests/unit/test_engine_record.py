@@ -45,7 +45,7 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
         parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers))]
     parts += [_varint(b) + bytes([c]) for b, c in hot_entries]
     parts.append(pack_bbit(batch.minhash[i], bits))
-    keys = np.hstack((batch.band_keys[i], batch.lead_keys[i])) & np.uint64(0xFFFFFFFF)
+    keys = batch.index_keys[i]
     parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
     return b"".join(parts)
@@ -57,7 +57,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     fp = Fingerprinter(cfg.fingerprint)
     batch = fp.fingerprint_batch(TEXTS)
     n = len(TEXTS)
-    keys = (np.hstack((batch.band_keys, batch.lead_keys)) & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    keys = batch.index_keys
     bands = keys.shape[1]
     rng = np.random.default_rng(bits)
     seqs = np.array([10, -1, 11, 12, 13], dtype=np.int64)

@@ -489,7 +489,7 @@ _LAYOUT_FIXED = 56
 
 
 def _expected_record_size(b: FingerprintBatch, i: int, bits: int) -> int:
-    return (_LAYOUT_FIXED + b.minhash.shape[1] * bits // 8 + 4 * (b.band_keys.shape[1] + b.lead_keys.shape[1])
+    return (_LAYOUT_FIXED + b.minhash.shape[1] * bits // 8 + 4 * b.index_keys.shape[1]
             + 2 + len(b.signatures[i]) + 2 + len(b.coarse_signatures[i]))
 
 
@@ -511,8 +511,7 @@ def test_record_round_trip(text: str, bits: int, t_ms: int, partition: int, offs
     assert (rec.event_time_ms, rec.partition, rec.offset, rec.minhash_bits, rec.empty) == (t_ms, partition, offset, bits, bool(b.empty[0]))
     mask = (1 << bits) - 1
     assert rec.minhash.tolist() == [int(x) & mask for x in b.minhash[0]]
-    keys = np.concatenate((b.band_keys[0], b.lead_keys[0])) & np.uint64(0xFFFFFFFF)
-    assert rec.band_keys.tolist() == keys.tolist()
+    assert rec.band_keys.tolist() == b.index_keys[0].tolist()
     assert (rec.signature, rec.coarse_signature) == (b.signatures[0], b.coarse_signatures[0])
     # decoding without a key check reads the same record
     assert record.decode(data, K_SLOTS).digest == rec.digest
@@ -556,8 +555,10 @@ def test_every_accepted_text_encodes_into_a_record() -> None:
     assert len(b.signatures[0]) <= MAX_SIGNATURE_SYMBOLS
 
 
-def test_records_of_typical_3kb_texts_fit_600_bytes() -> None:
-    """README budget: ~348 fixed bytes plus ~len/16 * 1.125 signature symbols."""
+def test_records_of_typical_3kb_texts_fit_600_bytes_plus_character_bands() -> None:
+    """README budget: ~412 fixed bytes plus ~len/16 * 1.125 signature symbols. The character
+    bands (issue 11) added 64 bytes (16 keys): the issue-2 budget of 600 bytes no longer holds
+    for 3 KB texts (mean ~633), the bound below is that budget plus those 64 bytes."""
     rng = random.Random(2024)
     sizes = []
     for _ in range(200):
@@ -568,8 +569,8 @@ def test_records_of_typical_3kb_texts_fit_600_bytes() -> None:
         sizes.append(len(data))
     # the signature length is random (one window in 16 emits), so "typical" is the bulk: the
     # measured mean is ~569 and 2-3% of texts go past 600 by a few symbols
-    assert float(np.mean(sizes)) <= 580
-    assert float(np.percentile(sizes, 90)) <= 600
+    assert float(np.mean(sizes)) <= 580 + 64
+    assert float(np.percentile(sizes, 90)) <= 600 + 64
 
 
 # ----------------------------------------------------------------------------- signature length

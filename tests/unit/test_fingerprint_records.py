@@ -57,7 +57,7 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
              _varint(len(sig))]
     if not empty:
         parts.append(pack_bbit(batch.minhash[i], codec.bits))
-        keys = np.hstack((batch.band_keys[i], batch.lead_keys[i])) & np.uint64(0xFFFFFFFF)
+        keys = batch.index_keys[i]
         parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
     return b"".join(parts)
@@ -95,7 +95,7 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     out["digest"] = r.take(16)
     out["id"] = r.take(r.varint()).decode()
     out["time"], out["length"], out["n_shingles"], n_sig = r.signed(), r.varint(), r.varint(), r.varint()
-    k, bands = codec.num_perm, codec.bands + codec.lead_bands
+    k, bands = codec.num_perm, codec.bands + codec.lead_bands + codec.char_bands
     if out["empty"]:
         out["minhash"], out["keys"] = None, None
     else:
@@ -139,6 +139,7 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
     assert np.array_equal(b.minhash[live], batch.minhash[live] & mask)
     assert np.array_equal(b.band_keys, batch.band_keys & np.uint64(0xFFFFFFFF))
     assert np.array_equal(b.lead_keys, batch.lead_keys & np.uint64(0xFFFFFFFF))
+    assert np.array_equal(b.char_keys, batch.char_keys & np.uint64(0xFFFFFFFF))
     for i, v in enumerate(values):  # the kernel decoder against the reference decoder
         ref = reference_decode(codec, v)
         got = (dec.ids[i], dec.times[i], b.lengths[i], b.n_shingles[i])
@@ -146,7 +147,7 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
-            assert np.array_equal(ref["keys"], np.hstack((b.band_keys[i], b.lead_keys[i])))
+            assert np.array_equal(ref["keys"], np.hstack((b.band_keys[i], b.lead_keys[i], b.char_keys[i])))
 
 
 @settings(max_examples=40, deadline=None)
