@@ -102,8 +102,7 @@ class LSHConfig(_Frozen):
 
 
 class LeadConfig(_Frozen):
-    """A second, small MinHash over the first shingles of each text (its lead): a brief or teaser
-    of a long story has a low Jaccard with it, but its lead matches the story's. 0 shingles: off."""
+    """A small MinHash of each text's first shingles: a teaser's lead matches its story's. 0 shingles: off."""
 
     #: shingles from the start of the canonical text that make the lead
     shingles: int = Field(48, ge=0, le=100_000)
@@ -190,8 +189,9 @@ class VerifyConfig(_Frozen):
     jaccard_threshold: float = Field(0.55, ge=0.0, le=1.0)
     #: calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate
     ld_similarity_threshold: float = Field(0.65, ge=0.0, le=1.0)
-    #: estimated containment of the shorter text in the longer for contains/contained_in
+    #: signature embedding (and estimated containment, for contains) for contains/contained_in
     containment_threshold: float = Field(0.8, ge=0.0, le=1.0)
+    contained_min_estimate: float = Field(0.5, ge=0.0, le=1.0)  # estimated containment for contained_in
     #: the LD similarity only counts if the Jaccard (over non-boilerplate slots) is at least
     #: this: a shared footer or a fixed template (earnings tables) aligns well in signatures
     #: but carries no shared story

@@ -76,6 +76,7 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_JACCARD] = verify.jaccard_threshold
     p[K.P_LD_SIMILARITY] = verify.ld_similarity_threshold
     p[K.P_CONTAINMENT] = verify.containment_threshold
+    p[K.P_CONTAINED_MIN] = verify.contained_min_estimate
     p[K.P_LD_MIN_JACCARD] = verify.ld_min_jaccard
     p[K.P_MIN_INFORMATIVE] = verify.min_informative_slots
     p[K.P_COMPRESSION] = sig.compression

@@ -495,7 +495,7 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     exact = a.digest == b.digest and not a.empty
     ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig) if (full or exact or j >= verify.ld_min_jaccard) else None
     inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
-    need_emb = full or max(c_ba, c_ab) >= verify.containment_threshold
+    need_emb = full or c_ba >= verify.contained_min_estimate or c_ab >= verify.containment_threshold
     emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0
     ct = verify.containment_threshold
     if exact:
@@ -503,7 +503,7 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     elif j >= verify.jaccard_threshold or (ld is not None and not shared_boilerplate
                                            and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard):
         relation = "near_duplicate"
-    elif c_ba >= ct and b.length <= a.length and emb >= ct:
+    elif c_ba >= verify.contained_min_estimate and b.length <= a.length and emb >= ct:
         relation = "contained_in"
     elif c_ab >= ct and a.length < b.length and emb >= ct:
         relation = "contains"

@@ -177,7 +177,6 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
         best = np.int64(-1)
         best_rel = 0
         best_j = -1.0
-        best_c = 0.0  # the kept match's larger containment
         if exact >= 0 and a_digest_hi[exact] == digests[i, 1]:
             best = exact
             best_rel = REL_EXACT
@@ -224,7 +223,6 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     best = c
                     best_rel = rel
                     best_j = cmp_out[O_JACCARD]
-                    best_c = max(cmp_out[O_CONTAINMENT_B_IN_A], cmp_out[O_CONTAINMENT_A_IN_B])
                     num_out[i, D_JACCARD] = cmp_out[O_JACCARD]
                     num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
                     num_out[i, D_CONTAINMENT_B_IN_A] = cmp_out[O_CONTAINMENT_B_IN_A]
@@ -233,7 +231,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
             # the kept match's LD and embedding (reported), skipped while its relation was decided
             need_ld = best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify)
-            need_emb = best >= 0 and np.isnan(num_out[i, D_EMBEDDING]) and reports_embedding(best_c, 0.0, verify)
+            need_emb = best >= 0 and np.isnan(num_out[i, D_EMBEDDING]) and reports_embedding(
+                num_out[i, D_CONTAINMENT_B_IN_A], num_out[i, D_CONTAINMENT_A_IN_B], verify)
             if need_ld or need_emb:
                 sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, sig_copy)
                 if need_ld:

@@ -40,7 +40,8 @@ P_SHORT_RUN_FACTOR = 8
 P_UNRELATED_MATCH_RATE = 9
 P_RELATED_FRACTION = 10
 P_DUPLICATE_MASK = 11  # bit r set: relation code r makes a duplicate
-N_PARAMS = 12
+P_CONTAINED_MIN = 12  # estimated containment for contained_in (its embedding: P_CONTAINMENT)
+N_PARAMS = 13
 
 # out: the estimates (NaN where not computed)
 O_JACCARD = 0
@@ -130,8 +131,9 @@ def reports_ld(exact, j, params):
 @njit(cache=True, inline="always")
 def reports_embedding(c_ba, c_ab, params):
     """Whether a pair's signature embedding is part of its verdict and report (a containment
-    reaches the threshold); the engine's lazy path uses it too."""
-    return max(c_ba, c_ab) >= params[P_CONTAINMENT]
+    reaches its threshold: ``contained_min_estimate`` new-in-earlier, ``containment_threshold``
+    earlier-in-new); the engine's lazy path uses it too."""
+    return c_ba >= params[P_CONTAINED_MIN] or c_ab >= params[P_CONTAINMENT]
 
 
 @njit(cache=True)
@@ -204,7 +206,9 @@ def compare_pair(
         return REL_EXACT
     if near:
         return REL_NEAR
-    if c_ba >= ct and len_b <= len_a and emb >= ct:
+    # a short text's containment estimate is noisy (a 35-shingle teaser against 600 shingles:
+    # 0.3-1.0 for a true 1.0); the embedding of its signature in the longer one decides
+    if c_ba >= params[P_CONTAINED_MIN] and len_b <= len_a and emb >= ct:
         return REL_CONTAINED_IN
     if c_ab >= ct and len_a < len_b and emb >= ct:
         return REL_CONTAINS

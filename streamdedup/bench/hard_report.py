@@ -70,8 +70,8 @@ def _stage(d: dict, cfg: Config) -> str:
     v = cfg.verify
     if d["ld_similarity"] is not None and d["ld_similarity"] >= v.ld_similarity_threshold and d["minhash_jaccard"] < v.ld_min_jaccard:
         why = f"LD similarity >= {v.ld_similarity_threshold} but Jaccard < ld_min_jaccard {v.ld_min_jaccard}"
-    elif d["exact_containment"] >= v.containment_threshold > d["containment_estimate"]:
-        why = f"containment estimate < {v.containment_threshold} (exact >= it)"
+    elif d["exact_containment"] >= v.containment_threshold and d["containment_estimate"] < v.contained_min_estimate:
+        why = f"containment estimate < {v.contained_min_estimate} (exact >= {v.containment_threshold})"
     else:
         why = f"{d['relation']}, no estimate at a threshold"  # the examples carry the reasons with their numbers
     return f"proposed ({by}), rejected: {why}"
