@@ -465,6 +465,15 @@ KERNELS = {
 # ---------------------------------------------------------------- verification of a pair
 
 
+def _contained_embedding(c: float, ct: float, lo: float) -> float:
+    """The embedding contained_in needs at estimate c: ct from ct up, rising linearly to 1.0 at lo, never below lo."""
+    if c >= ct:
+        return ct
+    if c < lo or lo >= ct:
+        return 2.0
+    return 1.0 - (1.0 - ct) * (c - lo) / (ct - lo)
+
+
 def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerplate=False) -> dict:
     """The verification rules in plain Python (the kernel is ``_kernels.verify.compare_pair``).
 
@@ -503,7 +512,7 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     elif j >= verify.jaccard_threshold or (ld is not None and not shared_boilerplate
                                            and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard):
         relation = "near_duplicate"
-    elif c_ba >= verify.contained_min_estimate and b.length <= a.length and emb >= ct:
+    elif b.length <= a.length and emb >= _contained_embedding(c_ba, ct, verify.contained_min_estimate):
         relation = "contained_in"
     elif c_ab >= ct and a.length < b.length and emb >= ct:
         relation = "contains"
