@@ -128,8 +128,8 @@ class CharsConfig(_Frozen):
     character edit breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay
     candidates; bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
 
-    #: bytes per gram, each the exact window of bytes as one 64-bit integer
-    size: int = Field(8, ge=2, le=8)
+    size: int = Field(8, ge=2, le=8)  # bytes per gram, each the exact window as one 64-bit integer
+    sample_bits: int = Field(3, ge=0, le=6)  # keep 1 gram in 2**sample_bits, chosen by content (Broder's MOD_m)
     num_perm: int = Field(64, ge=8, le=1024)  # a power of two
     bands: int = Field(16, ge=0, le=255)
     rows: int = Field(4, ge=1)

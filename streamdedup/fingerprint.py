@@ -303,7 +303,7 @@ class Fingerprinter:
             out["fine_buf"], out["fine_off"], out["coarse_buf"], out["coarse_off"], out["digests"],
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
-            ch.size, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
+            ch.size, ch.sample_bits, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
         )
         return self._finish(out, keep_canonical)
 

@@ -53,9 +53,9 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
           num_perm: int = 128, classic: bool = False, seed: int = 1, bands: int = 25, rows: int = 5,
           n: int = 4, c: int = 16, factor: int = 8, k: int = 0, sig_seed: int = 7,
           alphabet: bytes = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-          chars: tuple[int, int, int, int] = (8, 16, 0, 1)) -> dict:
+          chars: tuple[int, int, int, int, int] = (8, 3, 16, 0, 1)) -> dict:
     """Run the fused batch kernel on one text and return every output (``chars``: the byte-gram
-    sketch's size, slots, bands, rows; 0 bands = off)."""
+    sketch's size, sample bits, slots, bands, rows; 0 bands = off)."""
     raw = np.frombuffer(text, dtype=np.uint8) if text else np.zeros(0, np.uint8)
     offsets = np.array([0, len(text)], dtype=np.int64)
     size_buf = len(text) + 1
@@ -69,13 +69,13 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
     coarse = np.empty(size_buf, np.uint8)
     coarse_off = np.empty(2, np.int64)
     dig = np.empty((1, 2), np.uint64)
-    char_mh = np.empty((1, chars[1]), np.uint32)
-    char_keys = np.empty((1, chars[2]), np.uint64)
+    char_mh = np.empty((1, chars[2]), np.uint32)
+    char_keys = np.empty((1, chars[3]), np.uint64)
     K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), kind_word, size, num_perm, num_perm.bit_length() - 1, classic,
                         np.uint64(seed), bands, rows, n, c, c * factor, k, np.uint64(sig_seed),
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
-                        chars[0], chars[1], chars[1].bit_length() - 1, chars[2], chars[3], char_mh, char_keys)
+                        chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys)
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],
@@ -84,8 +84,8 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
         "fine": fine[: fine_off[1]].tobytes(),
         "coarse": coarse[: coarse_off[1]].tobytes(),
         "digest": dig.astype("<u8").tobytes(),
-        "char_minhash": [int(x) for x in char_mh[0]] if chars[2] and canon_off[1] else [],
-        "char_keys": [int(x) for x in char_keys[0]] if chars[2] and canon_off[1] else [],
+        "char_minhash": [int(x) for x in char_mh[0]] if chars[3] and canon_off[1] else [],
+        "char_keys": [int(x) for x in char_keys[0]] if chars[3] and canon_off[1] else [],
     }
 
 
@@ -103,35 +103,38 @@ def fused_minhash_ref(text: bytes, kind_word: bool, size: int, classic: bool) ->
     return classic_ref(hashes, 32, 1) if classic else oph_ref(hashes, 32, 1)
 
 
-def fused_chars_kernel(text: bytes, size: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
-    out = fused(text, chars=(size, num_perm, bands, rows))
+def fused_chars_kernel(text: bytes, size: int, sample_bits: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
+    out = fused(text, chars=(size, sample_bits, num_perm, bands, rows))
     return out["char_minhash"], out["char_keys"]
 
 
-def fused_chars_ref(text: bytes, size: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
+def fused_chars_ref(text: bytes, size: int, sample_bits: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
     """The byte-gram sketch from its definition: grams of the canonical text, OPH and band keys
     seeded with ``seed ^ CHAR_SALT`` (the kernel's seed 1); an empty text has none."""
     canonical = canonical_ascii_ref(text.decode("ascii")).encode("ascii")
     if not canonical:
         return [], []
     salt = 1 ^ int(KF.CHAR_SALT)
-    slots = oph_ref(byte_grams_ref(canonical, size), num_perm, salt)
+    slots = oph_ref(byte_grams_ref(canonical, size, sample_bits), num_perm, salt)
     return slots, band_keys_ref(slots, bands, rows, salt)
 
 
-def byte_grams_kernel(data: bytes, size: int) -> list[int]:
+def byte_grams_kernel(data: bytes, size: int, sample_bits: int) -> list[int]:
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(1, np.uint8)
     out = np.empty(len(data) + 1, dtype=np.uint64)
-    n = KF.byte_grams(buf, 0, len(data), size, out)
+    n = KF.byte_grams(buf, 0, len(data), size, sample_bits, out)
     return [int(x) for x in out[:n]]
 
 
-def byte_grams_ref(data: bytes, size: int) -> list[int]:
-    """Every ``size``-byte window as a big-endian integer; a shorter text is one window of all of it."""
+def byte_grams_ref(data: bytes, size: int, sample_bits: int = 0) -> list[int]:
+    """Every ``size``-byte window as a big-endian integer (a shorter text: one window of all of
+    it), those whose ``window * GOLDEN`` has ``sample_bits`` zero top bits, or all if none has."""
     if not data:
         return []
     k = min(size, len(data))
-    return [int.from_bytes(data[i:i + k], "big") for i in range(len(data) - k + 1)]
+    grams = [int.from_bytes(data[i:i + k], "big") for i in range(len(data) - k + 1)]
+    kept = [g for g in grams if sample_bits == 0 or ((g * GOLDEN) & MASK) >> (64 - sample_bits) == 0]
+    return kept or grams
 
 
 # ---------------------------------------------------------------- shingles

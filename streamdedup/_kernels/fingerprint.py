@@ -59,11 +59,16 @@ def char_shingles(buf, lo, hi, size, out):
 
 
 @njit(cache=True)
-def byte_grams(buf, lo, hi, size, out):
+def byte_grams(buf, lo, hi, size, sample_bits, out):
     """The ``size``-byte grams of ``buf[lo:hi]`` (size <= 8), each its bytes as one big-endian
     integer: exact, so two grams are equal only when their bytes are (MinHash mixes them).
 
-    A text shorter than ``size`` is one gram of all its bytes. Returns the gram count.
+    Only grams whose multiplicative hash has ``sample_bits`` zero top bits are kept (Broder's
+    MOD_m: the same grams in every text, so the kept sets' Jaccard estimates the full sets';
+    the MinHash then hashes 1 gram in 2**sample_bits, measured: 1/8 keeps the recall on noisy
+    copies). Written branch-free (every gram is stored, the count advances when it is kept).
+    A text with no kept gram keeps all of them; a text shorter than ``size`` is one gram of
+    all its bytes. Returns the gram count.
     """
     length = hi - lo
     if length <= 0:
@@ -73,11 +78,20 @@ def byte_grams(buf, lo, hi, size, out):
     win = uint64(0)
     for p in range(lo, lo + k - 1):
         win = (win << uint64(8)) | uint64(buf[p])
+    first = win
+    shift = uint64(64 - sample_bits)
     n = 0
     for p in range(lo + k - 1, hi):
         win = ((win << uint64(8)) | uint64(buf[p])) & mask
         out[n] = win
-        n += 1
+        keep = sample_bits == 0 or ((win * GOLDEN) >> shift) == uint64(0)
+        n += 1 if keep else 0
+    if n == 0:  # nothing sampled (a short text): every gram
+        win = first
+        for p in range(lo + k - 1, hi):
+            win = ((win << uint64(8)) | uint64(buf[p])) & mask
+            out[n] = win
+            n += 1
     return n
 
 
@@ -281,7 +295,7 @@ def fingerprint_batch(
     canon, canon_offsets, minhash_out, band_out, n_shingles_out,
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
-    char_size, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
+    char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
@@ -344,7 +358,7 @@ def fingerprint_batch(
         if char_bands > 0:
             # Byte grams: a character edit breaks `char_size` of them, not five word shingles,
             # so a copy with character noise stays a candidate (see config.CharsConfig).
-            n = byte_grams(canon, start, pos, char_size, hashes)
+            n = byte_grams(canon, start, pos, char_size, char_sample_bits, hashes)
             _oph(hashes, n, char_perm, char_log2k, mh_seed ^ CHAR_SALT, char_mh_out[d], filled)
             _band_keys(char_mh_out[d], char_bands, char_rows, char_seeds, char_out[d])
 
