@@ -4,6 +4,7 @@ routing, the app settings and the agent's refusals. On the broker: tests/integra
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -24,7 +25,10 @@ def _msg(part: int, rec: DecisionRecord, key: bytes | None = None, offset: int =
 
 
 def _run(coro):
-    return asyncio.run(coro)
+    # on a thread of its own: in a whole-suite session the browser tests' Playwright (sync API)
+    # keeps an event loop running in the main thread, where asyncio.run refuses to start one
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def test_the_first_decision_for_an_awaited_offset_is_the_one_and_others_are_dropped():
