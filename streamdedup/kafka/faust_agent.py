@@ -36,20 +36,16 @@ import time
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from ..config import Config
-from ..decode import Rejected
-from ..engine_state import Source
 from ..fingerprint import Fingerprinter
 from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from ..pipeline.fingerprints import FingerprintCodec
 from ..pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
-from .batch import source_name
 from .clientlog import client_settings
 from .faust_decisions import DecisionReader
 from .oversize import OutputGuard
 from .staged.decision_record import DecisionRecord
+from .staged.fingerprinting import fingerprint_messages
 from .startup import StartupError, check_cluster
 from .staged.topics import check_staged_topics
 
@@ -174,31 +170,7 @@ class FaustStage:
 
     def _fingerprints(self, msgs: list[EventMessage]) -> list[bytes]:
         """The staged worker's prepare + screen + fingerprint, per record in order."""
-        n = len(msgs)
-        values = [m.value() or b"" for m in msgs]
-        data, scan = self.preparer.scan_values(values)
-        now_ms = int(time.time() * 1000)
-        times = np.array([ts if ts_type else now_ms for ts_type, ts in (m.timestamp() for m in msgs)], np.int64)
-        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times)
-        base = self.guard.base_sizes(msgs, values)
-        out = self.guard.screen(base)
-        if len(out):
-            for k in out.tolist():
-                if k not in prep.dead:
-                    prep.dead[k] = Rejected("output", self.guard.screen_reason(int(base[k])))
-            prep.docs = np.setdiff1d(prep.docs, out)
-        index: dict[tuple[str, int], int] = {}
-        sources: list[Source] = []
-        source_index = np.empty(n, np.int64)
-        offsets = np.empty(n, np.int64)
-        for k, m in enumerate(msgs):
-            tp = (m.topic(), m.partition())
-            i = index.get(tp)
-            if i is None:
-                i = index[tp] = len(sources)
-                sources.append(Source(*tp))
-            source_index[k], offsets[k] = i, m.offset()
-        return self.codec.encode_prepared(prep, sources, source_index, offsets)
+        return fingerprint_messages(msgs, self.preparer, self.guard, self.codec)
 
     async def _wait(self, futures: list, positions: list) -> list[DecisionRecord]:
         waited = 0.0

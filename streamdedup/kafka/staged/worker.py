@@ -17,19 +17,17 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from ...config import Config
-from ...decode import Rejected
-from ...engine_state import Source
 from ...fingerprint import Fingerprinter
 from ...pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from ...pipeline.fingerprints import FingerprintCodec
 from ...pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
-from ..batch import consume_good, source_name
+from ..batch import consume_good
 from ..clientlog import client_settings
 from ..metrics import Metrics
+from .fingerprinting import fingerprint_messages
 from ..oversize import OutputGuard
 from ..processor import Clients
 from ..retry import retry
@@ -224,33 +222,12 @@ class Worker:
     def _fingerprint(self, msgs: list) -> None:
         consumed = time.perf_counter()
         n = len(msgs)
-        values = [m.value() or b"" for m in msgs]
-        data, scan = self.preparer.scan_values(values)
-        now_ms = int(time.time() * 1000)
-        times = np.array([ts if ts_type else now_ms for ts_type, ts in (m.timestamp() for m in msgs)], np.int64)
-        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times)
-        base = self.guard.base_sizes(msgs, values)
-        out = self.guard.screen(base)
-        if len(out):
-            for k in out.tolist():
-                if k not in prep.dead:
-                    prep.dead[k] = Rejected("output", self.guard.screen_reason(int(base[k])))
-            prep.docs = np.setdiff1d(prep.docs, out)
-        index: dict[tuple[str, int], int] = {}
-        sources: list[Source] = []
-        source_index = np.empty(n, np.int64)
-        offsets = np.empty(n, np.int64)
-        for k, m in enumerate(msgs):
-            tp = (m.topic(), m.partition())
-            i = index.get(tp)
-            if i is None:
-                i = index[tp] = len(sources)
-                sources.append(Source(*tp))
-            source_index[k], offsets[k] = i, m.offset()
-            self.pending.add(tp, m.offset(), (m, consumed))
+        values = fingerprint_messages(msgs, self.preparer, self.guard, self.codec)
+        for m in msgs:
+            self.pending.add((m.topic(), m.partition()), m.offset(), (m, consumed))
         topic = self.kcfg.staged.fingerprints_topic
         produce = self.fp_producer.produce
-        for value in self.codec.encode_prepared(prep, sources, source_index, offsets):
+        for value in values:
             while True:
                 try:
                     produce(topic, value, partition=0)
