@@ -5,7 +5,7 @@ Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig`:
 1. HTML: comments and tags become spaces, entities are decoded (``&amp;`` -> ``&``).
 2. Unicode NFKC (full-width letters, ligatures, non-breaking spaces fold to their plain forms).
 3. Case folding (``str.casefold``: ``Straße`` -> ``strasse``).
-4. Punctuation and symbols become spaces (anything that is not a letter or digit).
+4. Punctuation and symbols become spaces (anything that is not a letter, digit or combining mark).
 5. Whitespace runs collapse to one space; leading and trailing space is dropped.
 
 Speed: for pure-ASCII documents (nearly all wire copy) NFKC and casefold are identities, and
@@ -22,6 +22,7 @@ import unicodedata
 
 import numpy as np
 
+from ._script_ranges import MARK_RANGES
 from .config import CanonicalConfig
 
 # Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
@@ -39,7 +40,11 @@ _TAG = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _LOOKS_HTML = re.compile(r"</(?:" + _HTML_ELEMENTS + r")\s*>|<br\s*/?>|<!--", re.IGNORECASE)
-_NON_WORD = re.compile(r"[\W_]+")
+# "Not a letter or digit", except combining marks: Python's \w leaves out general category M,
+# and Thai vowel and tone marks (or Devanagari vowel signs) are part of their words ("ที่" would
+# lose two of its three characters)
+_MARKS = "".join(f"\\U{lo:08x}-\\U{hi - 1:08x}" for lo, hi in MARK_RANGES)
+_NON_WORD = re.compile(rf"(?:[^\w{_MARKS}]|_)+")
 _SPACES = re.compile(r"\s+")
 
 

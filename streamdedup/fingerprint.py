@@ -24,9 +24,10 @@ from .canonical import prepare_batch
 from .config import FingerprintConfig
 from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
+from .scripts import token_classes
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: Signatures are cut after this many symbols. About 1 window in C emits on ordinary text
 #: (4096 symbols ~ 64 KB at C=16), but a repetitive text ("i i i ...") can emit at every
 #: repeat of a selected window: uncapped, a 140 KB text gave 70,000 symbols, overflowed the
@@ -188,6 +189,7 @@ class Fingerprinter:
         self._alphabet = np.frombuffer(cfg.signature.alphabet.encode("ascii"), dtype=np.uint8).copy()
         self._log2k = cfg.minhash.num_perm.bit_length() - 1
         self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)
+        self._classes = token_classes()
 
     def check_text(self, text: object, index: int = 0) -> str:
         """Return ``text`` as ``str`` or raise :class:`InputError` saying what is wrong."""
@@ -293,8 +295,8 @@ class Fingerprinter:
         ch = cfg.chars
         _kernels.fingerprint_batch(
             # read-only inputs whichever way they were made: one compiled kernel (see _kernels.readonly)
-            _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap,
-            cfg.shingle.kind == "word", cfg.shingle.size,
+            _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap, self._classes,
+            cfg.shingle.kind == "word", cfg.shingle.size, cfg.shingle.unspaced_size,
             k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
             self.lsh.bands, self.lsh.rows,
             sig.neighbourhood, sig.compression, sig.compression * sig.coarse_factor, sig.residue,

@@ -17,6 +17,7 @@ from streamdedup import _kernels as K
 from streamdedup._kernels import fingerprint as KF
 from streamdedup.canonical import canonicalize
 from streamdedup.config import CanonicalConfig
+from streamdedup.scripts import UNSPACED_SCRIPTS, token_classes
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -53,7 +54,7 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
           num_perm: int = 128, classic: bool = False, seed: int = 1, bands: int = 25, rows: int = 5,
           n: int = 4, c: int = 16, factor: int = 8, k: int = 0, sig_seed: int = 7,
           alphabet: bytes = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz",
-          chars: tuple[int, int, int, int, int] = (8, 3, 16, 0, 1)) -> dict:
+          chars: tuple[int, int, int, int, int] = (8, 3, 16, 0, 1), unspaced_size: int = 5) -> dict:
     """Run the fused batch kernel on one text and return every output (``chars``: the byte-gram
     sketch's size, sample bits, slots, bands, rows; 0 bands = off)."""
     raw = np.frombuffer(text, dtype=np.uint8) if text else np.zeros(0, np.uint8)
@@ -71,7 +72,8 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
     dig = np.empty((1, 2), np.uint64)
     char_mh = np.empty((1, chars[2]), np.uint32)
     char_keys = np.empty((1, chars[3]), np.uint64)
-    K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), kind_word, size, num_perm, num_perm.bit_length() - 1, classic,
+    K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), token_classes(), kind_word, size, unspaced_size,
+                        num_perm, num_perm.bit_length() - 1, classic,
                         np.uint64(seed), bands, rows, n, c, c * factor, k, np.uint64(sig_seed),
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
@@ -101,6 +103,19 @@ def fused_minhash_ref(text: bytes, kind_word: bool, size: int, classic: bool) ->
     canonical = canonical_ascii_ref(text.decode("ascii")).encode("ascii")
     hashes = shingle_hashes_ref(canonical, kind_word, size)
     return classic_ref(hashes, 32, 1) if classic else oph_ref(hashes, 32, 1)
+
+
+def fused_tokens_kernel(text: bytes, size: int, unspaced_size: int) -> tuple[bytes, int, list[int]]:
+    out = fused(text, size=size, num_perm=32, bands=8, rows=4, unspaced_size=unspaced_size)
+    return out["canonical"], out["n_shingles"], out["minhash"]
+
+
+def fused_tokens_ref(text: bytes, size: int, unspaced_size: int) -> tuple[bytes, int, list[int]]:
+    """Word shingles of any script: :func:`tokens_ref`, then shingles of ``unspaced_size``
+    tokens when most tokens are single characters, else of ``size``."""
+    canonical = canonical_bytes_ref(text)
+    hashes = shingle_hashes_ref(canonical, True, size, unspaced_size)
+    return canonical, len(hashes), oph_ref(hashes, 32, 1)
 
 
 def fused_chars_kernel(text: bytes, size: int, sample_bits: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
@@ -151,14 +166,60 @@ def word_hash_ref(word: bytes) -> int:
     return fmix64(((h ^ acc) * FNV_PRIME + len(tail)) & MASK)
 
 
-def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int) -> list[int]:
+def token_class_ref(ch: str) -> int:
+    """0 spaced, 1 a token of its own, 2 a combining mark: from the properties, one character
+    at a time (the kernel reads a table generated from them)."""
+    import regex
+
+    if regex.match(r"\p{M}", ch):
+        return 2
+    return 1 if any(regex.match(rf"\p{{Script={s}}}", ch) for s in UNSPACED_SCRIPTS) else 0
+
+
+def tokens_ref(canonical: bytes) -> list[tuple[bytes, bool]]:
+    """Tokens of canonical text and whether each is a single character of an unspaced script:
+    words end at spaces; such a character is a token of its own; a combining mark joins the
+    token before it; the character after a single-character token starts a new token."""
+    out: list[tuple[bytes, bool]] = []
+    cur, single = "", False
+    for ch in canonical.decode("utf-8", "surrogateescape"):
+        k = token_class_ref(ch)
+        if ch == " " or k == 1 or (k == 0 and single):
+            if cur:
+                out.append((cur.encode("utf-8", "surrogateescape"), single))
+            cur, single = "", False
+        if ch != " ":
+            cur += ch
+            single = single if k == 2 else k == 1
+    if cur:
+        out.append((cur.encode("utf-8", "surrogateescape"), single))
+    return out
+
+
+def canonical_bytes_ref(text: bytes, lower: bool = True, punct: bool = True) -> bytes:
+    """The kernel's canonical form of UTF-8 text from its definition: ASCII characters by the
+    rules of :func:`canonical_ascii_ref`, every other character kept as it is (the wrapper
+    canonicalises non-ASCII text in Python before the kernel), spaces collapsed and trimmed."""
+    chars = []
+    for ch in text.decode("utf-8", "surrogateescape"):  # a cut character: its bytes, spaced
+        if ch.isascii() and (ch.isspace() or (punct and not ch.isalnum())):
+            ch = " "
+        elif ch.isascii() and lower:
+            ch = ch.lower()
+        chars.append(ch)
+    return " ".join(w for w in "".join(chars).split(" ") if w).encode("utf-8", "surrogateescape")
+
+
+def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int, unspaced_size: int = 5) -> list[int]:
     if not canonical:
         return []
     if kind_word:
-        words = [w for w in canonical.split(b" ") if w]
-        if not words:
+        tokens = tokens_ref(canonical)
+        if not tokens:
             return []
-        hs = [word_hash_ref(w) for w in words]
+        hs = [word_hash_ref(t) for t, _ in tokens]
+        if 2 * sum(single for _, single in tokens) > len(tokens):
+            size = unspaced_size
         w = min(size, len(hs))
         out = []
         for s in range(len(hs) - w + 1):
@@ -454,6 +515,7 @@ KERNELS = {
     "combine_words": KernelCase("combine_words", combine_words_kernel, combine_words_ref),
     "char_shingles": KernelCase("char_shingles", char_shingles_kernel, char_shingles_ref),
     "byte_grams": KernelCase("byte_grams", byte_grams_kernel, byte_grams_ref),
+    "tokens (fused)": KernelCase("tokens (fused)", fused_tokens_kernel, fused_tokens_ref),
     "char sketch (fused)": KernelCase("char sketch (fused)", fused_chars_kernel, fused_chars_ref),
     "oph_minhash": KernelCase("oph_minhash", oph_kernel, oph_ref),
     "classic_minhash": KernelCase("classic_minhash", classic_kernel, classic_ref),

@@ -7,7 +7,7 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 ``tests/unit/test_kernels.py`` drives both from one table.
 
 - ``hashing``: fmix64, rotations, the 128-bit digest;
-- ``fingerprint``: canonical bytes, shingles, MinHash, band keys, LD signatures, the batch pass;
+- ``fingerprint``: canonical bytes, tokens, shingles, MinHash, band keys, LD signatures, the batch pass;
 - ``align``: bounded / semi-global edit distance and edit runs on signatures (bit-parallel where the verification uses them);
 - ``verify``: one candidate pair, every estimate and the verdict (the decide loop and ``explain``);
 - ``index``: the engine's in-memory candidate index (ring of document slots, per-band cells);

@@ -210,11 +210,14 @@ def _canonicalise(raw, lo, hi, cmap, canon, pos):
     Branch-free: every byte is written and the write position advances unless the byte is a
     space following a space (or the start). Word boundaries are unpredictable: a branchy
     version of this loop cost 2.3 us per Reuters story, this one 0.5 us. Indices are unsigned
-    so that Numba emits no negative-index wraparound per access. Returns the new end position.
+    so that Numba emits no negative-index wraparound per access. Returns the new end position
+    and whether the text has a byte >= 0x80 (one OR per byte).
     """
     start = pos
     prev_space = True
+    seen = np.uint8(0)
     for i in range(uint64(lo), uint64(hi)):
+        seen |= raw[i]
         c = cmap[raw[i]]
         is_space = c == 32
         canon[pos] = c
@@ -223,12 +226,26 @@ def _canonicalise(raw, lo, hi, cmap, canon, pos):
         prev_space = is_space or (prev_space and not keep)
     if pos > start and canon[pos - 1] == 32:
         pos -= 1
-    return pos
+    return pos, seen >= 0x80
+
+
+@njit(cache=True, inline="always")
+def _char_class(canon, p, hi, c, classes):
+    """The token class (``streamdedup.scripts``) of the character whose lead byte ``c`` is at
+    ``p``: 0 spaced, 1 a token of its own, 2 a combining mark. A sequence cut short by the end
+    of the text, or a code point past the table, is spaced."""
+    n = 2 if c < uint64(0xE0) else (3 if c < uint64(0xF0) else 4)
+    if p + n > hi:
+        return 0
+    cp = c & (uint64(0x1F) if n == 2 else (uint64(0x0F) if n == 3 else uint64(0x07)))
+    for i in range(1, n):
+        cp = (cp << uint64(6)) | (uint64(canon[p + i]) & uint64(0x3F))
+    return classes[cp] if cp < uint64(classes.shape[0]) else 0
 
 
 @njit(cache=True, inline="always")
 def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
-                         words, fine, nf, coarse, nc, counts, g_size, g_top, grams):
+                         words, fine, nf, coarse, nc, counts, g_size, g_top, grams, classes, unicode):
     """Word hashes, LD-signature symbols and sampled byte grams of canonical text in one pass.
 
     Word hash: bytes are packed eight at a time (shift-or) and only whole 8-byte chunks go
@@ -250,7 +267,14 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     second pass over the text cost ~30% of fingerprint throughput, in this one the gram is a
     shift, a multiply and a store beside the word and window work. Texts shorter than
     ``g_size`` and texts with no kept gram are left to :func:`byte_grams` by the caller.
-    Writes the word count, fine end, coarse end and gram count to ``counts``.
+    Tokens (issue 17): words end at spaces, and a character of a script written without
+    spaces (``classes``, :mod:`streamdedup.scripts`) is a token of its own; a combining mark
+    stays in the token before it, and the first character after such a token starts a new one
+    (so "2月3日" is four tokens). The class is looked up only at the lead byte of a multi-byte
+    character, and only in a text with a byte >= 0x80 (``unicode``; ASCII text keeps the
+    plain word loop: the token logic in every byte cost ~10% of English throughput).
+    Writes the token count, fine end, coarse end, gram count and the number of single-character
+    tokens to ``counts``.
     """
     n_alpha = uint64(alphabet.shape[0])
     win_mask = (uint64(1) << uint64(8 * n_hood)) - uint64(1) if n_hood < 8 else ~uint64(0)
@@ -264,14 +288,36 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     g_first = uint64(lo + g_size - 1)
     gw = uint64(0)
     ng = 0
+    filled = False  # the current token has a byte
+    single = False  # the current token is a character of an unspaced script
+    n_single = 0
     for p in range(uint64(lo), uint64(hi)):
         c = uint64(canon[p])
         space = c == uint64(32)
         words[nw] = (wh ^ acc) * FNV_PRIME + fill
-        nw += 1 if space else 0
-        acc = uint64(0) if space else (acc << uint64(8)) | c
-        fill = uint64(0) if space else fill + uint64(1)
-        wh = FNV_OFFSET if space else wh
+        if unicode:  # the same for every byte of a text: a branch the predictor always wins
+            if c >= uint64(0xC0):
+                k = _char_class(canon, p, hi, c, classes)
+                cut = k == 1 or (k == 0 and single)
+                next_single = single if k == 2 else k == 1
+            else:  # ASCII ends a single-character token, a continuation byte keeps it
+                cut = space or (single and c < uint64(0x80))
+                next_single = single and c >= uint64(0x80)
+            closes = cut and filled
+            nw += 1 if closes else 0
+            n_single += 1 if closes and single else 0
+            acc = uint64(0) if cut else acc
+            fill = uint64(0) if cut else fill
+            wh = FNV_OFFSET if cut else wh
+            acc = acc if space else (acc << uint64(8)) | c
+            fill = fill if space else fill + uint64(1)
+            filled = (filled and not cut) or not space
+            single = next_single
+        else:  # ASCII text: words end at spaces (canonical text has no empty word)
+            nw += 1 if space else 0
+            acc = uint64(0) if space else (acc << uint64(8)) | c
+            fill = uint64(0) if space else fill + uint64(1)
+            wh = FNV_OFFSET if space else wh
         if fill == uint64(8):
             wh = (wh ^ acc) * FNV_PRIME
             acc = uint64(0)
@@ -289,21 +335,23 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
             if u < coarse_w:
                 coarse[nc] = alphabet[((m >> uint64(32)) * n_alpha) >> uint64(32)]
                 nc += 1
-    if hi > lo:
+    if filled or (hi > lo and not unicode):
         words[nw] = (wh ^ acc) * FNV_PRIME + fill
         nw += 1
+        n_single += 1 if single else 0
     for w in range(nw):
         words[w] = fmix64(words[w])
     counts[0] = nw
     counts[1] = nf
     counts[2] = nc
     counts[3] = ng
+    counts[4] = n_single
 
 
 @njit(cache=True, nogil=True)
 def fingerprint_batch(
-    raw, offsets, cmap,
-    kind_word, shingle_size,
+    raw, offsets, cmap, classes,
+    kind_word, shingle_size, single_size,
     num_perm, log2k, classic, mh_seed, bands, rows,
     n_hood, compression, coarse_c, residue, sig_seed, alphabet,
     canon, canon_offsets, minhash_out, band_out, n_shingles_out,
@@ -315,21 +363,16 @@ def fingerprint_batch(
 
     Per document: canonicalise the raw bytes through ``cmap`` (:func:`canonical_byte_map`;
     bytes >= 0x80 pass through, as the wrapper canonicalises non-ASCII texts in Python
-    first), then one pass over the canonical bytes for word hashes and signature symbols
-    while they are in L1 cache, then digest, shingles, MinHash and band keys.
-
-    Output buffers are sized ``len(raw)`` (+1) by the wrapper: canonical text is never longer
-    than the raw text, and a text of L bytes emits at most L symbols.
+    first), then one pass over the canonical bytes for tokens (``classes``: token class per
+    code point) and signature symbols while they are in L1 cache, then digest, shingles,
+    MinHash and band keys. Output buffers are sized ``len(raw)`` (+1) by the wrapper:
+    canonical text is never longer than the raw text, and a text of L bytes emits at most L symbols.
     """
     n_docs = offsets.shape[0] - 1
-    max_len = 1
-    for d in range(n_docs):
-        ln = offsets[d + 1] - offsets[d]
-        if ln > max_len:
-            max_len = ln
+    max_len = max(1, np.max(offsets[1:] - offsets[:-1])) if n_docs > 0 else 1
     words = np.empty(max_len + 1, dtype=np.uint64)
     hashes = np.empty(max_len + 1, dtype=np.uint64)
-    counts = np.zeros(4, dtype=np.int64)
+    counts = np.zeros(5, dtype=np.int64)
     grams = np.empty(max_len + 1, dtype=np.uint64)
     g_top = ~uint64(0) << uint64(64 - char_sample_bits) if char_sample_bits > 0 else uint64(0)  # gram sample mask
     g_size = char_size if char_bands > 0 else 8
@@ -348,16 +391,20 @@ def fingerprint_batch(
     coarse_offsets[0] = 0
     for d in range(n_docs):
         start = pos
-        pos = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
+        pos, unicode = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
         canon_offsets[d + 1] = pos
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
-                             g_size, g_top, grams)
+                             g_size, g_top, grams, classes, unicode)
         fine_offsets[d + 1] = counts[1]
         coarse_offsets[d + 1] = counts[2]
         digest128(canon, start, pos, digest_out[d])
         if kind_word:
-            n = combine_words(words, counts[0], shingle_size, hashes)
+            # Mostly single-character tokens (Chinese, Japanese, Thai): shingles of
+            # `single_size` of them; otherwise of `shingle_size` (words). Per document, so a
+            # Chinese story with Latin names and digits gets one kind of shingle throughout.
+            w = single_size if 2 * counts[4] > counts[0] else shingle_size
+            n = combine_words(words, counts[0], w, hashes)
         else:
             n = char_shingles(canon, start, pos, shingle_size, hashes)
         n_shingles_out[d] = n

@@ -22,11 +22,15 @@ MAX_FUNCTION_LINES = 80
 MODULES = {
     "streamdedup/_kernels/jsonscan.py": "Numba kernel module: the JSON grammar helpers stay in scan_lines' file, "
                                         "because Numba's cache misses changes to helpers in other files (module docstring)",
+    "streamdedup/_kernels/fingerprint.py": "Numba kernel module: the per-byte pass and its inlined helpers stay in "
+                                           "fingerprint_batch's file, for the same reason (Numba's cache)",
 }
 #: "module path::function" -> why it may be longer (Numba kernels only; comment above each kernel)
 FUNCTIONS = {
     "streamdedup/_kernels/decide.py::decide_batch": "Numba kernel: the decide steps share a dozen per-document values",
     "streamdedup/_kernels/jsonscan.py::scan_lines": "Numba kernel: the field loop is one state machine over eight values",
+    "streamdedup/_kernels/fingerprint.py::_words_and_signature": "Numba kernel: one per-byte loop carries the token, "
+                                                                  "window and gram state (split, 7 values would pass in and out per byte)",
     "streamdedup/_kernels/records.py::encode_batch": "Numba kernel: writes engine_record's layout field by field, in order",
 }
 

@@ -26,6 +26,14 @@ SIG_PAIRS = [(b"", b""), (b"", b"abc"), (b"kitten", b"sitting"), (b"abcdef", b"a
 RAW_TEXTS = [b"", b"  ", b"a", b"Hello,  World!\n\tFoo_bar", b"A-B C\x1cD", b"MiXeD 123 &amp; <b>", b"...",
              b" lead and trail ", b"One two THREE four five six", _words(300), b"abcdefgh ijklmnopq rstuvwxyz0123456"]
 
+# Every token kind: Chinese, Japanese (kanji, kana, the prolonged sound mark, Script=Common),
+# Thai with its vowel and tone marks, Lao, Khmer, Myanmar, Korean and Latin with accents
+# (spaced), mixed text, a mark at the start of a token, and a text cut inside a character.
+SCRIPT_TEXTS = ["新华社北京1月1日电 国家主席江泽民发表新年讲话", "東京都は2日、コーヒーの価格を発表した", "ที่ดี คนไทย ไปโรงเรียน",
+                "ສະບາຍດີ ປະເທດລາວ", "ព្រះរាជាណាចក្រកម្ពុជា", "မြန်မာနိုင်ငံ", "한국 정부는 2일 발표했다", "café résumé naïve",
+                "Obama说 美国 will 继续 support 台湾2024年", "\u0301x \u0e31ก", "中" * 40, "a中b国c", "单"]
+UNICODE_TEXTS = [t.encode("utf-8") for t in SCRIPT_TEXTS] + ["长江".encode("utf-8")[:-1]]
+
 # One row per kernel: the argument tuples fed to kernel and reference alike.
 CASES = {
     "canonical (fused)": [(t.decode(), lo, pu) for t in RAW_TEXTS for lo in (True, False) for pu in (True, False)],
@@ -36,6 +44,7 @@ CASES = {
     "combine_words": [([rng.randrange(2**64) for _ in range(n)], w) for n in (0, 1, 3, 5, 6, 50) for w in (1, 2, 5, 9)],
     "char_shingles": [(t, s) for t in SAMPLE_TEXTS for s in (1, 3, 5, 9)],
     "byte_grams": [(t, s, sb) for t in SAMPLE_TEXTS + [b"", b"ab", b"abcdefgh", b"\xff" * 20] for s in (2, 5, 8) for sb in (0, 3)],
+    "tokens (fused)": [(t, s, u) for t in UNICODE_TEXTS + RAW_TEXTS for s, u in ((5, 5), (5, 3), (2, 1))],
     "char sketch (fused)": [(t, s, sb, k, b, r) for t in RAW_TEXTS for s, sb, k, b, r in ((8, 3, 64, 16, 4), (5, 3, 32, 8, 4), (3, 0, 16, 5, 3))],
     "oph_minhash": [(list(range(n)), k, seed) for n in (0, 1, 2, 7, 100, 1000) for k in (8, 64, 128) for seed in (1, 99)],
     "classic_minhash": [(list(range(0, 9 * n, 9)), k, 5) for n in (0, 1, 30) for k in (8, 32)],
@@ -150,6 +159,14 @@ def test_fused_minhash_property(text: str, size: int, kind_word: bool) -> None:
     case = KERNELS["minhash (fused)"]
     data = text.encode("ascii")
     assert case.kernel(data, kind_word, size, False) == case.reference(data, kind_word, size, False)
+
+
+@given(st.text(alphabet=st.sampled_from("中国人民日报 abcXYZ1,.ーあア\u0e01\u0e31\u0301é한\u1780"), max_size=80),
+       st.sampled_from([(5, 5), (5, 2), (3, 4)]))
+def test_tokens_property(text: str, sizes: tuple[int, int]) -> None:
+    case = KERNELS["tokens (fused)"]
+    data = text.encode("utf-8")
+    assert case.kernel(data, *sizes) == case.reference(data, *sizes)
 
 
 @given(st.binary(max_size=200))
