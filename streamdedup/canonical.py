@@ -8,9 +8,10 @@ Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig`:
 4. Punctuation and symbols become spaces (anything that is not a letter, digit or combining mark).
 5. Whitespace runs collapse to one space; leading and trailing space is dropped.
 
-Speed: for pure-ASCII documents (nearly all wire copy) NFKC and casefold are identities, and
-lower-casing plus steps 4-5 run inside the fingerprint kernel. Other documents go through
-:func:`canonicalize` in Python first. Both paths produce identical output on ASCII input
+Speed: steps 2-5 run inside the fingerprint kernel: for ASCII by byte rules (NFKC and casefold
+are identities there), for other characters one at a time from tables
+(:mod:`streamdedup.unicode_map`). Only texts where NFKC depends on neighbouring characters go
+through :func:`canonicalize` in Python first. Every path produces :func:`canonicalize`'s output
 (tested), so a document's canonical form never depends on the batch it arrived in.
 """
 
@@ -22,8 +23,11 @@ import unicodedata
 
 import numpy as np
 
+from ._kernels import readonly
+from ._kernels.fingerprint import unicode_unsafe
 from ._script_ranges import MARK_RANGES
 from .config import CanonicalConfig
+from .unicode_map import tables
 
 # Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
 # (3,759 of 19,043 Reuters bodies) and those words must stay. So tags are stripped only from a
@@ -88,27 +92,38 @@ def _canonical_unicode(text: str, cfg: CanonicalConfig) -> str:
 
 
 def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Raw UTF-8 bytes of a batch for the kernel, which finishes the canonical form.
+    """UTF-8 bytes of a batch for the kernel, which finishes the canonical form.
 
-    HTML is stripped here, and non-ASCII texts are fully canonicalised here (NFKC and
-    casefold need Unicode tables); ASCII texts go as they are, and the kernel's byte rules
-    equal :func:`canonicalize` on ASCII (tested). Returns one buffer and ``n + 1`` offsets.
-    The common case, an all-ASCII batch without markup, costs one join and one encode.
+    HTML is stripped here. The kernel canonicalises ASCII by its byte rules and other
+    characters one by one from ``unicode_map``'s tables; the few texts where NFKC depends on
+    neighbouring characters (decomposed accents, Hangul jamo, combining marks out of order) or
+    a character's canonical form is longer than it (``_kernels.unicode_unsafe``) are
+    canonicalised here instead, and the kernel's tables map
+    canonical text to itself. Both paths equal :func:`canonicalize` (tested). Returns one
+    buffer and ``n + 1`` offsets. The common case, an all-ASCII batch without markup, costs
+    one join and one encode.
     """
     joined = "".join(texts)
     ascii_ = joined.isascii()
-    if not ascii_ or (cfg.strip_html and ("<" in joined or "&" in joined)):
-        parts = []
-        for text in texts:
-            if cfg.strip_html and ("<" in text or "&" in text):
-                text = _strip_html(text)
-            if not text.isascii():  # entities can decode to non-ASCII ("&nbsp;")
-                text = _canonical_unicode(text, cfg)
-            parts.append(text)
-        texts = parts
-        joined = "".join(parts)
-        ascii_ = joined.isascii()
-    lengths = [len(t) for t in texts] if ascii_ else [len(t.encode("utf-8")) for t in texts]
-    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    if cfg.strip_html and ("<" in joined or "&" in joined):
+        texts = [_strip_html(t) if ("<" in t or "&" in t) else t for t in texts]
+        joined = "".join(texts)
+        ascii_ = joined.isascii()  # entities can decode to non-ASCII ("&nbsp;")
+    if ascii_:
+        return _buffer(joined.encode("utf-8"), [len(t) for t in texts])
+    parts = [t.encode("utf-8") for t in texts]
+    raw, offsets = _buffer(b"".join(parts), [len(p) for p in parts])
+    u = tables(cfg.nfkc, cfg.casefold, cfg.punctuation_to_space)
+    unsafe = np.zeros(len(texts), dtype=np.bool_)
+    unicode_unsafe(readonly(raw), readonly(offsets), u.first_ccc, u.last_ccc, unsafe)
+    if unsafe.any():
+        for i in np.flatnonzero(unsafe).tolist():
+            parts[i] = _canonical_unicode(texts[i], cfg).encode("utf-8")
+        raw, offsets = _buffer(b"".join(parts), [len(p) for p in parts])
+    return raw, offsets
+
+
+def _buffer(data: bytes, lengths: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lengths, dtype=np.int64), out=offsets[1:])
-    return np.frombuffer(joined.encode("utf-8"), dtype=np.uint8), offsets
+    return np.frombuffer(data, dtype=np.uint8), offsets

@@ -25,6 +25,7 @@ from .config import FingerprintConfig
 from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
 from .scripts import token_classes
+from .unicode_map import UnicodeTables, tables
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
 FORMAT_VERSION = 3
@@ -190,6 +191,7 @@ class Fingerprinter:
         self._log2k = cfg.minhash.num_perm.bit_length() - 1
         self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)
         self._classes = token_classes()
+        self._unicode: UnicodeTables | None = None  # built on the first non-ASCII text
 
     def check_text(self, text: object, index: int = 0) -> str:
         """Return ``text`` as ``str`` or raise :class:`InputError` saying what is wrong."""
@@ -283,9 +285,18 @@ class Fingerprinter:
             "lead_out": np.zeros((n, lead.bands if lead.shingles > 0 else 0), dtype=np.uint64),
             "char_mh": np.zeros((n, self.cfg.chars.num_perm if self.cfg.chars.bands > 0 else 0), dtype=np.uint32),
             "char_out": np.zeros((n, self.cfg.chars.bands), dtype=np.uint64),
+            "status": np.zeros(1, dtype=np.int64),
         }
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
+        out = self._kernel(raw, offsets, self._unicode or _NO_TABLES)
+        if out["status"][0]:  # a non-ASCII text: its canonical form needs the tables
+            c = self.cfg.canonical
+            self._unicode = tables(c.nfkc, c.casefold, c.punctuation_to_space)
+            out = self._kernel(raw, offsets, self._unicode)
+        return self._finish(out, keep_canonical)
+
+    def _kernel(self, raw: np.ndarray, offsets: np.ndarray, u: UnicodeTables) -> dict[str, np.ndarray]:
         cfg = self.cfg
         n = offsets.shape[0] - 1
         k = cfg.minhash.num_perm
@@ -295,7 +306,7 @@ class Fingerprinter:
         ch = cfg.chars
         _kernels.fingerprint_batch(
             # read-only inputs whichever way they were made: one compiled kernel (see _kernels.readonly)
-            _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap, self._classes,
+            _kernels.readonly(raw), _kernels.readonly(offsets), self._cmap, u.umap, u.repl_off, u.repl, self._classes,
             cfg.shingle.kind == "word", cfg.shingle.size, cfg.shingle.unspaced_size,
             k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
             self.lsh.bands, self.lsh.rows,
@@ -306,8 +317,9 @@ class Fingerprinter:
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
             ch.size, ch.sample_bits, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
+            out["status"],
         )
-        return self._finish(out, keep_canonical)
+        return out
 
     def _finish(self, out: dict[str, np.ndarray], keep_canonical: bool) -> FingerprintBatch:
         canon, canon_off, n_shingles = out["canon"], out["canon_off"], out["n_shingles"]
@@ -338,6 +350,15 @@ class Fingerprinter:
             coarse_len=coarse_len,
             canonical=_split(canon, canon_off[:-1], np.diff(canon_off)) if keep_canonical else [],
         )
+
+
+def _readonly_empty(dtype: type) -> np.ndarray:
+    return _kernels.readonly(np.zeros(0, dtype=dtype))
+
+
+#: no tables yet: a batch with a non-ASCII text reports it (``status``) and runs again with them
+_NO_TABLES = UnicodeTables(_readonly_empty(np.int32), _readonly_empty(np.int32), _readonly_empty(np.uint8),
+                           _readonly_empty(np.uint8), _readonly_empty(np.uint8))
 
 
 def _split(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

@@ -15,9 +15,10 @@ from rapidfuzz.distance import Levenshtein
 
 from streamdedup import _kernels as K
 from streamdedup._kernels import fingerprint as KF
-from streamdedup.canonical import canonicalize
+from streamdedup.canonical import canonicalize, prepare_batch
 from streamdedup.config import CanonicalConfig
 from streamdedup.scripts import UNSPACED_SCRIPTS, token_classes
+from streamdedup.unicode_map import tables
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -72,12 +73,15 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
     dig = np.empty((1, 2), np.uint64)
     char_mh = np.empty((1, chars[2]), np.uint32)
     char_keys = np.empty((1, chars[3]), np.uint64)
-    K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), token_classes(), kind_word, size, unspaced_size,
+    u = tables(True, lower, punct)
+    K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), u.umap, u.repl_off, u.repl, token_classes(),
+                        kind_word, size, unspaced_size,
                         num_perm, num_perm.bit_length() - 1, classic,
                         np.uint64(seed), bands, rows, n, c, c * factor, k, np.uint64(sig_seed),
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
-                        chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys)
+                        chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys,
+                        np.zeros(1, np.int64))
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],
@@ -106,7 +110,10 @@ def fused_minhash_ref(text: bytes, kind_word: bool, size: int, classic: bool) ->
 
 
 def fused_tokens_kernel(text: bytes, size: int, unspaced_size: int) -> tuple[bytes, int, list[int]]:
-    out = fused(text, size=size, num_perm=32, bands=8, rows=4, unspaced_size=unspaced_size)
+    """Through ``prepare_batch`` as the library does (it sends texts whose NFKC depends on
+    neighbouring characters through Python), then the kernel."""
+    raw, _ = prepare_batch([text.decode("utf-8")], CanonicalConfig(strip_html=False))
+    out = fused(raw.tobytes(), size=size, num_perm=32, bands=8, rows=4, unspaced_size=unspaced_size)
     return out["canonical"], out["n_shingles"], out["minhash"]
 
 
@@ -197,17 +204,9 @@ def tokens_ref(canonical: bytes) -> list[tuple[bytes, bool]]:
 
 
 def canonical_bytes_ref(text: bytes, lower: bool = True, punct: bool = True) -> bytes:
-    """The kernel's canonical form of UTF-8 text from its definition: ASCII characters by the
-    rules of :func:`canonical_ascii_ref`, every other character kept as it is (the wrapper
-    canonicalises non-ASCII text in Python before the kernel), spaces collapsed and trimmed."""
-    chars = []
-    for ch in text.decode("utf-8", "surrogateescape"):  # a cut character: its bytes, spaced
-        if ch.isascii() and (ch.isspace() or (punct and not ch.isalnum())):
-            ch = " "
-        elif ch.isascii() and lower:
-            ch = ch.lower()
-        chars.append(ch)
-    return " ".join(w for w in "".join(chars).split(" ") if w).encode("utf-8", "surrogateescape")
+    """The canonical form of UTF-8 text (any script) from its definition: :func:`canonicalize`."""
+    cfg = CanonicalConfig(nfkc=True, casefold=lower, strip_html=False, punctuation_to_space=punct)
+    return canonicalize(text.decode("utf-8"), cfg).encode("utf-8")
 
 
 def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int, unspaced_size: int = 5) -> list[int]:

@@ -230,16 +230,96 @@ def _canonicalise(raw, lo, hi, cmap, canon, pos):
 
 
 @njit(cache=True, inline="always")
+def _utf8_at(buf, p, hi, c):
+    """Code point and length of the UTF-8 character whose lead byte ``c`` (>= 0xC0) is at
+    ``p``; length 0 when the text ends inside it."""
+    n = 2 if c < uint64(0xE0) else (3 if c < uint64(0xF0) else 4)
+    if p + n > hi:
+        return uint64(0), 0
+    cp = c & (uint64(0x1F) if n == 2 else (uint64(0x0F) if n == 3 else uint64(0x07)))
+    for i in range(1, n):
+        cp = (cp << uint64(6)) | (uint64(buf[p + i]) & uint64(0x3F))
+    return cp, n
+
+
+@njit(cache=True, inline="always")
+def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
+    """:func:`_canonicalise` of a text with non-ASCII characters: each one is replaced by its
+    canonical form from ``umap`` (``streamdedup.unicode_map``: NFKC, case folding, spaces for
+    what is not a letter, digit or mark), the rest as there. Exact for texts that
+    ``unicode_unsafe`` passes (the others were canonicalised in Python and map to themselves)."""
+    start = pos
+    prev_space = True
+    skip = 0
+    size = uint64(umap.shape[0])
+    for i in range(uint64(lo), uint64(hi)):
+        if skip > 0:  # a continuation byte of a replaced character
+            skip -= 1
+            continue
+        c = uint64(raw[i])
+        r = -1
+        if c >= uint64(0xC0):
+            cp, n = _utf8_at(raw, i, hi, c)
+            if n > 0 and cp < size:
+                r = umap[cp]
+                # never longer than the character: the output buffers are sized by the raw
+                # text (prepare_batch sends texts with such characters through Python)
+                r = r if r < 0 or repl_off[r + 1] - repl_off[r] <= n else -1
+                skip = n - 1 if r >= 0 else 0
+        if r < 0:
+            b = cmap[raw[i]]
+            pos, prev_space = _put(canon, pos, b, prev_space)
+        else:
+            for j in range(repl_off[r], repl_off[r + 1]):
+                pos, prev_space = _put(canon, pos, repl[j], prev_space)
+    if pos > start and canon[pos - 1] == 32:
+        pos -= 1
+    return pos
+
+
+@njit(cache=True, inline="always")
+def _put(canon, pos, b, prev_space):
+    """Write canonical byte ``b`` unless it is a space after a space (or at the start)."""
+    is_space = b == 32
+    canon[pos] = b
+    keep = not (is_space and prev_space)
+    return pos + (1 if keep else 0), is_space or (prev_space and not keep)
+
+
+@njit(cache=True, nogil=True)
+def unicode_unsafe(raw, offsets, first_ccc, last_ccc, out):
+    """``out[d] = True`` where text d needs NFKC of the whole text: a character that may compose
+    with the one before it (``first_ccc`` 255), combining classes that canonical reordering
+    would swap, or a code point past the tables (``streamdedup.unicode_map``)."""
+    size = uint64(first_ccc.shape[0])
+    for d in range(offsets.shape[0] - 1):
+        bad = False
+        prev_last = 0
+        for p in range(uint64(offsets[d]), uint64(offsets[d + 1])):
+            c = uint64(raw[p])
+            if c < uint64(0x80):
+                prev_last = 0
+            elif c >= uint64(0xC0):
+                cp, n = _utf8_at(raw, p, uint64(offsets[d + 1]), c)
+                if n == 0 or cp >= size:
+                    bad = True
+                    break
+                f = int(first_ccc[cp])
+                if f == 255 or (f > 0 and prev_last > f):
+                    bad = True
+                    break
+                prev_last = int(last_ccc[cp])
+        out[d] = bad
+
+
+@njit(cache=True, inline="always")
 def _char_class(canon, p, hi, c, classes):
     """The token class (``streamdedup.scripts``) of the character whose lead byte ``c`` is at
     ``p``: 0 spaced, 1 a token of its own, 2 a combining mark. A sequence cut short by the end
     of the text, or a code point past the table, is spaced."""
-    n = 2 if c < uint64(0xE0) else (3 if c < uint64(0xF0) else 4)
-    if p + n > hi:
+    cp, n = _utf8_at(canon, p, hi, c)
+    if n == 0:
         return 0
-    cp = c & (uint64(0x1F) if n == 2 else (uint64(0x0F) if n == 3 else uint64(0x07)))
-    for i in range(1, n):
-        cp = (cp << uint64(6)) | (uint64(canon[p + i]) & uint64(0x3F))
     return classes[cp] if cp < uint64(classes.shape[0]) else 0
 
 
@@ -348,9 +428,17 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     counts[4] = n_single
 
 
+@njit(cache=True, inline="always")
+def _emit_ranges(residue, compression, coarse_c):
+    """Where the fine signature's emitting range starts and how wide it and the coarse one are,
+    out of the 2**32 values of a window's top hash bits (see :func:`_words_and_signature`)."""
+    span = uint64(1) << uint64(32)
+    return uint64(residue) * span // uint64(compression), span // uint64(compression), span // uint64(coarse_c)
+
+
 @njit(cache=True, nogil=True)
 def fingerprint_batch(
-    raw, offsets, cmap, classes,
+    raw, offsets, cmap, umap, repl_off, repl, classes,
     kind_word, shingle_size, single_size,
     num_perm, log2k, classic, mh_seed, bands, rows,
     n_hood, compression, coarse_c, residue, sig_seed, alphabet,
@@ -358,15 +446,15 @@ def fingerprint_batch(
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
+    status,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
-    Per document: canonicalise the raw bytes through ``cmap`` (:func:`canonical_byte_map`;
-    bytes >= 0x80 pass through, as the wrapper canonicalises non-ASCII texts in Python
-    first), then one pass over the canonical bytes for tokens (``classes``: token class per
-    code point) and signature symbols while they are in L1 cache, then digest, shingles,
-    MinHash and band keys. Output buffers are sized ``len(raw)`` (+1) by the wrapper:
-    canonical text is never longer than the raw text, and a text of L bytes emits at most L symbols.
+    Per document: canonicalise the raw bytes through ``cmap`` (a text with non-ASCII bytes
+    again, by characters through ``umap``), then one pass over the canonical bytes for tokens
+    (``classes``) and signature symbols while they are in L1 cache, then digest, shingles,
+    MinHash and band keys. Buffers are sized ``len(raw)`` (+1): canonical text is never
+    longer than the raw text, and a text of L bytes emits at most L symbols.
     """
     n_docs = offsets.shape[0] - 1
     max_len = max(1, np.max(offsets[1:] - offsets[:-1])) if n_docs > 0 else 1
@@ -381,10 +469,7 @@ def fingerprint_batch(
     main_seeds = band_seeds(bands, mh_seed)
     lead_seeds = band_seeds(lead_bands, mh_seed ^ LEAD_SALT)
     char_seeds = band_seeds(char_bands, mh_seed ^ CHAR_SALT)
-    span = uint64(1) << uint64(32)
-    fine_lo = uint64(residue) * span // uint64(compression)
-    fine_w = span // uint64(compression)
-    coarse_w = span // uint64(coarse_c)
+    fine_lo, fine_w, coarse_w = _emit_ranges(residue, compression, coarse_c)
     pos = np.int64(0)  # not a literal 0: see _kernels/__init__, Compile time
     canon_offsets[0] = 0
     fine_offsets[0] = 0
@@ -392,6 +477,10 @@ def fingerprint_batch(
     for d in range(n_docs):
         start = pos
         pos, unicode = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
+        if unicode:  # ASCII texts took the branch-free loop alone; this one again, by characters
+            if umap.shape[0] == 0:
+                status[0] = 1  # the caller builds the tables and runs the batch again
+            pos = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start)
         canon_offsets[d + 1] = pos
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
