@@ -18,7 +18,7 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from .config_sources import env_overrides, format_error, read_file, set_overrides, set_path
+from .config_sources import AutoOnOff, env_overrides, format_error, read_file, set_overrides, set_path
 from .errors import ConfigError
 
 #: parts of a librdkafka property name that mark its value as a secret (over-matching a file
@@ -49,11 +49,11 @@ class _Frozen(BaseModel):
 
 class CanonicalConfig(_Frozen):
     """Broder's canonical form: documents that differ only in formatting are the same."""
-
     nfkc: bool = True
     casefold: bool = True
     strip_html: bool = True
     punctuation_to_space: bool = True
+    fold_traditional: AutoOnOff = "auto"  # Traditional -> Simplified Chinese; auto: Han text without kana (canonical.py)
 
 
 class ShingleConfig(_Frozen):

@@ -22,14 +22,18 @@ import difflib
 import re
 import types
 from pathlib import Path
-from typing import Any, Literal, Mapping, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, BeforeValidator, ValidationError
 
 from .errors import ConfigError
 
 ENV_PREFIX = "STREAMDEDUP_"
+
+#: a setting spelled auto | on | off. YAML 1.1 reads a bare on/off as a boolean, so a boolean
+#: counts as the word the user wrote (and the fingerprint settings hold one spelling)
+AutoOnOff = Annotated[Literal["auto", "on", "off"], BeforeValidator(lambda v: ("off", "on")[v] if type(v) is bool else v)]
 
 
 def set_path(tree: dict[str, Any], path: list[str], value: Any) -> None:
