@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from . import _kernels
-from .canonical import prepare_batch
+from .canonical import check_fold, prepare_batch
 from .config import FingerprintConfig
 from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
@@ -192,6 +192,7 @@ class Fingerprinter:
         self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)
         self._classes = token_classes()
         self._unicode: UnicodeTables | None = None  # built on the first non-ASCII text
+        check_fold(cfg.canonical)  # a fold that cannot run fails at start-up (~7 ms to load)
 
     def check_text(self, text: object, index: int = 0) -> str:
         """Return ``text`` as ``str`` or raise :class:`InputError` saying what is wrong."""

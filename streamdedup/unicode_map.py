@@ -57,9 +57,10 @@ def _per_char(chars: list[str], form: str) -> list[str]:
 
 
 @lru_cache(maxsize=4)
-def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool) -> UnicodeTables:
+def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables:
     """Each character's canonical form under these settings (the same steps as
-    ``canonical._canonical_unicode``, on one character, spaces not yet collapsed)."""
+    ``canonical._canonical_unicode``, on one character, spaces not yet collapsed; ``fold``:
+    Traditional Chinese is folded, in Python before the kernel)."""
     from .canonical import _NON_WORD
 
     chars = _all_chars()
@@ -93,6 +94,14 @@ def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool) -> UnicodeTab
     # through Python, which canonicalises before the buffer is sized
     first = first.copy()
     first[grows] = PYTHON
+    if fold and nfkc:
+        # the fold runs before the kernel's NFKC and the reference folds after it: a character
+        # that NFKC turns into Han or kana (compatibility ideographs, Kangxi radicals, "㍻",
+        # circled katakana) would be folded, or make "auto" skip, differently
+        from .canonical import _HAN, _KANA
+
+        makes = [ord(c) for c, f in zip(chars, forms) if f != c and (_HAN.search(f) or _KANA.search(f))]
+        first[makes] = PYTHON
     for a in (umap, repl_off, repl, first, last):
         a.setflags(write=False)
     return UnicodeTables(umap, repl_off, repl, first, last)

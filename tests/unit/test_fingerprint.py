@@ -53,9 +53,9 @@ _REAL = ("the company said profits rose in first quarter on higher oil prices wh
          "minister told reporters year percent billion dollars mln dlrs 1987 talks agreement").split()
 _gen = random.Random(20240601)
 ASCII_VOCAB = sorted(set(_REAL) | {"".join(_gen.choice(_SYLLABLES) for _ in range(_gen.randint(1, 4))) for _ in range(4000)})
-# Canonical already (NFKC + casefold + letters only), so canonicalize(w) == w; upper() and
+# Canonical already (NFKC + Simplified Han + casefold + letters only), so canonicalize(w) == w; upper() and
 # full-width forms of them fold back to the same word.
-UNICODE_VOCAB = ["café", "zürich", "münchen", "søren", "ñandú", "strasse", "αθήνα", "москва", "東京", "報道", "école", "łódź"]
+UNICODE_VOCAB = ["café", "zürich", "münchen", "søren", "ñandú", "strasse", "αθήνα", "москва", "东京", "报道", "école", "łódź"]
 VOCAB = ASCII_VOCAB + UNICODE_VOCAB
 assert all(canonicalize(w) == w for w in VOCAB)
 

@@ -19,7 +19,10 @@ FP = Fingerprinter(load_config().fingerprint)
 # a plane-14 tag (past the tables), Greek final sigma, dotted capital I.
 TRICKY = ("e\u0301\u0323\u0327aAYoO\u0308\u0344\u05b0\u05b4\u064b\u0650\u1100\u1161\u11a8\u3131\u314f\u0f73\u0f71"
           "\u0e01\u0e38\u0e48\u0e33\u212a\u212b\ufb01\u00bd\uff21\uff0c\ufe0f\U000e0041\u03c2\u0130\u00df"
-          "\u4e2d\u570b\u3002 ,.-")
+          "\u4e2d\u570b\u3002 ,.-"
+          # Traditional Chinese (folded by default), and what NFKC turns into Han or kana: a
+          # compatibility ideograph, a Kangxi radical, an era square, a circled and a half-width katakana
+          "國務院發表賀詞瞭解後\uf900\u2f00\u337b\u32d0\uff71アあ")
 
 
 @settings(max_examples=600)
@@ -30,10 +33,11 @@ def test_kernel_canonical_form_equals_python_on_tricky_unicode(texts: list[str])
         assert b.canonical[i] == canonicalize(t, FP.cfg.canonical).encode("utf-8"), ascii(t)
 
 
-@given(st.text(st.sampled_from(TRICKY), max_size=20), st.booleans(), st.booleans(), st.booleans())
-def test_every_canonical_setting(text: str, nfkc: bool, casefold: bool, punct: bool) -> None:
+@given(st.text(st.sampled_from(TRICKY), max_size=20), st.booleans(), st.booleans(), st.booleans(),
+       st.sampled_from(["auto", "on", "off"]))
+def test_every_canonical_setting(text: str, nfkc: bool, casefold: bool, punct: bool, fold: str) -> None:
     cfg = load_config().fingerprint.model_copy(update={"canonical": CanonicalConfig(
-        nfkc=nfkc, casefold=casefold, punctuation_to_space=punct, strip_html=False)})
+        nfkc=nfkc, casefold=casefold, punctuation_to_space=punct, strip_html=False, fold_traditional=fold)})
     b = Fingerprinter(cfg).fingerprint_batch([text], keep_canonical=True)
     assert b.canonical[0] == canonicalize(text, cfg.canonical).encode("utf-8"), ascii(text)
 

@@ -194,3 +194,17 @@ def test_udhr_suites_build(lang: str) -> None:
     kinds = {it.kind for it in stream}
     assert {"noise 1%", "teaser +1 sentence", "new headline and agency line", "quotes a paragraph"} <= kinds
     assert "traditional script" not in kinds
+
+
+def test_chinese_copies_are_caught_with_the_default_config() -> None:
+    """Detection, not the harness (issue 17's targets, on a quarter of the bench's stream; the
+    figures are ``streamdedup bench accuracy --suite zh``): noisy, teaser and Traditional-script
+    copies are caught, near misses stay unique. Floors sit below the bench's figures (1.00,
+    0.93-0.96, 1.00, 0 flagged) by the spread of 25 copies a kind."""
+    res = run(Config(), per_kind=25, seed=5, suite="zh", stories=600, with_datasketch=False)
+    s = res["streamdedup"]
+    recall = s["recall_per_kind"]
+    assert min(recall[k] for k in ("noise 1%", "noise 2%", "noise 3%")) >= 0.92, recall
+    assert min(recall["teaser +1 sentence"], recall["teaser +2 sentences"]) >= 0.8, recall
+    assert recall["traditional script"] >= 0.92, recall
+    assert max(s["flagged_per_negative_kind"].values()) <= 0.04 and s["precision"] >= 0.99, s
