@@ -293,7 +293,7 @@ class Fingerprinter:
         out = self._kernel(raw, offsets, self._unicode or _NO_TABLES)
         if out["status"][0]:  # a non-ASCII text: its canonical form needs the tables
             c = self.cfg.canonical
-            self._unicode = tables(c.nfkc, c.casefold, c.punctuation_to_space)
+            self._unicode = tables(c.nfkc, c.casefold, c.punctuation_to_space, c.fold_traditional != "off")
             out = self._kernel(raw, offsets, self._unicode)
         return self._finish(out, keep_canonical)
 
@@ -359,7 +359,7 @@ def _readonly_empty(dtype: type) -> np.ndarray:
 
 #: no tables yet: a batch with a non-ASCII text reports it (``status``) and runs again with them
 _NO_TABLES = UnicodeTables(_readonly_empty(np.int32), _readonly_empty(np.int32), _readonly_empty(np.uint8),
-                           _readonly_empty(np.uint8), _readonly_empty(np.uint8))
+                           _readonly_empty(np.uint8), _readonly_empty(np.uint8), _readonly_empty(np.uint8))
 
 
 def _split(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[bytes]:

@@ -184,7 +184,7 @@ class Unit:
 _ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes")
 UNITS: dict[str, Unit] = {
     "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.0),
-    "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch", "fingerprint.unicode_unsafe"), 4.0),
+    "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch", "fingerprint.unicode_scan"), 4.0),
     "engine": Unit(_engine, _ENGINE, 9.0),
     "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),

@@ -7,7 +7,7 @@ the one before it (``e`` + U+0301 -> ``é``, Hangul jamo) or a run of combining 
 canonical order: a text without those is NFKC'd exactly by mapping each character on its own.
 So :func:`tables` holds each character's canonical form, and :func:`unsafe_flags` the two
 properties that say a text needs the whole-text NFKC: the kernel
-``_kernels.fingerprint.unicode_unsafe`` finds those (rare) texts and only they go through
+``_kernels.fingerprint.unicode_scan`` finds those (rare) texts and only they go through
 Python. Done in Python, NFKC and the regular expressions made Chinese text ~7x slower per MB
 than ASCII text; the kernel reads the tables at the lead byte of each multi-byte character.
 
@@ -37,13 +37,14 @@ class UnicodeTables(NamedTuple):
     """``umap[cp]``: -1 keeps the character, else ``repl[repl_off[i]:repl_off[i + 1]]`` (UTF-8)
     replaces it. ``first_ccc`` / ``last_ccc``: the canonical combining class of the first / last
     character of its compatibility decomposition, ``PYTHON`` where its text must go through
-    Python (see there)."""
+    Python (see there). ``fold_bits``: what decides the Traditional fold, all 0 without it."""
 
     umap: np.ndarray
     repl_off: np.ndarray
     repl: np.ndarray
     first_ccc: np.ndarray
     last_ccc: np.ndarray
+    fold_bits: np.ndarray  # 1: t2s changes the character on its own, 2: kana (the fold's ``auto``)
 
 
 def _all_chars() -> list[str]:
@@ -102,9 +103,20 @@ def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = 
 
         makes = [ord(c) for c, f in zip(chars, forms) if f != c and (_HAN.search(f) or _KANA.search(f))]
         first[makes] = PYTHON
-    for a in (umap, repl_off, repl, first, last):
+    fold_bits = _fold_bits() if fold else np.zeros(TABLE_SIZE, dtype=np.uint8)
+    for a in (umap, repl_off, repl, first, last, fold_bits):
         a.setflags(write=False)
-    return UnicodeTables(umap, repl_off, repl, first, last)
+    return UnicodeTables(umap, repl_off, repl, first, last, fold_bits)
+
+
+def _fold_bits() -> np.ndarray:
+    from .canonical import KANA_RANGES, traditional_chars
+
+    bits = np.zeros(TABLE_SIZE, dtype=np.uint8)
+    bits[[ord(c) for c in traditional_chars()]] = 1
+    for lo, hi in KANA_RANGES:
+        bits[lo:hi + 1] |= 2
+    return bits
 
 
 @lru_cache(maxsize=1)

@@ -27,7 +27,7 @@ PIPELINE_KERNELS = (
     "jsonscan.gather",
     "jsonscan.assemble",
     "fingerprint.fingerprint_batch",
-    "fingerprint.unicode_unsafe",
+    "fingerprint.unicode_scan",
     "decide.decide_batch",
     "records.encode_batch",
     "records.restore_batch",

@@ -247,7 +247,7 @@ def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
     """:func:`_canonicalise` of a text with non-ASCII characters: each one is replaced by its
     canonical form from ``umap`` (``streamdedup.unicode_map``: NFKC, case folding, spaces for
     what is not a letter, digit or mark), the rest as there. Exact for texts that
-    ``unicode_unsafe`` passes (the others were canonicalised in Python and map to themselves)."""
+    ``unicode_scan`` passes (the others were canonicalised in Python and map to themselves)."""
     start = pos
     prev_space = True
     skip = 0
@@ -286,14 +286,20 @@ def _put(canon, pos, b, prev_space):
     return pos + (1 if keep else 0), is_space or (prev_space and not keep)
 
 
+#: :func:`unicode_scan`'s flags per text
+SCAN_UNSAFE, SCAN_TRADITIONAL, SCAN_KANA = 1, 2, 4
+
+
 @njit(cache=True, nogil=True)
-def unicode_unsafe(raw, offsets, first_ccc, last_ccc, out):
-    """``out[d] = True`` where text d needs NFKC of the whole text: a character that may compose
-    with the one before it (``first_ccc`` 255), combining classes that canonical reordering
-    would swap, or a code point past the tables (``streamdedup.unicode_map``)."""
+def unicode_scan(raw, offsets, first_ccc, last_ccc, fold_bits, out):
+    """Flags of each text for ``canonical.prepare_batch``: ``SCAN_UNSAFE`` where it needs NFKC
+    of the whole text (a character that may compose with the one before it, ``first_ccc`` 255;
+    combining classes that canonical reordering would swap; a code point past the tables;
+    ``streamdedup.unicode_map``), ``SCAN_TRADITIONAL`` / ``SCAN_KANA`` where it has a character
+    that t2s changes / a kana (``fold_bits`` 1 / 2). The scan stops at the first unsafe one."""
     size = uint64(first_ccc.shape[0])
     for d in range(offsets.shape[0] - 1):
-        bad = False
+        flags = 0
         prev_last = 0
         for p in range(uint64(offsets[d]), uint64(offsets[d + 1])):
             c = uint64(raw[p])
@@ -302,14 +308,15 @@ def unicode_unsafe(raw, offsets, first_ccc, last_ccc, out):
             elif c >= uint64(0xC0):
                 cp, n = _utf8_at(raw, p, uint64(offsets[d + 1]), c)
                 if n == 0 or cp >= size:
-                    bad = True
+                    flags |= SCAN_UNSAFE
                     break
                 f = int(first_ccc[cp])
                 if f == 255 or (f > 0 and prev_last > f):
-                    bad = True
+                    flags |= SCAN_UNSAFE
                     break
                 prev_last = int(last_ccc[cp])
-        out[d] = bad
+                flags |= int(fold_bits[cp]) << 1
+        out[d] = flags
 
 
 @njit(cache=True, inline="always")
