@@ -102,9 +102,16 @@ def _scan(cfg: Config) -> None:
 
 
 def _fingerprint(cfg: Config) -> None:
-    from .fingerprint import Fingerprinter
+    from . import _kernels as K
+    from .fingerprint import _NO_TABLES, Fingerprinter
 
-    Fingerprinter(cfg.fingerprint).fingerprint_batch([_STORY, _STORY + " again", "Zürich " + _STORY])
+    Fingerprinter(cfg.fingerprint).fingerprint_batch([_STORY, _STORY + " again"])
+    # the pre-scan of non-ASCII batches, compiled for the tables' types without building them
+    # (~0.5 s, and this may be a worker process: the tables would not outlive it)
+    raw = K.readonly(np.frombuffer("Zürich".encode("utf-8"), dtype=np.uint8))
+    t = _NO_TABLES
+    K.fingerprint.unicode_scan(raw, K.readonly(np.array([0, raw.shape[0]])), t.first_ccc, t.last_ccc, t.fold_bits,
+                               np.zeros(1, np.uint8))
 
 
 class _Placeholders:

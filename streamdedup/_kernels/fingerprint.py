@@ -242,7 +242,7 @@ def _utf8_at(buf, p, hi, c):
     return cp, n
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
     """:func:`_canonicalise` of a text with non-ASCII characters: each one is replaced by its
     canonical form from ``umap`` (``streamdedup.unicode_map``: NFKC, case folding, spaces for
@@ -332,7 +332,7 @@ def _char_class(canon, p, hi, c, classes):
 
 @njit(cache=True, inline="always")
 def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
-                         words, fine, nf, coarse, nc, counts, g_size, g_top, grams, classes, unicode):
+                         words, fine, nf, coarse, nc, counts, g_size, g_top, grams):
     """Word hashes, LD-signature symbols and sampled byte grams of canonical text in one pass.
 
     Word hash: bytes are packed eight at a time (shift-or) and only whole 8-byte chunks go
@@ -354,14 +354,8 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     second pass over the text cost ~30% of fingerprint throughput, in this one the gram is a
     shift, a multiply and a store beside the word and window work. Texts shorter than
     ``g_size`` and texts with no kept gram are left to :func:`byte_grams` by the caller.
-    Tokens (issue 17): words end at spaces, and a character of a script written without
-    spaces (``classes``, :mod:`streamdedup.scripts`) is a token of its own; a combining mark
-    stays in the token before it, and the first character after such a token starts a new one
-    (so "2月3日" is four tokens). The class is looked up only at the lead byte of a multi-byte
-    character, and only in a text with a byte >= 0x80 (``unicode``; ASCII text keeps the
-    plain word loop: the token logic in every byte cost ~10% of English throughput).
-    Writes the token count, fine end, coarse end, gram count and the number of single-character
-    tokens to ``counts``.
+    Writes the word count, fine end, coarse end and gram count to ``counts`` (a text with
+    non-ASCII bytes then gets its tokens from :func:`_unicode_tokens`).
     """
     n_alpha = uint64(alphabet.shape[0])
     win_mask = (uint64(1) << uint64(8 * n_hood)) - uint64(1) if n_hood < 8 else ~uint64(0)
@@ -375,36 +369,14 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
     g_first = uint64(lo + g_size - 1)
     gw = uint64(0)
     ng = 0
-    filled = False  # the current token has a byte
-    single = False  # the current token is a character of an unspaced script
-    n_single = 0
     for p in range(uint64(lo), uint64(hi)):
         c = uint64(canon[p])
         space = c == uint64(32)
         words[nw] = (wh ^ acc) * FNV_PRIME + fill
-        if unicode:  # the same for every byte of a text: a branch the predictor always wins
-            if c >= uint64(0xC0):
-                k = _char_class(canon, p, hi, c, classes)
-                cut = k == 1 or (k == 0 and single)
-                next_single = single if k == 2 else k == 1
-            else:  # ASCII ends a single-character token, a continuation byte keeps it
-                cut = space or (single and c < uint64(0x80))
-                next_single = single and c >= uint64(0x80)
-            closes = cut and filled
-            nw += 1 if closes else 0
-            n_single += 1 if closes and single else 0
-            acc = uint64(0) if cut else acc
-            fill = uint64(0) if cut else fill
-            wh = FNV_OFFSET if cut else wh
-            acc = acc if space else (acc << uint64(8)) | c
-            fill = fill if space else fill + uint64(1)
-            filled = (filled and not cut) or not space
-            single = next_single
-        else:  # ASCII text: words end at spaces (canonical text has no empty word)
-            nw += 1 if space else 0
-            acc = uint64(0) if space else (acc << uint64(8)) | c
-            fill = uint64(0) if space else fill + uint64(1)
-            wh = FNV_OFFSET if space else wh
+        nw += 1 if space else 0
+        acc = uint64(0) if space else (acc << uint64(8)) | c
+        fill = uint64(0) if space else fill + uint64(1)
+        wh = FNV_OFFSET if space else wh
         if fill == uint64(8):
             wh = (wh ^ acc) * FNV_PRIME
             acc = uint64(0)
@@ -422,16 +394,65 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
             if u < coarse_w:
                 coarse[nc] = alphabet[((m >> uint64(32)) * n_alpha) >> uint64(32)]
                 nc += 1
-    if filled or (hi > lo and not unicode):
+    if hi > lo:
         words[nw] = (wh ^ acc) * FNV_PRIME + fill
         nw += 1
-        n_single += 1 if single else 0
     for w in range(nw):
         words[w] = fmix64(words[w])
     counts[0] = nw
     counts[1] = nf
     counts[2] = nc
     counts[3] = ng
+    counts[4] = 0
+
+
+@njit(cache=True)
+def _unicode_tokens(canon, lo, hi, classes, words, counts):
+    """Token hashes of a text with non-ASCII bytes, over the word hashes of
+    :func:`_words_and_signature` (issue 17): words end at spaces, and a character of a script
+    written without spaces (``classes``, :mod:`streamdedup.scripts`) is a token of its own; a
+    combining mark stays in the token before it, and the first character after such a token
+    starts a new one ("2月3日" is four tokens). A hash is the word hash of the token's bytes.
+    Its own pass and function, run only for such texts: inside the fused loop the token logic
+    cost ~10% of English throughput and ~2.5 s of compile time. Writes the token count and the
+    number of single-character tokens to ``counts[0]`` and ``counts[4]``.
+    """
+    nw = 0
+    n_single = 0
+    acc = uint64(0)
+    wh = FNV_OFFSET
+    fill = uint64(0)
+    filled = False  # the current token has a byte
+    single = False  # the current token is a character of an unspaced script
+    for p in range(uint64(lo), uint64(hi)):
+        c = uint64(canon[p])
+        space = c == uint64(32)
+        if c >= uint64(0xC0):  # the lead byte of a character: its class decides
+            k = _char_class(canon, p, hi, c, classes)
+            cut = k == 1 or (k == 0 and single)
+            next_single = single if k == 2 else k == 1
+        else:  # ASCII ends a single-character token, a continuation byte keeps it
+            cut = space or (single and c < uint64(0x80))
+            next_single = single and c >= uint64(0x80)
+        if cut and filled:
+            words[nw] = fmix64((wh ^ acc) * FNV_PRIME + fill)
+            nw += 1
+            n_single += 1 if single else 0
+        if cut:
+            acc, fill, wh = uint64(0), uint64(0), FNV_OFFSET
+        if not space:
+            acc = (acc << uint64(8)) | c
+            fill += uint64(1)
+            if fill == uint64(8):
+                wh = (wh ^ acc) * FNV_PRIME
+                acc, fill = uint64(0), uint64(0)
+        filled = (filled and not cut) or not space
+        single = next_single
+    if filled:
+        words[nw] = fmix64((wh ^ acc) * FNV_PRIME + fill)
+        nw += 1
+        n_single += 1 if single else 0
+    counts[0] = nw
     counts[4] = n_single
 
 
@@ -464,7 +485,9 @@ def fingerprint_batch(
     longer than the raw text, and a text of L bytes emits at most L symbols.
     """
     n_docs = offsets.shape[0] - 1
-    max_len = max(1, np.max(offsets[1:] - offsets[:-1])) if n_docs > 0 else 1
+    max_len = 1
+    for d in range(n_docs):  # a loop, not np.max: that compiles numpy's reductions (~0.6 s)
+        max_len = max(max_len, offsets[d + 1] - offsets[d])
     words = np.empty(max_len + 1, dtype=np.uint64)
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(5, dtype=np.int64)
@@ -478,27 +501,25 @@ def fingerprint_batch(
     char_seeds = band_seeds(char_bands, mh_seed ^ CHAR_SALT)
     fine_lo, fine_w, coarse_w = _emit_ranges(residue, compression, coarse_c)
     pos = np.int64(0)  # not a literal 0: see _kernels/__init__, Compile time
-    canon_offsets[0] = 0
-    fine_offsets[0] = 0
-    coarse_offsets[0] = 0
+    canon_offsets[0] = fine_offsets[0] = coarse_offsets[0] = 0
     for d in range(n_docs):
         start = pos
         pos, unicode = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
         if unicode:  # ASCII texts took the branch-free loop alone; this one again, by characters
-            if umap.shape[0] == 0:
-                status[0] = 1  # the caller builds the tables and runs the batch again
+            status[0] |= umap.shape[0] == 0  # no tables: the caller builds them and runs again
             pos = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start)
         canon_offsets[d + 1] = pos
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
-                             g_size, g_top, grams, classes, unicode)
+                             g_size, g_top, grams)
+        if unicode:
+            _unicode_tokens(canon, start, pos, classes, words, counts)
         fine_offsets[d + 1] = counts[1]
         coarse_offsets[d + 1] = counts[2]
         digest128(canon, start, pos, digest_out[d])
         if kind_word:
-            # Mostly single-character tokens (Chinese, Japanese, Thai): shingles of
-            # `single_size` of them; otherwise of `shingle_size` (words). Per document, so a
-            # Chinese story with Latin names and digits gets one kind of shingle throughout.
+            # mostly single-character tokens (Chinese, Japanese, Thai): shingles of `single_size`,
+            # else `shingle_size`; per document, so Latin names and digits in Chinese take the same
             w = single_size if 2 * counts[4] > counts[0] else shingle_size
             n = combine_words(words, counts[0], w, hashes)
         else:

@@ -29,8 +29,6 @@ MODULES = {
 FUNCTIONS = {
     "streamdedup/_kernels/decide.py::decide_batch": "Numba kernel: the decide steps share a dozen per-document values",
     "streamdedup/_kernels/jsonscan.py::scan_lines": "Numba kernel: the field loop is one state machine over eight values",
-    "streamdedup/_kernels/fingerprint.py::_words_and_signature": "Numba kernel: one per-byte loop carries the token, "
-                                                                  "window and gram state (split, 7 values would pass in and out per byte)",
     "streamdedup/_kernels/records.py::encode_batch": "Numba kernel: writes engine_record's layout field by field, in order",
 }
 
