@@ -102,7 +102,8 @@ def why_table(p: Pair) -> Table:
 def thresholds_line(verify: VerifyConfig) -> Text:
     return Text(
         f"thresholds (verify.*): Jaccard >= {verify.jaccard_threshold}; LD similarity >= {verify.ld_similarity_threshold} "
-        f"with Jaccard >= {verify.ld_min_jaccard}; containment >= {verify.containment_threshold}; "
+        f"with Jaccard >= {verify.ld_min_jaccard}; containment >= {verify.containment_threshold} "
+        f"(of a short copy in its original: >= {verify.contained_min_estimate} with the signature embedded); "
         f"duplicate relations: {', '.join(verify.duplicate_relations)}", style="dim")
 
 

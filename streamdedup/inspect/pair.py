@@ -167,7 +167,7 @@ def thresholds(verify: VerifyConfig) -> dict:
     """The ``verify.*`` settings a decision is made with, by their config names."""
     return {"jaccard_threshold": verify.jaccard_threshold, "ld_similarity_threshold": verify.ld_similarity_threshold,
             "ld_min_jaccard": verify.ld_min_jaccard, "containment_threshold": verify.containment_threshold,
-            "duplicate_relations": list(verify.duplicate_relations)}
+            "contained_min_estimate": verify.contained_min_estimate, "duplicate_relations": list(verify.duplicate_relations)}
 
 
 def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Explanation:

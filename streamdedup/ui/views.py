@@ -132,6 +132,11 @@ def threshold_checks(verify, why) -> list[tuple[str, str, str, bool | None]]:
          None if ld is None else ld >= verify.ld_similarity_threshold and why.jaccard >= verify.ld_min_jaccard),
         ("verify.containment_threshold", f"{verify.containment_threshold:g}", f"containment {fig(contained)}",
          contained >= verify.containment_threshold),
+        # a short copy (teaser) may be contained_in with a lower estimate when its signature
+        # embeds in the earlier one's (verify.py); the recomputed relation says whether it did
+        ("verify.contained_min_estimate (contained_in, with the signature embedded)",
+         f"{verify.contained_min_estimate:g}", f"copy in earlier {fig(why.containment_copy_in_earlier)}",
+         why.containment_copy_in_earlier >= verify.contained_min_estimate),
         ("verify.duplicate_relations", ", ".join(verify.duplicate_relations), why.relation,
          why.relation in verify.duplicate_relations),
     ]

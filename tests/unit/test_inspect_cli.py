@@ -55,7 +55,8 @@ def test_a_pair_shows_both_texts_why_and_the_thresholds() -> None:
     complete([p], load_config(environ={}))
     out = _render(p)
     for needle in ("original o1 @ in:0:1", "copy c1 @ dups:0:4", "CHANGED", words[10], "near_duplicate (duplicate)",
-                   "shared LSH bands", "Jaccard >= 0.55", "LD similarity >= 0.65", "engine's reason: Jaccard 0.93"):
+                   "shared LSH bands", "Jaccard >= 0.55", "LD similarity >= 0.65", "engine's reason: Jaccard 0.93",
+                   "of a short copy in its original: >= 0.5"):
         assert needle in out, needle
     assert "matched a later copy" not in out
 
