@@ -68,19 +68,19 @@ def _fmt(x: float | None) -> str:
 
 def _why_rows(e: Explanation | None) -> list[str]:
     if e is None:
-        return ["-"] * 9
+        return ["-"] * 10
     return [
         f"{e.relation} ({'duplicate' if e.is_duplicate else 'not a duplicate'})",
         _fmt(e.jaccard), _fmt(e.ld_similarity),
         f"{_fmt(e.containment_copy_in_earlier)} / {_fmt(e.containment_earlier_in_copy)}", e.containment_direction,
         f"{e.shared_bands} of {e.bands}", f"{e.shared_lead_bands} of {e.lead_bands}",
-        "yes" if e.same_canonical else "no", "; ".join(e.reasons),
+        f"{e.shared_char_bands} of {e.char_bands}", "yes" if e.same_canonical else "no", "; ".join(e.reasons),
     ]
 
 
 WHY_MEASURES = ("relation (recomputed)", "Jaccard (MinHash estimate)", "LD similarity (calibrated)",
                 "containment copy in earlier / earlier in copy", "containment direction", "shared LSH bands",
-                "shared lead bands", "same canonical text", "why")
+                "shared lead bands", "shared character bands", "same canonical text", "why")
 
 
 def why_table(p: Pair) -> Table:

@@ -150,6 +150,9 @@ class Explanation:
     #: lead band keys shared (the teaser path: the first shingles of both), of ``lead_bands``
     shared_lead_bands: int
     lead_bands: int
+    #: character band keys shared (sampled byte 8-grams: noisy copies, scripts without spaces)
+    shared_char_bands: int
+    char_bands: int
     #: canonical forms equal (case, markup, spacing and punctuation aside)
     same_canonical: bool
     reasons: tuple[str, ...]
@@ -176,9 +179,10 @@ def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Expla
     live = not (batch.empty[i] or batch.empty[j])
     shared = int((batch.band_keys[i] == batch.band_keys[j]).sum()) if live else 0
     lead = int((batch.lead_keys[i] == batch.lead_keys[j]).sum()) if live else 0
+    chars = int((batch.char_keys[i] == batch.char_keys[j]).sum()) if live else 0
     return Explanation(c.relation, c.is_duplicate, c.jaccard, c.ld_similarity, c.containment_b_in_a,
                        c.containment_a_in_b, shared, batch.band_keys.shape[1], lead, batch.lead_keys.shape[1],
-                       a.digest == b.digest, c.reasons)
+                       chars, batch.char_keys.shape[1], a.digest == b.digest, c.reasons)
 
 
 def explain_pairs(pairs: Sequence[tuple[str, str]], cfg: Config, fp: Fingerprinter | None = None) -> list[Explanation | str]:

@@ -56,7 +56,7 @@ def test_a_pair_shows_both_texts_why_and_the_thresholds() -> None:
     out = _render(p)
     for needle in ("original o1 @ in:0:1", "copy c1 @ dups:0:4", "CHANGED", words[10], "near_duplicate (duplicate)",
                    "shared LSH bands", "Jaccard >= 0.55", "LD similarity >= 0.65", "engine's reason: Jaccard 0.93",
-                   "of a short copy in its original: >= 0.5"):
+                   "of a short copy in its original: >= 0.5", "shared character bands"):
         assert needle in out, needle
     assert "matched a later copy" not in out
 
