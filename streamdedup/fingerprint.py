@@ -115,6 +115,8 @@ class FingerprintBatch:
             Both are cut at ``MAX_SIGNATURE_SYMBOLS``.
         digests: 16-byte digest of the canonical UTF-8 text (the exact-duplicate fast path).
         lengths: canonical text length in UTF-8 bytes.
+        chars: canonical text length in characters (``lengths / chars`` is the bytes per
+            character the LD calibration needs: ``calibration.short_run_worth``).
         n_shingles: number of shingles (positions, not distinct) per text.
         empty: texts whose canonical form is empty; their MinHash is all ``EMPTY_SLOT`` and their
             band keys are 0, so callers must not index them.
@@ -141,6 +143,7 @@ class FingerprintBatch:
     coarse_len: np.ndarray
     char_keys: np.ndarray
     char_minhash: np.ndarray
+    chars: np.ndarray
     canonical: list[bytes] = field(default_factory=list, repr=False)
 
     @property
@@ -263,6 +266,7 @@ class Fingerprinter:
         for name in ("canon_off", "fine_off", "coarse_off"):
             out[name][...] = 8 * np.arange(n + 1)
         out["n_shingles"][...] = 6
+        out["chars"][...] = 8
         if n > 1:
             for name in ("minhash", "band_out", "lead_out", "char_mh", "char_out", "digests"):
                 out[name][1] = out[name][0]
@@ -287,6 +291,7 @@ class Fingerprinter:
             "char_mh": np.zeros((n, self.cfg.chars.num_perm if self.cfg.chars.bands > 0 else 0), dtype=np.uint32),
             "char_out": np.zeros((n, self.cfg.chars.bands), dtype=np.uint64),
             "status": np.zeros(1, dtype=np.int64),
+            "chars": np.empty(n, dtype=np.int64),
         }
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
@@ -318,7 +323,7 @@ class Fingerprinter:
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
             ch.size, ch.sample_bits, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
-            out["status"],
+            out["status"], out["chars"],
         )
         return out
 
@@ -339,6 +344,7 @@ class Fingerprinter:
             lead_keys=lead_out,
             char_keys=out["char_out"],
             char_minhash=out["char_mh"],
+            chars=out["chars"],
             lengths=np.diff(canon_off),
             n_shingles=n_shingles,
             empty=empty,

@@ -73,6 +73,7 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
     dig = np.empty((1, 2), np.uint64)
     char_mh = np.empty((1, chars[2]), np.uint32)
     char_keys = np.empty((1, chars[3]), np.uint64)
+    n_chars = np.empty(1, np.int64)
     u = tables(True, lower, punct)
     K.fingerprint_batch(raw, offsets, K.canonical_byte_map(lower, punct), u.umap, u.repl_off, u.repl, token_classes(),
                         kind_word, size, unspaced_size,
@@ -81,12 +82,13 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
                         chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys,
-                        np.zeros(1, np.int64))
+                        np.zeros(1, np.int64), n_chars)
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],
         "band_keys": [int(x) for x in bk[0]],
         "n_shingles": int(nsh[0]),
+        "chars": int(n_chars[0]),
         "fine": fine[: fine_off[1]].tobytes(),
         "coarse": coarse[: coarse_off[1]].tobytes(),
         "digest": dig.astype("<u8").tobytes(),
@@ -123,6 +125,18 @@ def fused_tokens_ref(text: bytes, size: int, unspaced_size: int) -> tuple[bytes,
     canonical = canonical_bytes_ref(text)
     hashes = shingle_hashes_ref(canonical, True, size, unspaced_size)
     return canonical, len(hashes), oph_ref(hashes, 32, 1)
+
+
+def fused_char_count_kernel(text: bytes) -> tuple[int, int]:
+    """(UTF-8 bytes, characters) of the canonical text, through ``prepare_batch`` as the library does."""
+    raw, _ = prepare_batch([text.decode("utf-8")], CanonicalConfig(strip_html=False))
+    out = fused(raw.tobytes(), num_perm=32, bands=8, rows=4)
+    return len(out["canonical"]), out["chars"]
+
+
+def fused_char_count_ref(text: bytes) -> tuple[int, int]:
+    canonical = canonical_bytes_ref(text)
+    return len(canonical), len(canonical.decode("utf-8"))
 
 
 def fused_chars_kernel(text: bytes, size: int, sample_bits: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
@@ -515,6 +529,7 @@ KERNELS = {
     "char_shingles": KernelCase("char_shingles", char_shingles_kernel, char_shingles_ref),
     "byte_grams": KernelCase("byte_grams", byte_grams_kernel, byte_grams_ref),
     "tokens (fused)": KernelCase("tokens (fused)", fused_tokens_kernel, fused_tokens_ref),
+    "char count (fused)": KernelCase("char count (fused)", fused_char_count_kernel, fused_char_count_ref),
     "char sketch (fused)": KernelCase("char sketch (fused)", fused_chars_kernel, fused_chars_ref),
     "oph_minhash": KernelCase("oph_minhash", oph_kernel, oph_ref),
     "classic_minhash": KernelCase("classic_minhash", classic_kernel, classic_ref),

@@ -415,7 +415,9 @@ def _unicode_tokens(canon, lo, hi, classes, words, counts):
     starts a new one ("2月3日" is four tokens). A hash is the word hash of the token's bytes.
     Its own pass and function, run only for such texts: inside the fused loop the token logic
     cost ~10% of English throughput and ~2.5 s of compile time. Writes the token count and the
-    number of single-character tokens to ``counts[0]`` and ``counts[4]``.
+    number of single-character tokens to ``counts[0]`` and ``counts[4]``; returns the number of
+    characters (bytes that are not UTF-8 continuation bytes: the LD calibration's bytes per
+    character, ``calibration.short_run_worth``; an ASCII text has one per byte).
     """
     nw = 0
     n_single = 0
@@ -424,9 +426,11 @@ def _unicode_tokens(canon, lo, hi, classes, words, counts):
     fill = uint64(0)
     filled = False  # the current token has a byte
     single = False  # the current token is a character of an unspaced script
+    n_chars = 0
     for p in range(uint64(lo), uint64(hi)):
         c = uint64(canon[p])
         space = c == uint64(32)
+        n_chars += 0 if (c & uint64(0xC0)) == uint64(0x80) else 1
         if c >= uint64(0xC0):  # the lead byte of a character: its class decides
             k = _char_class(canon, p, hi, c, classes)
             cut = k == 1 or (k == 0 and single)
@@ -454,6 +458,7 @@ def _unicode_tokens(canon, lo, hi, classes, words, counts):
         n_single += 1 if single else 0
     counts[0] = nw
     counts[4] = n_single
+    return n_chars
 
 
 @njit(cache=True, inline="always")
@@ -474,7 +479,7 @@ def fingerprint_batch(
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
-    status,
+    status, chars_out,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
@@ -512,8 +517,7 @@ def fingerprint_batch(
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
                              g_size, g_top, grams)
-        if unicode:
-            _unicode_tokens(canon, start, pos, classes, words, counts)
+        chars_out[d] = _unicode_tokens(canon, start, pos, classes, words, counts) if unicode else pos - start
         fine_offsets[d + 1] = counts[1]
         coarse_offsets[d + 1] = counts[2]
         digest128(canon, start, pos, digest_out[d])

@@ -45,6 +45,7 @@ CASES = {
     "char_shingles": [(t, s) for t in SAMPLE_TEXTS for s in (1, 3, 5, 9)],
     "byte_grams": [(t, s, sb) for t in SAMPLE_TEXTS + [b"", b"ab", b"abcdefgh", b"\xff" * 20] for s in (2, 5, 8) for sb in (0, 3)],
     "tokens (fused)": [(t, s, u) for t in UNICODE_TEXTS + RAW_TEXTS for s, u in ((5, 5), (5, 3), (2, 1))],
+    "char count (fused)": [(t,) for t in UNICODE_TEXTS + RAW_TEXTS + ["ＡＢＣ１２３ 全角".encode(), "é\u0301 ﬁ".encode()]],
     "char sketch (fused)": [(t, s, sb, k, b, r) for t in RAW_TEXTS for s, sb, k, b, r in ((8, 3, 64, 16, 4), (5, 3, 32, 8, 4), (3, 0, 16, 5, 3))],
     "oph_minhash": [(list(range(n)), k, seed) for n in (0, 1, 2, 7, 100, 1000) for k in (8, 64, 128) for seed in (1, 99)],
     "classic_minhash": [(list(range(0, 9 * n, 9)), k, 5) for n in (0, 1, 30) for k in (8, 32)],
