@@ -110,8 +110,8 @@ class Shard:
         self.arena.reserve(int(b.fine_len[insert & ~b.empty].sum()), ix.slot_seq, ix.slot_time, int(st[1]),
                            int(st[2]) - self.window_ms, int(st[0]))
         out = KD.outputs(n, len(self.cols))
-        docs = KD.BatchPrints(b.digest_words, keys, dec.times, b.empty, minhash, b.n_shingles, b.lengths, b.fine_buf,
-                              b.fine_start, b.fine_len, insert)
+        docs = KD.BatchPrints(b.digest_words, keys, dec.times, b.empty, minhash, b.n_shingles, b.lengths, b.chars,
+                              b.fine_buf, b.fine_start, b.fine_len, insert)
         i = 0
         while True:
             i = KD.decide_batch(i, ix.grow_at, docs, self.params, st, ix.arrays(), self.arena.arrays(), ix.probe,

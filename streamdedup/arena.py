@@ -1,7 +1,7 @@
 """Python face of the verification arena (the arrays behind ``_kernels.arena``).
 
 Memory per document slot: ``num_perm`` slots at 1, 2 or 4 bytes (storage_bits <= 8, 16, 32),
-8 (digest high half) + 4 + 4 (shingle count, length) + 8 + 4 (signature start, length), and
+8 (digest high half) + 4 + 4 + 4 (shingle count, length in bytes and in characters) + 8 + 4 (signature start, length), and
 the fine signature itself in the byte ring (about canonical length / C bytes: ~55 on Reuters;
 the ring is up to half larger than what it holds). With defaults ~190-230 bytes per document.
 """
@@ -31,6 +31,7 @@ class Arena:
         self.minhash = np.zeros((capacity, num_perm), dtype=_slot_dtype(bits))
         self.n_shingles = np.zeros(capacity, dtype=np.int32)
         self.length = np.zeros(capacity, dtype=np.int32)
+        self.chars = np.zeros(capacity, dtype=np.int32)
         self.digest_hi = np.zeros(capacity, dtype=np.uint64)
         self.sig_start = np.zeros(capacity, dtype=np.int64)
         self.sig_len = np.zeros(capacity, dtype=np.int32)
@@ -46,13 +47,13 @@ class Arena:
 
     @property
     def bytes_used(self) -> int:
-        arrays = (self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf)
+        arrays = (self.minhash, self.n_shingles, self.length, self.chars, self.digest_hi, self.sig_start, self.sig_len, self.buf)
         return sum(a.nbytes for a in arrays)
 
     def arrays(self) -> K.ArenaArrays:
         """The arrays as the kernels take them (made per call: :meth:`reserve` may replace the ring)."""
-        return K.ArenaArrays(self.minhash, self.n_shingles, self.length, self.digest_hi, self.sig_start, self.sig_len, self.buf,
-                             self.state)
+        return K.ArenaArrays(self.minhash, self.n_shingles, self.length, self.chars, self.digest_hi, self.sig_start,
+                             self.sig_len, self.buf, self.state)
 
     def reserve(self, need: int, slot_seq: np.ndarray, slot_time: np.ndarray, seq_lo: int, min_time: int, next_seq: int) -> None:
         """Make room for ``need`` more signature bytes without overwriting a live document's."""

@@ -57,9 +57,10 @@ def short_run_worth(cfg: SignatureConfig, bytes_per_char: float = 1.0) -> float:
     The window is N *bytes* of canonical UTF-8. A character of b bytes disturbs the N + b - 1
     windows holding any of its bytes, so a short run stands for about C / (N + b - 1)
     character edits of about b bytes each: ``SHORT_RUN_FACTOR * C * b / (N + b - 1)``. For
-    ASCII (b = 1) that is the ``SHORT_RUN_FACTOR * C / N`` fitted on Reuters, and the engine's
-    verification kernel uses b = 1 for every text today (records carry no character count).
-    On Chinese (b ~ 2.8) the b = 1 worth is half the measured one: People's Daily pairs with
+    ASCII (b = 1) that is the ``SHORT_RUN_FACTOR * C / N`` fitted on Reuters, to the bit. The
+    engine's verification kernel (``_kernels.verify.ld_estimate``) takes b of the pair, both
+    texts pooled: their UTF-8 bytes over their characters, which the fingerprint kernel counts
+    and fingerprints, records and the arena carry. On Chinese (b ~ 2.8) the b = 1 worth is half the measured one: People's Daily pairs with
     0.5-3% character noise get a calibrated / true byte distance of 0.34-0.37 (median) with
     b = 1 and 0.64-0.70 with the pair's b, against 0.72-0.92 for English scattered edits, and
     SHORT_RUN_FACTOR refitted on Chinese is 1.85 with b = 1 and 0.96 with b, against 0.82 on

@@ -224,7 +224,7 @@ class Deduplicator:
 
         ``batch`` row i is document ``ids[i]``. The engine reads its digests, the low 32 bits
         of its band, lead and character keys, the low ``minhash.storage_bits`` of its MinHash slots, the
-        fine signatures, shingle counts, lengths and empty flags; nothing else.
+        fine signatures, shingle counts, lengths (bytes and characters) and empty flags; nothing else.
 
         Raises:
             IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
@@ -249,7 +249,7 @@ class Deduplicator:
         ix = self.index
         times = np.ascontiguousarray(times, dtype=np.int64)
         docs = KD.BatchPrints(batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
-                              batch.fine_buf, batch.fine_start, batch.fine_len, np.ones(n, dtype=np.bool_))
+                              batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len, np.ones(n, dtype=np.bool_))
         params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
                                  self._params)
         scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)
@@ -267,7 +267,7 @@ class Deduplicator:
         matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
-            matched_off, batch.digest_words, batch.lengths, batch.n_shingles, times,
+            matched_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
         )
         raw = buf.tobytes()
@@ -289,7 +289,7 @@ class Deduplicator:
         """The kernels trust their input: a batch assembled by hand is checked here."""
         if len(batch) != n or batch.digest_words.shape != (n, 2) or batch.minhash.shape[1] != self.num_perm \
                 or batch.band_keys.shape[1] + batch.lead_keys.shape[1] + batch.char_keys.shape[1] != self.index_bands \
-                or not (n == batch.lengths.shape[0] == batch.n_shingles.shape[0] == batch.empty.shape[0]
+                or not (n == batch.lengths.shape[0] == batch.chars.shape[0] == batch.n_shingles.shape[0] == batch.empty.shape[0]
                         == batch.fine_start.shape[0] == batch.fine_len.shape[0]):
             raise ValueError(f"a fingerprint batch of {len(batch)} rows for {n} ids does not have this engine's shapes "
                              f"({self.num_perm} MinHash slots, {self.index_bands} band keys per row)")

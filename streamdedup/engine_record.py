@@ -1,17 +1,18 @@
 """The engine's stored record: one per indexed document, the durable truth (pure core).
 
-Layout, engine record version 3, little-endian; the store key is the document's seq. After a
+Layout, engine record version 4, little-endian; the store key is the document's seq. After a
 fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      engine record version (3)
+    1      engine record version (4)
     1      relation code of the decision (0 = unique; _kernels.verify.REL_*)
     1      flags: bit 0 = boilerplate slots were left out of the estimates
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
     ..     id, root id, matched id (first: resolving a duplicate's ids reads only this far)
-    var    n (hot-count entries that are not 1), canonical length, shingle count, event time
+    var    n (hot-count entries that are not 1), canonical length (UTF-8 bytes), its bytes in
+           UTF-8 continuation position (canonical length - characters), shingle count, event time
            (ms, signed), source id (signed, -1 for none: the engine's source table), source offset / line number
            (signed), fine LD signature length
     dup.   root seq, matched seq (varints), float32 estimates of the match (Jaccard,
@@ -31,7 +32,10 @@ Not stored: reasons (text made from the relation and the estimates,
 :func:`streamdedup.verify.reasons`), the coarse signature and the upper key halves (nothing in
 the engine reads them), and for a unique document its root (itself) and estimates. The
 fingerprint parameters are checked once, in the state's metadata. Varints instead of fixed
-fields save ~17 bytes a record; a unique Reuters story's record is ~390 bytes. The records of
+fields save ~17 bytes a record; a unique Reuters story's record is ~390 bytes. The character
+count, which the LD calibration needs on scripts of several bytes per character, is stored as
+the bytes it does not count: one byte (0) for ASCII text, two for a Chinese story, and exact,
+so a restarted engine computes the same bytes per character as the batch did. The records of
 a micro-batch are written by one Numba call (``_kernels.records``).
 """
 
@@ -45,7 +49,7 @@ import numpy as np
 from .errors import IncompatibleFingerprintError
 from .estimate import unpack_bbit
 
-ENGINE_RECORD_VERSION = 3
+ENGINE_RECORD_VERSION = 4
 HEAD = struct.Struct("<BBBB16s")
 assert HEAD.size == 20
 
@@ -82,6 +86,7 @@ class StoredDocument:
     numbers: tuple[float, float, float, float, float]
     hot: np.ndarray  # hot count per band cell, dense
     length: int
+    chars: int
     n_shingles: int
     event_time_ms: int
     source_id: int
@@ -128,7 +133,7 @@ def match_fields(data: bytes, seq: int = -1) -> tuple[str, str, int, int]:
     document a duplicate matched, in one pass."""
     doc_id, root_id, n_matched, pos = _id_fields(seq, data)
     pos += n_matched
-    for _ in range(3):  # hot entries, length, shingle count
+    for _ in range(4):  # hot entries, length, continuation bytes, shingle count
         _, pos = _varint(data, pos)
     _, pos = _signed(data, pos)  # event time
     source_id, pos = _signed(data, pos)
@@ -148,6 +153,7 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += n_matched
     n_hot, pos = _varint(data, pos)
     length, pos = _varint(data, pos)
+    extra, pos = _varint(data, pos)
     n_shingles, pos = _varint(data, pos)
     event_time_ms, pos = _signed(data, pos)
     source_id, pos = _signed(data, pos)
@@ -171,5 +177,5 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
-                          hot, length, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
+                          hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
                           signature)

@@ -3,7 +3,7 @@ bytes, sized by ``streamdedup bench fingerprint`` and used by ``verify.Fingerpri
 It is not what the engine stores: the engine's per-document value in the state store is
 :mod:`streamdedup.engine_record`.
 
-Layout, version 1, little-endian (the document id is not part of it)::
+Layout, version 2, little-endian (the document id is not part of it)::
 
     offset  bytes          field
     0       1              record format version (RECORD_VERSION)
@@ -15,17 +15,18 @@ Layout, version 1, little-endian (the document id is not part of it)::
     8       4              fingerprint params key (FingerprintParams.key): refuses mixed configs
     12      16             digest of the canonical text
     28      4              canonical length, bytes
-    32      4              shingle count
-    36      8              event time, ms since the epoch
-    44      4              source partition (-1 for none)
-    48      8              source offset / line number (-1 for none)
-    56      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
+    32      4              canonical length, characters (the LD calibration's bytes per character)
+    36      4              shingle count
+    40      8              event time, ms since the epoch
+    48      4              source partition (-1 for none)
+    52      8              source offset / line number (-1 for none)
+    60      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     ..      4 * bands      band keys then lead and character band keys, low 32 bits each (enough to rebuild the
                            in-memory index; a 32-bit collision only costs one extra verification)
     ..      2 + n          fine LD signature, length-prefixed
     ..      2 + m          coarse LD signature, length-prefixed
 
-With defaults (K = 128, b = 8, 31 + 10 bands) the fixed part is 56 + 128 + 164 = 348 bytes and
+With defaults (K = 128, b = 8, 31 + 10 bands) the fixed part is 60 + 128 + 164 = 352 bytes and
 the signatures add about canonical_length / 16 * 1.125 + 4 bytes. ``streamdedup bench
 fingerprint`` prints the distribution.
 """
@@ -41,8 +42,8 @@ from .errors import IncompatibleFingerprintError
 from .estimate import pack_bbit, unpack_bbit
 from .fingerprint import FingerprintBatch
 
-RECORD_VERSION = 1
-_HEAD = struct.Struct("<BBBBB3xI16sIIqiq")
+RECORD_VERSION = 2
+_HEAD = struct.Struct("<BBBBB3xI16sIIIqiq")
 _LEN = struct.Struct("<H")
 FLAG_EMPTY = 1
 MAX_SIGNATURE = 0xFFFF
@@ -53,6 +54,7 @@ class FingerprintRecord:
     params_key: int
     digest: bytes
     length: int
+    chars: int
     n_shingles: int
     event_time_ms: int
     partition: int
@@ -82,6 +84,7 @@ def encode(batch: FingerprintBatch, i: int, bits: int, event_time_ms: int = 0, p
         batch.params.key,
         batch.digests[i],
         int(batch.lengths[i]),
+        int(batch.chars[i]),
         int(batch.n_shingles[i]),
         event_time_ms,
         partition,
@@ -117,7 +120,7 @@ def encode_batch(batch: FingerprintBatch, bits: int, event_times: np.ndarray, pa
     keys = batch.index_keys.astype("<u4")
     dtype = np.dtype([
         ("version", "u1"), ("flags", "u1"), ("bits", "u1"), ("bands", "u1"), ("lead_bands", "u1"), ("pad", "V3"),
-        ("key", "<u4"), ("digest", "V16"), ("length", "<u4"), ("n_shingles", "<u4"), ("time", "<i8"),
+        ("key", "<u4"), ("digest", "V16"), ("length", "<u4"), ("chars", "<u4"), ("n_shingles", "<u4"), ("time", "<i8"),
         ("partition", "<i4"), ("offset", "<i8"), ("minhash", "u1", (mh.shape[1],)), ("keys", "<u4", (bands + lead_bands,)),
     ])
     assert dtype.itemsize == _HEAD.size + mh.shape[1] + 4 * (bands + lead_bands)
@@ -130,6 +133,7 @@ def encode_batch(batch: FingerprintBatch, bits: int, event_times: np.ndarray, pa
     fixed["key"] = batch.params.key
     fixed["digest"] = np.frombuffer(b"".join(batch.digests), dtype="V16")
     fixed["length"] = batch.lengths
+    fixed["chars"] = batch.chars
     fixed["n_shingles"] = batch.n_shingles
     fixed["time"] = event_times
     fixed["partition"] = partitions
@@ -151,7 +155,7 @@ def decode(data: bytes, num_perm: int, expected_params_key: int | None = None) -
     """Parse a record; refuse one built with other parameters when a key is given."""
     if len(data) < _HEAD.size or data[0] != RECORD_VERSION:
         raise IncompatibleFingerprintError(f"not a version-{RECORD_VERSION} fingerprint record")
-    version, flags, bits, bands, lead_bands, key, digest, length, n_sh, t_ms, part, off = _HEAD.unpack_from(data, 0)
+    version, flags, bits, bands, lead_bands, key, digest, length, chars, n_sh, t_ms, part, off = _HEAD.unpack_from(data, 0)
     if expected_params_key is not None and key != expected_params_key:
         raise IncompatibleFingerprintError(
             f"record built with params {key:08x}, this configuration is {expected_params_key:08x}"
@@ -169,4 +173,4 @@ def decode(data: bytes, num_perm: int, expected_params_key: int | None = None) -
     (n_coarse,) = _LEN.unpack_from(data, pos)
     pos += 2
     coarse = data[pos:pos + n_coarse]
-    return FingerprintRecord(key, digest, length, n_sh, t_ms, part, off, bits, minhash, band_keys, fine, coarse, bool(flags & FLAG_EMPTY))
+    return FingerprintRecord(key, digest, length, chars, n_sh, t_ms, part, off, bits, minhash, band_keys, fine, coarse, bool(flags & FLAG_EMPTY))

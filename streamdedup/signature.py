@@ -89,14 +89,16 @@ class LDEstimate:
         return self.raw < calibration.RELATED_FRACTION * self.expected_unrelated
 
 
-def estimate(sig_a: bytes, sig_b: bytes, length_a: int, length_b: int, cfg: SignatureConfig) -> LDEstimate:
-    """Raw and calibrated LD estimates for two fine signatures and their text lengths."""
+def estimate(sig_a: bytes, sig_b: bytes, length_a: int, length_b: int, cfg: SignatureConfig,
+             bytes_per_char: float = 1.0) -> LDEstimate:
+    """Raw and calibrated LD estimates for two fine signatures and their text lengths (UTF-8
+    bytes); ``bytes_per_char`` is the pair's (see ``calibration.short_run_worth``)."""
     d, runs = calibration.run_lengths(sig_a, sig_b)
     raw = float(d * cfg.compression)
     return LDEstimate(
         signature_distance=d,
         raw=raw,
-        calibrated=calibration.calibrated_from_runs(runs, cfg),
+        calibrated=calibration.calibrated_from_runs(runs, cfg, bytes_per_char),
         length_a=length_a,
         length_b=length_b,
         expected_unrelated=calibration.expected_unrelated_ld(length_a, length_b, cfg),

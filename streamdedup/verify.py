@@ -37,7 +37,8 @@ class Fingerprint:
     minhash: np.ndarray
     minhash_bits: int  # 32 = full slots
     n_shingles: int
-    length: int
+    length: int  # canonical UTF-8 bytes
+    chars: int  # canonical characters (the LD calibration's bytes per character)
     signature: bytes
     coarse_signature: bytes
     empty: bool
@@ -45,13 +46,14 @@ class Fingerprint:
     @classmethod
     def from_batch(cls, batch: FingerprintBatch, i: int) -> "Fingerprint":
         return cls(
-            batch.digests[i], batch.minhash[i], 32, int(batch.n_shingles[i]), int(batch.lengths[i]),
+            batch.digests[i], batch.minhash[i], 32, int(batch.n_shingles[i]), int(batch.lengths[i]), int(batch.chars[i]),
             batch.signatures[i], batch.coarse_signatures[i], bool(batch.empty[i]),
         )
 
     @classmethod
     def from_record(cls, rec: FingerprintRecord) -> "Fingerprint":
-        return cls(rec.digest, rec.minhash, rec.minhash_bits, rec.n_shingles, rec.length, rec.signature, rec.coarse_signature, rec.empty)
+        return cls(rec.digest, rec.minhash, rec.minhash_bits, rec.n_shingles, rec.length, rec.chars, rec.signature,
+                   rec.coarse_signature, rec.empty)
 
 
 @dataclass(frozen=True)
@@ -151,9 +153,9 @@ def compare(
     b_lo, b_hi = _digest_words(b.digest)
     rel = int(K.compare_pair(
         np.ascontiguousarray(a.minhash, dtype=np.uint32), a.minhash_bits, a.empty, np.uint64(a_lo), np.uint64(a_hi),
-        a.n_shingles, a.length, sa,
+        a.n_shingles, a.length, a.chars, sa,
         np.ascontiguousarray(b.minhash, dtype=np.uint32), b.minhash_bits, b.empty, np.uint64(b_lo), np.uint64(b_hi),
-        b.n_shingles, b.length, sb,
+        b.n_shingles, b.length, b.chars, sb,
         mask, boilerplate, shared_boilerplate, full, False, kernel_params(verify, sig), runs, out,
     ))
     ld = None

@@ -581,7 +581,10 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     c_ba = containment(j, b.n_shingles, a.n_shingles)
     c_ab = containment(j, a.n_shingles, b.n_shingles)
     exact = a.digest == b.digest and not a.empty
-    ld = signature.estimate(a.signature, b.signature, a.length, b.length, sig) if (full or exact or j >= verify.ld_min_jaccard) else None
+    # the pair's bytes per character, both texts pooled (1 for ASCII): what a short run is worth
+    bpc = max(1.0, (a.length + b.length) / (a.chars + b.chars)) if a.chars + b.chars else 1.0
+    ld = (signature.estimate(a.signature, b.signature, a.length, b.length, sig, bpc)
+          if (full or exact or j >= verify.ld_min_jaccard) else None)
     inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
     need_emb = full or c_ba >= verify.contained_min_estimate or c_ab >= verify.containment_threshold
     emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0

@@ -1,7 +1,7 @@
 """What verification needs of every indexed document, in memory: the verification arena.
 
 Per slot of the index ring: the MinHash slots at storage width (b-bit, one uint8/16/32 each),
-shingle count, canonical length, the high half of the digest, and where the document's fine LD
+shingle count, canonical length in bytes and in characters, the high half of the digest, and where the document's fine LD
 signature sits in a byte ring. Keeping this in memory is what lets the decide loop verify
 candidates without leaving Numba (a RocksDB read is 1.3-6 us from Python, a Python comparison
 ~100 us); the durable copy is the document's record in the store, from which the arena is
@@ -44,8 +44,10 @@ class ArenaArrays(NamedTuple):
     minhash: np.ndarray
     #: int32 (capacity,): shingle count
     n_sh: np.ndarray
-    #: int32 (capacity,): canonical length
+    #: int32 (capacity,): canonical length (UTF-8 bytes)
     length: np.ndarray
+    #: int32 (capacity,): canonical length (characters; the LD calibration's bytes per character)
+    chars: np.ndarray
     #: uint64 (capacity,): the high half of the digest
     digest_hi: np.ndarray
     #: int64 (capacity,): the signature's virtual start in the ring
@@ -59,14 +61,15 @@ class ArenaArrays(NamedTuple):
 
 
 @njit(cache=True)
-def put(slot, mh_row, bits, n_sh, length, digest_hi, sig_buf, sig_start, sig_len,
-        a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state):
+def put(slot, mh_row, bits, n_sh, length, chars, digest_hi, sig_buf, sig_start, sig_len,
+        a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state):
     """Store one document's verification data in ``slot`` (its signature at the cursor)."""
     mask = (1 << bits) - 1 if bits < 32 else 0xFFFFFFFF
     for k in range(mh_row.shape[0]):
         a_minhash[slot, k] = mh_row[k] & mask
     a_n_sh[slot] = n_sh
     a_len[slot] = length
+    a_chars[slot] = chars
     a_digest_hi[slot] = digest_hi
     cur = a_state[A_CURSOR]
     size = a_buf.shape[0]

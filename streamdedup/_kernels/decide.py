@@ -49,6 +49,8 @@ class BatchPrints(NamedTuple):
     n_shingles: np.ndarray
     #: int64 (n,): canonical lengths (UTF-8 bytes)
     lengths: np.ndarray
+    #: int64 (n,): canonical lengths (characters)
+    chars: np.ndarray
     #: uint8: the fine LD signatures, document i's at ``sig_buf[sig_start[i]:][:sig_len[i]]``
     sig_buf: np.ndarray
     #: int64 (n,)
@@ -136,13 +138,13 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     """
     # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)
     digests, keys, times, empty = docs.digests, docs.keys, docs.times, docs.empty
-    minhash, n_shingles, lengths = docs.minhash, docs.n_shingles, docs.lengths
+    minhash, n_shingles, lengths, chars = docs.minhash, docs.n_shingles, docs.lengths, docs.chars
     sig_buf, sig_start, sig_len, inserting = docs.sig_buf, docs.sig_start, docs.sig_len, docs.insert
     main_bands, rows, hot_threshold, window_ms = params.main_bands, params.rows, params.hot_threshold, params.window_ms
     max_verified, bits, verify = params.max_verified, params.bits, params.verify
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
     slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
-    a_minhash, a_n_sh, a_len, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.digest_hi
+    a_minhash, a_n_sh, a_len, a_chars, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.chars, ar.digest_hi
     a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
     cand_slots, cand_shared, hot_bands = probe.cand_slots, probe.cand_shared, probe.hot_bands
     probe_cell, probe_key, probe_live = probe.cell, probe.key, probe.live
@@ -215,8 +217,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                             shared_bp = True
                 sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, sig_copy)
                 rel = compare_pair(
-                    a_minhash[c], bits, False, slot_digest[c], a_digest_hi[c], a_n_sh[c], a_len[c], sig_a,
-                    minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], sig_b,
+                    a_minhash[c], bits, False, slot_digest[c], a_digest_hi[c], a_n_sh[c], a_len[c], a_chars[c], sig_a,
+                    minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], chars[i], sig_b,
                     informative, boilerplate, shared_bp, False, True, verify, runs, cmp_out,
                 )
                 if is_duplicate(rel, verify) and cmp_out[O_JACCARD] > best_j:
@@ -236,7 +238,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             if need_ld or need_emb:
                 sig_a = arena.signature(best, a_sig_start, a_sig_len, a_buf, sig_copy)
                 if need_ld:
-                    ld_estimate(sig_a, sig_b, a_len[best], lengths[i], verify, runs, cmp_out)
+                    ld_estimate(sig_a, sig_b, a_len[best], lengths[i], a_chars[best], chars[i], verify, runs, cmp_out)
                     num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
                 if need_emb:
                     num_out[i, D_EMBEDDING] = embedding_similarity(sig_a, sig_b)
@@ -254,8 +256,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             probe_cell, probe_live,
         )
         slot = seq % capacity
-        arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],
-                  a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
+        arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], chars[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],
+                  a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
         seq_out[i] = seq
         root_out[i] = root
         state[0] = seq + 1

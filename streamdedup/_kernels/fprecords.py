@@ -16,7 +16,7 @@ from numba import njit
 
 from .records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
 
-CODEC_VERSION = 1
+CODEC_VERSION = 2
 KIND_FINGERPRINT = 0
 KIND_DEAD = 1
 KIND_PARAMS = 2
@@ -43,7 +43,7 @@ def _put_bytes(buf, q, src, start, n):
 
 
 @njit(cache=True, nogil=True)
-def encode_batch(key, bits, empty, digests, minhash, keys, lengths, n_shingles, times, fine_buf, fine_start, fine_len,
+def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shingles, times, fine_buf, fine_start, fine_len,
                  ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets):
     """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
     ``buffer[offsets[i]:offsets[i + 1]]``.
@@ -55,7 +55,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, n_shingles, 
     n = empty.shape[0]
     k = minhash.shape[1]
     bands = keys.shape[1]
-    fixed = HEAD + 1 + 16 + 7 * _VARINT_MAX + k * bits // 8 + 4 * bands
+    fixed = HEAD + 1 + 16 + 9 * _VARINT_MAX + k * bits // 8 + 4 * bands  # every varint at its longest
     bound = 0
     for i in range(n):
         s = source_index[i]
@@ -81,6 +81,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, n_shingles, 
         q = _put_bytes(buf, q, ids_buf, ids_off[i], ids_off[i + 1] - ids_off[i])
         q = _put_signed(buf, q, times[i])
         q = _put_varint(buf, q, lengths[i])
+        q = _put_varint(buf, q, lengths[i] - chars[i])
         q = _put_varint(buf, q, n_shingles[i])
         q = _put_varint(buf, q, fine_len[i])
         if not empty[i]:
@@ -192,7 +193,7 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
 
     Returns ``(status, record index, documents)``.
     """
-    empty, digests, times, lengths, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off = docs
+    empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off = docs
     k = minhash.shape[1]
     main = band_keys.shape[1]
     bands = main + lead_keys.shape[1]
@@ -225,16 +226,22 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         length, q = _varint(buf, q, end)
         if q < 0:
             return TRUNCATED, i, j
+        extra, q = _varint(buf, q, end)
+        if q < 0:
+            return TRUNCATED, i, j
         n_sh, q = _varint(buf, q, end)
         if q < 0:
             return TRUNCATED, i, j
         n_sig, q = _varint(buf, q, end)
         if q < 0:
             return TRUNCATED, i, j
-        # an empty text has no shingles and only it: anything else is a garbled record
-        if n_sig > np.uint64(max_sig) or length >= np.uint64(2**62) or (n_sh == 0) != empty[j]:
+        # an empty text has no shingles and only it, and UTF-8 has 1 to 4 bytes per character:
+        # anything else is a garbled record
+        if n_sig > np.uint64(max_sig) or length >= np.uint64(2**62) or (n_sh == 0) != empty[j] \
+                or extra > length or length > np.uint64(4) * (length - extra):
             return BAD_FIELD, i, j
         lengths[j] = np.int64(length)
+        chars[j] = np.int64(length - extra)
         n_shingles[j] = np.int64(n_sh)
         body = np.int64(n_sig) + (0 if empty[j] else packed)
         if end - q < body:

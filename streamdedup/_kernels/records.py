@@ -14,7 +14,7 @@ from numba import njit
 from . import arena
 from .index import restore
 
-ENGINE_VERSION = 3
+ENGINE_VERSION = 4
 #: version, relation, flags, bits, digest; then variable-length integers
 HEAD = 20
 #: the longest LEB128 encoding of one 64-bit value
@@ -100,13 +100,13 @@ def _pack_minhash(buf, pos, row, bits):
     return pos + k // per_byte
 
 
-# One kernel of ~90 lines on purpose: it writes engine_record.py's layout field by field in
+# One kernel of ~95 lines on purpose: it writes engine_record.py's layout field by field in
 # that order, so the two read side by side; pieces of it would each take most of its 25 arrays.
 @njit(cache=True, nogil=True)
 def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off,
-    digests, lengths, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
+    digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
 ):
     """Records of every indexed document of a batch (``seq_out >= 0``): ``(buffer, offsets)``.
 
@@ -121,7 +121,7 @@ def encode_batch(
     bound = 0
     for i in range(n):
         # every varint at its longest, every band a hot entry: written compactly below
-        bound += (fixed + 12 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
+        bound += (fixed + 13 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
                   + (matched_off[i + 1] - matched_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i])
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
@@ -165,6 +165,7 @@ def encode_batch(
         q += matched_len
         q = _put_varint(buf, q, n_hot)
         q = _put_varint(buf, q, lengths[i])
+        q = _put_varint(buf, q, lengths[i] - chars[i])  # 0 for ASCII text: one byte
         q = _put_varint(buf, q, n_shingles[i])
         q = _put_signed(buf, q, times[i])
         q = _put_signed(buf, q, partitions[i])
@@ -213,13 +214,13 @@ def _unpack_minhash(buf, pos, bits, out):
 def restore_batch(buf, off, seqs, bits, ix, ar):
     """Re-insert stored records (in seq order) into the index ``ix`` and the arena ``ar``.
 
-    Returns -1, or the position of the first record that is not a version-3 engine record
+    Returns -1, or the position of the first record that is not a version-4 engine record
     with this MinHash width (the caller refuses to start).
     """
     # the fields as locals: restore and put take arrays (see index.IndexArrays)
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
     slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
-    a_minhash, a_n_sh, a_len, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.digest_hi
+    a_minhash, a_n_sh, a_len, a_chars, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.chars, ar.digest_hi
     a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     k = a_minhash.shape[1]
@@ -241,6 +242,7 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
         q += np.int64(id_len + root_len + matched_len)
         n_hot, q = _get_varint(buf, q)
         length, q = _get_varint(buf, q)
+        extra, q = _get_varint(buf, q)
         n_sh, q = _get_varint(buf, q)
         event_time, q = _get_signed(buf, q)
         _, q = _get_signed(buf, q)  # partition
@@ -265,6 +267,6 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
             q += 4
         restore(seq, root, event_time, digest_lo, keys, hots, bands, n_cells, capacity,
                 cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest)
-        arena.put(seq % capacity, row, bits, n_sh, length, digest_hi, buf, q, np.int64(sig_len),
-                  a_minhash, a_n_sh, a_len, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
+        arena.put(seq % capacity, row, bits, n_sh, length, length - extra, digest_hi, buf, q, np.int64(sig_len),
+                  a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
     return -1

@@ -95,19 +95,41 @@ def containment(j, n_a, n_b):
     return c if c < 1.0 else 1.0
 
 
+@njit(cache=True, inline="always")
+def bytes_per_char(len_a, len_b, chars_a, chars_b):
+    """The pair's UTF-8 bytes per character, both texts pooled (1.0 for two empty texts).
+
+    Pooled rather than per side: a run of signature edits belongs to both texts at once, the
+    estimate stays symmetric, and a pair in one script gets that script's value. Exactly 1.0
+    for ASCII texts (integer sums), which keeps their estimate the b = 1 rule to the bit.
+    """
+    chars = chars_a + chars_b
+    if chars <= 0:
+        return 1.0
+    b = (len_a + len_b) / chars
+    return b if b > 1.0 else 1.0
+
+
 @njit(cache=True)
-def ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out):
-    """Coates' raw estimate, its calibration from edit runs, the unrelated expectation."""
+def ld_estimate(sig_a, sig_b, len_a, len_b, chars_a, chars_b, params, runs, out):
+    """Coates' raw estimate, its calibration from edit runs, the unrelated expectation.
+
+    A short run of signature edits is worth ``calibration.short_run_worth`` at the pair's
+    bytes per character (lengths in UTF-8 bytes, ``chars_*`` in characters).
+    """
     d, n_runs = edit_runs(sig_a, sig_b, 0, runs)
     c = params[P_COMPRESSION]
     long_run = params[P_LONG_RUN]
+    b = bytes_per_char(len_a, len_b, chars_a, chars_b)
+    # (SRF * C) * b / ((N + b) - 1): with b = 1.0 both steps are exact, SRF * C / N to the bit
+    short_worth = params[P_SHORT_RUN_FACTOR] * c * b / (params[P_NEIGHBOURHOOD] + b - 1.0)
     cal = 0.0
     for r in range(n_runs):
         k = runs[r]
         if k >= long_run:
             cal += k * c
         else:
-            cal += params[P_SHORT_RUN_FACTOR] * c / params[P_NEIGHBOURHOOD]
+            cal += short_worth
     short = len_a if len_a < len_b else len_b
     longest = len_b if len_a < len_b else len_a
     out[O_SIG_DISTANCE] = d
@@ -169,11 +191,13 @@ def embedding_similarity(sig_a, sig_b):
 
 @njit(cache=True)
 def compare_pair(
-    mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, sig_a,
-    mh_b, bits_b, empty_b, digest_b_lo, digest_b_hi, n_sh_b, len_b, sig_b,
+    mh_a, bits_a, empty_a, digest_a_lo, digest_a_hi, n_sh_a, len_a, chars_a, sig_a,
+    mh_b, bits_b, empty_b, digest_b_lo, digest_b_hi, n_sh_b, len_b, chars_b, sig_b,
     informative, boilerplate, shared_boilerplate, full, lazy, params, runs, out,
 ):
     """Relation code of the new ``b`` against the earlier ``a``; estimates in ``out``.
+
+    ``len_*`` are canonical lengths in UTF-8 bytes, ``chars_*`` in characters.
 
     ``boilerplate``: ``informative`` marks the slots outside hot (boilerplate) bands and the
     estimates use only those. ``shared_boilerplate``: both texts carry the same hot block, so
@@ -211,7 +235,7 @@ def compare_pair(
     else:
         have_ld = full or reports_ld(exact, j, params)
     if have_ld:
-        ld_estimate(sig_a, sig_b, len_a, len_b, params, runs, out)
+        ld_estimate(sig_a, sig_b, len_a, len_b, chars_a, chars_b, params, runs, out)
     ct = params[P_CONTAINMENT]
     near = j >= params[P_JACCARD] or (
         have_ld and not shared_boilerplate and out[O_LD_SIMILARITY] >= params[P_LD_SIMILARITY] and j >= params[P_LD_MIN_JACCARD]

@@ -2,11 +2,11 @@
 
 A staged topology splits prepare -> decide: workers decode, canonicalise and fingerprint;
 one decider owns the index and decides on fingerprints alone. This module is the record
-between them, with no text in it. Layout, codec version 1, little-endian; after the head,
+between them, with no text in it. Layout, codec version 2, little-endian; after the head,
 integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      codec version (1)
+    1      codec version (2)
     1      kind: 0 fingerprint, 1 dead letter, 2 params announcement
     4      params key of the worker's fingerprint configuration (FingerprintParams.key)
     -- kinds 0 and 1: the input record's source position
@@ -15,7 +15,9 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     1      flags: bit 0 = empty (no words after canonicalisation: no MinHash, no band keys)
     16     digest of the canonical text
     var    id length, id (UTF-8)
-    var    event time (ms, signed), canonical length, shingle count, fine signature length
+    var    event time (ms, signed), canonical length (UTF-8 bytes), its continuation bytes
+           (canonical length - characters: 0 for ASCII, for the LD calibration's bytes per
+           character), shingle count, fine signature length
     K*b/8  MinHash slots, low b bits each (b = minhash.storage_bits, as the engine stores them)
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
@@ -140,7 +142,7 @@ class FingerprintCodec:
         partitions = np.array([s.partition for s in sources], dtype=np.int64)
         keys = batch.index_keys
         buf, off = K.encode_batch(
-            self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.n_shingles,
+            self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
             ids_buf, ids_off, topics_buf, topics_off, partitions, source_index,
             np.ascontiguousarray(offsets, dtype=np.int64))
@@ -218,7 +220,7 @@ class FingerprintCodec:
                 values: Sequence[bytes]) -> tuple[np.ndarray, Ids, FingerprintBatch, np.ndarray]:
         m = int(np.count_nonzero(kinds == KIND_FINGERPRINT))
         i64 = lambda: np.empty(m, np.int64)  # noqa: E731
-        out = (np.empty(m, np.bool_), np.empty((m, 2), np.uint64), i64(), i64(), i64(), np.empty((m, self.num_perm), np.uint32),
+        out = (np.empty(m, np.bool_), np.empty((m, 2), np.uint64), i64(), i64(), i64(), i64(), np.empty((m, self.num_perm), np.uint32),
                np.empty((m, self.bands), np.uint64), np.empty((m, self.lead_bands + self.char_bands), np.uint64), i64(), i64(),
                np.empty(buf.shape[0], np.uint8), np.zeros(m + 1, np.int64))
         doc = i64()
@@ -226,7 +228,7 @@ class FingerprintCodec:
         if status != K.OK:
             self._fail(values, status, bad, self.key)
         # the kernel reads the keys after the main bands into one array: lead bands, then character bands
-        empty, digests, times, lengths, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off = out
+        empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off = out
         lead_keys, char_keys = extra_keys[:, :self.lead_bands], extra_keys[:, self.lead_bands:]
         ids = Ids(ids_buf, ids_off)
         try:
@@ -237,7 +239,7 @@ class FingerprintCodec:
         none = np.zeros(0, np.uint8)
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
                                  sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
-                                 np.zeros((m, 0), np.uint32))
+                                 np.zeros((m, 0), np.uint32), chars)
         return doc, ids, batch, times
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:

@@ -32,7 +32,7 @@ def test_signatures_read_back_after_wraps_and_growth(monkeypatch) -> None:
         buf = np.frombuffer(sig, dtype=np.uint8) if sig else np.zeros(1, np.uint8)
         start = int(a.state[KA.A_CURSOR])
         wrapped |= start % a.buf.shape[0] + len(sig) > a.buf.shape[0]
-        KA.put(slot, np.arange(16, dtype=np.uint32), 8, 3, 4, np.uint64(5), buf, 0, len(sig), *a.arrays())
+        KA.put(slot, np.arange(16, dtype=np.uint32), 8, 3, 4, 4, np.uint64(5), buf, 0, len(sig), *a.arrays())
         slot_seq[slot] = seq
         sigs[seq] = sig
         for live in range(seq_lo, seq + 1):

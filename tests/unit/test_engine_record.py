@@ -13,7 +13,7 @@ from streamdedup.engine_record import HEAD, decode, ids
 from streamdedup.estimate import pack_bbit
 from tests.unit.test_engine import story, typo
 
-TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900)]
+TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900) + " 新华社北京电" * 30]
 IDS = ["a", "empty", "b-\u00e9", "c" * 300, "d"]
 
 
@@ -38,8 +38,9 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     sig = batch.signatures[i]
     if not rel:
         rb = mb = b""
-    parts = [HEAD.pack(3, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
-             idb, rb, mb, _varint(len(hot_entries)), _varint(int(batch.lengths[i])), _varint(int(batch.n_shingles[i])),
+    parts = [HEAD.pack(4, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
+             idb, rb, mb, _varint(len(hot_entries)), _varint(int(batch.lengths[i])),
+             _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _signed(time), _signed(part), _signed(off), _varint(len(sig))]
     if rel:
         parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers))]
@@ -84,7 +85,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         return np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8), o
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
-                               batch.digest_words, batch.lengths, batch.n_shingles, times, parts, offs, batch.minhash, bits,
+                               batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
                                keys, batch.fine_buf, batch.fine_start, batch.fine_len)
     raw = out.tobytes()
     for i in range(n):
@@ -101,6 +102,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         assert st.root_id == (root_ids[i] or IDS[i]) and st.matched_id == (matched_ids[i] or None)
         assert np.array_equal(st.hot, hots[i])
         assert (st.event_time_ms, st.source_id, st.offset) == (times[i], parts[i], offs[i])
+        assert (st.length, st.chars) == (batch.lengths[i], batch.chars[i])
         assert st.signature == batch.signatures[i] and st.digest == batch.digests[i]
         assert np.array_equal(st.band_keys, keys[i])
         assert np.array_equal(st.minhash, batch.minhash[i] & np.uint32(0xFFFFFFFF if bits == 32 else (1 << bits) - 1))

@@ -487,7 +487,7 @@ def test_minhash_rows_of_different_width_are_not_compared() -> None:
 
 # ----------------------------------------------------------------------------- records
 
-_LAYOUT_FIXED = 56
+_LAYOUT_FIXED = 60
 
 
 def _expected_record_size(b: FingerprintBatch, i: int, bits: int) -> int:
@@ -510,6 +510,7 @@ def test_record_round_trip(text: str, bits: int, t_ms: int, partition: int, offs
     rec = record.decode(data, K_SLOTS, FP.params.key)
     assert rec.params_key == FP.params.key
     assert (rec.digest, rec.length, rec.n_shingles) == (b.digests[0], int(b.lengths[0]), int(b.n_shingles[0]))
+    assert rec.chars == int(b.chars[0]) == len(canonicalize(text))
     assert (rec.event_time_ms, rec.partition, rec.offset, rec.minhash_bits, rec.empty) == (t_ms, partition, offset, bits, bool(b.empty[0]))
     mask = (1 << bits) - 1
     assert rec.minhash.tolist() == [int(x) & mask for x in b.minhash[0]]
@@ -537,7 +538,7 @@ def test_foreign_or_corrupt_records_are_refused() -> None:
     with pytest.raises(IncompatibleFingerprintError):
         record.decode(data, K_SLOTS, FP.params.key ^ 1)
     with pytest.raises(IncompatibleFingerprintError):
-        record.decode(b"\x02" + data[1:], K_SLOTS, FP.params.key)  # another record format version
+        record.decode(b"\x01" + data[1:], K_SLOTS, FP.params.key)  # the previous record format version
     with pytest.raises(IncompatibleFingerprintError):
         record.decode(data[:20], K_SLOTS)
 

@@ -24,8 +24,8 @@ from tests.unit.test_engine import story, typo
 
 EVERY_BYTE_ID = "".join(chr(c) for c in range(256)) + "\U0001f600"
 TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900),
-         "i " * 40_000, "!!! ... ???"]
-IDS = ["a", "empty", "b-\u00e9", EVERY_BYTE_ID, "c" * 1024, "repetitive", "punctuation only"]
+         "i " * 40_000, "!!! ... ???", "国家主席江泽民发表新年讲话" * 10]
+IDS = ["a", "empty", "b-\u00e9", EVERY_BYTE_ID, "c" * 1024, "repetitive", "punctuation only", "zh"]
 SOURCES = [Source("news", 0), Source("nachrichten-\u00fc", 7), Source("news", 2**31 - 1)]
 
 
@@ -51,9 +51,10 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
     idb, topic = doc_id.encode(), source.topic.encode()
     sig = batch.signatures[i]
     empty = bool(batch.empty[i])
-    parts = [bytes([1, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
+    parts = [bytes([2, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
              _varint(source.partition), _signed(offset), bytes([1 if empty else 0]), batch.digests[i],
-             _varint(len(idb)), idb, _signed(time), _varint(int(batch.lengths[i])), _varint(int(batch.n_shingles[i])),
+             _varint(len(idb)), idb, _signed(time), _varint(int(batch.lengths[i])),
+             _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _varint(len(sig))]
     if not empty:
         parts.append(pack_bbit(batch.minhash[i], codec.bits))
@@ -88,13 +89,15 @@ class _Reader:
 
 def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     """A fingerprint record's fields, read in plain Python."""
-    assert data[0] == 1 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
+    assert data[0] == 2 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
     r = _Reader(data, 6)
     out: dict = {"topic": r.take(r.varint()).decode(), "partition": r.varint(), "offset": r.signed()}
     out["empty"] = r.take(1)[0] == 1
     out["digest"] = r.take(16)
     out["id"] = r.take(r.varint()).decode()
-    out["time"], out["length"], out["n_shingles"], n_sig = r.signed(), r.varint(), r.varint(), r.varint()
+    out["time"], out["length"] = r.signed(), r.varint()
+    out["chars"] = out["length"] - r.varint()
+    out["n_shingles"], n_sig = r.varint(), r.varint()
     k, bands = codec.num_perm, codec.bands + codec.lead_bands + codec.char_bands
     if out["empty"]:
         out["minhash"], out["keys"] = None, None
@@ -109,9 +112,9 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
 def _encode(codec, texts=TEXTS, ids=IDS):
     batch = codec.fp.fingerprint_batch(texts)
     n = len(texts)
-    times = np.array([-5, 0, 1, 2**40, -(2**62), 7, 8][:n], np.int64)
+    times = np.array([-5, 0, 1, 2**40, -(2**62), 7, 8, 9][:n], np.int64)
     source_index = np.arange(n) % len(SOURCES)
-    offsets = np.array([0, -1, 2**62, 5, 6, 7, 8][:n], np.int64)
+    offsets = np.array([0, -1, 2**62, 5, 6, 7, 8, 9][:n], np.int64)
     values = codec.encode(batch, ids, times, SOURCES, source_index, offsets)
     return batch, times, source_index, offsets, values
 
@@ -133,7 +136,8 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
     mask = np.uint32((1 << codec.bits) - 1) if codec.bits < 32 else np.uint32(0xFFFFFFFF)
     b = dec.batch
     assert b.params == codec.params and b.digests == batch.digests and b.signatures == batch.signatures
-    for name in ("lengths", "n_shingles", "empty"):
+    assert batch.chars[7] * 3 == batch.lengths[7] and batch.chars[0] == batch.lengths[0] > 0
+    for name in ("lengths", "chars", "n_shingles", "empty"):
         assert np.array_equal(getattr(b, name), getattr(batch, name)), name
     live = ~batch.empty
     assert np.array_equal(b.minhash[live], batch.minhash[live] & mask)
@@ -142,8 +146,8 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
     assert np.array_equal(b.char_keys, batch.char_keys & np.uint64(0xFFFFFFFF))
     for i, v in enumerate(values):  # the kernel decoder against the reference decoder
         ref = reference_decode(codec, v)
-        got = (dec.ids[i], dec.times[i], b.lengths[i], b.n_shingles[i])
-        assert (ref["id"], ref["time"], ref["length"], ref["n_shingles"]) == got
+        got = (dec.ids[i], dec.times[i], b.lengths[i], b.chars[i], b.n_shingles[i])
+        assert (ref["id"], ref["time"], ref["length"], ref["chars"], ref["n_shingles"]) == got
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
@@ -168,6 +172,7 @@ def test_random_batches_round_trip(rows) -> None:
     assert [dec.source_of(k) for k in range(len(rows))] == list(zip(sources, offsets.tolist()))
     assert dec.batch.signatures == batch.signatures and dec.batch.digests == batch.digests
     assert np.array_equal(dec.batch.n_shingles, batch.n_shingles)
+    assert np.array_equal(dec.batch.chars, batch.chars)
 
 
 _CODEC: list[FingerprintCodec] = []
@@ -260,8 +265,8 @@ def test_the_engine_refuses_a_batch_of_other_params() -> None:
 def test_unknown_version_and_non_bytes_are_named() -> None:
     codec = _codec()
     _, _, _, _, values = _encode(codec, TEXTS[:2], IDS[:2])
-    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 2") as err:
-        codec.decode([values[0], b"\x02" + values[1][1:]])
+    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 2") as err:
+        codec.decode([values[0], b"\x01" + values[1][1:]])
     assert err.value.index == 1
     with pytest.raises(FingerprintRecordError, match="record 1 is NoneType"):
         codec.decode([values[0], None])  # type: ignore[list-item]
@@ -304,7 +309,7 @@ def test_garbled_records_raise_or_decode_but_never_crash() -> None:
     assert caught > 300 and caught + decoded == 3000
     # random bytes behind a valid head: the exact-length and range checks refuse all but a
     # structurally valid few
-    noise = [bytes([1, 0]) + codec.key.to_bytes(4, "little") + bytes(rng.randrange(256) for _ in range(rng.randrange(400)))
+    noise = [bytes([2, 0]) + codec.key.to_bytes(4, "little") + bytes(rng.randrange(256) for _ in range(rng.randrange(400)))
              for _ in range(1000)]
     refused = 0
     for v in noise:

@@ -10,8 +10,10 @@ import pytest
 from streamdedup import Fingerprinter, load_config
 from streamdedup import record
 from streamdedup.bench.synthetic import LONG_FOOTERS
+from streamdedup.bench.zh_edits import char_noise
 from streamdedup.verify import Fingerprint, compare
 from tests.reference import compare_ref
+from tests.unit.test_calibration_bytes import han_text
 from tests.unit.test_engine import story, typo
 
 CFG = load_config()
@@ -21,6 +23,8 @@ FP = Fingerprinter(CFG.fingerprint)
 def _pairs() -> list[tuple[str, str]]:
     base = story(1, 300)
     other = story(2, 300)
+    rng = random.Random(4)
+    zh = han_text(rng, 600)
     paras = [story(10 + k, 60) for k in range(4)]
     return [
         (base, base),
@@ -37,6 +41,13 @@ def _pairs() -> list[tuple[str, str]]:
         (base, ""),
         ("", ""),
         ("short text here", "short text there"),
+        # several bytes per character: the LD calibration's short runs are worth more
+        (zh, char_noise(zh, 0.02, rng)),
+        (zh, char_noise(zh, 0.005, rng)),
+        (zh, zh[: len(zh) // 3]),
+        (zh, han_text(rng, 600)),
+        (zh, base),
+        (f"{base} {zh}", char_noise(f"{base} {zh}", 0.01, rng)),
     ]
 
 
