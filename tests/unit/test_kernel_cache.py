@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_units_are_shared_longest_first_to_the_process_that_finishes_first() -> None:
     """The first list is this process's; a worker's start-up counts."""
     file = kernel_cache.NEEDS["run"]
-    assert kernel_cache.plan(file, 2) == [["engine", "growth"], ["scan", "fingerprint"]]
-    assert kernel_cache.plan(file, 3) == [["engine"], ["scan"], ["fingerprint", "growth"]]
-    assert kernel_cache.plan(file, 1) == [["engine", "scan", "fingerprint", "growth"]]
+    assert kernel_cache.plan(file, 2) == [["engine", "growth"], ["fingerprint", "scan"]]
+    assert kernel_cache.plan(file, 3) == [["engine"], ["fingerprint"], ["scan", "growth"]]
+    assert kernel_cache.plan(file, 1) == [["engine", "fingerprint", "scan", "growth"]]
     assert kernel_cache.plan(["scan", "explain"], 8) == [["scan"], ["explain"]]
     assert kernel_cache.plan([], 2) == []
 
