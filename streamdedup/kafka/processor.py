@@ -315,9 +315,15 @@ class _IdleClock:
 
 
 def caught_up(consumer) -> bool:
-    """True when every assigned partition's position is at its high watermark."""
+    """True when every assigned partition's position is at its high watermark. Not with no
+    partition assigned: during a rebalance (a broker restart, a member joining) the assignment
+    is empty for a while, and an empty loop said "caught up": a processor stopped when idle
+    with 1,536 of 20,000 records done (test_broker_restart_mid_stream, once, on a loaded machine)."""
+    assigned = consumer.assignment()
+    if not assigned:
+        return False
     try:
-        for tp in consumer.assignment():
+        for tp in assigned:
             _, high = consumer.get_watermark_offsets(tp, timeout=5, cached=False)
             pos = consumer.position([tp])[0].offset
             if pos < 0:

@@ -356,3 +356,22 @@ def test_a_dead_letter_topic_that_refuses_everything_stops_the_processor(referen
         run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LIBRDKAFKA__BATCH_SIZE="4000")
     keys = [key for _, key in b.refused]
     assert max(keys.count(k) for k in keys) == 3
+
+
+def test_caught_up_needs_an_assignment_at_the_high_watermark() -> None:
+    """--stop-when-idle stops only when caught up; during a rebalance (a broker restart) the
+    assignment is empty for a while, and that is not caught up (an empty loop said it was)."""
+    from streamdedup.kafka.processor import caught_up
+
+    broker = Broker()
+    broker.logs[("in", 0)] = []
+    consumer = Consumer(broker, {"group.id": "g"})
+    assert not caught_up(consumer)  # nothing assigned yet
+    consumer.subscribe(["in"])
+    assert caught_up(consumer)  # assigned, empty log: at the high watermark
+    broker.logs[("in", 0)].append(object())
+    assert not caught_up(consumer)  # one record behind
+    consumer.positions[("in", 0)] = 1
+    assert caught_up(consumer)
+    consumer.positions = {}  # revoked mid-rebalance
+    assert not caught_up(consumer)
