@@ -139,6 +139,49 @@ def fused_char_count_ref(text: bytes) -> tuple[int, int]:
     return len(canonical), len(canonical.decode("utf-8"))
 
 
+def unicode_scan_kernel(texts: tuple[str, ...], fold: bool) -> list[int]:
+    u = tables(True, True, True, fold)
+    parts = [t.encode("utf-8") for t in texts]
+    raw = np.frombuffer(b"".join(parts) or b"\0", dtype=np.uint8)
+    offsets = np.cumsum([0] + [len(p) for p in parts]).astype(np.int64)
+    out = np.zeros(len(texts), dtype=np.uint8)
+    KF.unicode_scan(K.readonly(raw), K.readonly(offsets), u.first_ccc, u.last_ccc, u.fold_bits, out)
+    return out.tolist()
+
+
+def unicode_scan_ref(texts: tuple[str, ...], fold: bool) -> list[int]:
+    """Per text, character by character in Python: unsafe (1) at the first character the tables
+    send to Python (``first_ccc`` 255: composes, grows, or NFKC makes Han or kana of it; their
+    content is tested against canonicalize() end to end), past the tables, or whose first
+    combining class (of its NFKD) is below the previous character's last; else Traditional (2,
+    :func:`canonical.traditional_chars`) and kana (4) as found."""
+    import unicodedata
+
+    from streamdedup import canonical as C
+    from streamdedup.scripts import TABLE_SIZE
+
+    u = tables(True, True, True, fold)
+    out = []
+    for text in texts:
+        flags, prev_last = 0, 0
+        for ch in text:
+            if ch.isascii():
+                prev_last = 0
+                continue
+            cp = ord(ch)
+            d = unicodedata.normalize("NFKD", ch)
+            first = int(u.first_ccc[cp]) if cp < TABLE_SIZE else 255
+            if cp >= TABLE_SIZE or first == 255 or (0 < unicodedata.combining(d[0]) < prev_last):
+                flags |= 1
+                break
+            prev_last = unicodedata.combining(d[-1])
+            if fold:
+                flags |= 2 if ch in C.traditional_chars() else 0
+                flags |= 4 if C._KANA.match(ch) else 0
+        out.append(flags)
+    return out
+
+
 def fused_chars_kernel(text: bytes, size: int, sample_bits: int, num_perm: int, bands: int, rows: int) -> tuple[list[int], list[int]]:
     out = fused(text, chars=(size, sample_bits, num_perm, bands, rows))
     return out["char_minhash"], out["char_keys"]
@@ -531,6 +574,7 @@ KERNELS = {
     "tokens (fused)": KernelCase("tokens (fused)", fused_tokens_kernel, fused_tokens_ref),
     "char count (fused)": KernelCase("char count (fused)", fused_char_count_kernel, fused_char_count_ref),
     "char sketch (fused)": KernelCase("char sketch (fused)", fused_chars_kernel, fused_chars_ref),
+    "unicode_scan": KernelCase("unicode_scan", unicode_scan_kernel, unicode_scan_ref),
     "oph_minhash": KernelCase("oph_minhash", oph_kernel, oph_ref),
     "classic_minhash": KernelCase("classic_minhash", classic_kernel, classic_ref),
     "band_keys": KernelCase("band_keys", band_keys_kernel, band_keys_ref),

@@ -46,6 +46,12 @@ CASES = {
     "byte_grams": [(t, s, sb) for t in SAMPLE_TEXTS + [b"", b"ab", b"abcdefgh", b"\xff" * 20] for s in (2, 5, 8) for sb in (0, 3)],
     "tokens (fused)": [(t, s, u) for t in UNICODE_TEXTS + RAW_TEXTS for s, u in ((5, 5), (5, 3), (2, 1))],
     "char count (fused)": [(t,) for t in UNICODE_TEXTS + RAW_TEXTS + ["ＡＢＣ１２３ 全角".encode(), "é\u0301 ﬁ".encode()]],
+    "unicode_scan": [(tuple(ts), fold) for fold in (True, False) for ts in (
+        SCRIPT_TEXTS,
+        # composing marks, an expanding character, past the tables, Traditional, kana, a Kangxi
+        # radical (NFKC makes Han of it), a trailing jamo, Hebrew points out of and in order
+        ["", "plain", "e\u0301", "a\u0323\u0301", "a\u0301\u0323", "\u00bd", "\U0004e000x", "國語", "国語かな",
+         "\u2f00", "한\u11a8", "\u05d0\u05b4\u05b0", "\u05d0\u05b0\u05b4"])],
     "char sketch (fused)": [(t, s, sb, k, b, r) for t in RAW_TEXTS for s, sb, k, b, r in ((8, 3, 64, 16, 4), (5, 3, 32, 8, 4), (3, 0, 16, 5, 3))],
     "oph_minhash": [(list(range(n)), k, seed) for n in (0, 1, 2, 7, 100, 1000) for k in (8, 64, 128) for seed in (1, 99)],
     "classic_minhash": [(list(range(0, 9 * n, 9)), k, 5) for n in (0, 1, 30) for k in (8, 32)],
