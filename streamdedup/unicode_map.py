@@ -121,9 +121,10 @@ def _fold_bits() -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def unsafe_flags() -> tuple[np.ndarray, np.ndarray]:
-    """``(first_ccc, last_ccc)`` of NFKC: a text is unsafe for per-character NFKC when one of its
-    characters may compose with the one before it (``first_ccc == PYTHON``), or when ``last_ccc`` of one character is greater
-    than ``first_ccc`` of the next and that is not 0 (canonical reordering)."""
+    """``(first_ccc, last_ccc)`` of NFKC: a text is unsafe for per-character NFKC when one of
+    its characters may compose with the one before it (``first_ccc == PYTHON``), or when
+    ``last_ccc`` of one character is greater than ``first_ccc`` of the next and that is not 0
+    (canonical reordering)."""
     chars = _all_chars()
     nfkd = _per_char(chars, "NFKD")
     nfd = _per_char(chars, "NFD")
