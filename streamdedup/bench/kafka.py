@@ -128,7 +128,7 @@ def latency(cfg: Config, bootstrap: str, rate: float, seconds: float = 20.0, kin
         reader = threading.Thread(target=consume, daemon=True)
         reader.start()
         time.sleep(8)  # processor start-up (imports, kernels, group join) is not latency
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "enable.idempotence": True})
         t0 = time.perf_counter()
         for i, (key, value) in enumerate(records):
             due = t0 + i / rate

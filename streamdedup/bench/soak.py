@@ -109,7 +109,7 @@ class PacedProducer:
     """Produces records with their produce time in the ``soak.sent_ns`` header; counts them."""
 
     def __init__(self, bootstrap: str, topic: str):
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})
         self.topic = topic
         self.sent = 0
 

@@ -142,7 +142,7 @@ def latency(bootstrap: str, feed: str, topology: str, workers: int, rate: float,
     _create(bootstrap, {source: partitions})
     records = long_records(int(rate * seconds) + 1, seed=23) if feed == "long" else mixed_records(int(rate * seconds) + 1, 0.2, 23)
     run, env, outs, _ = _setup(bootstrap, source, topology)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1})
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1, "enable.idempotence": True})
     seen: list[tuple[float, float]] = []
     with tempfile.TemporaryDirectory() as state:
         procs = _start(env, state, topology, workers, 15)

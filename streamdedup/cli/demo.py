@@ -125,9 +125,9 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
     import tempfile
     import uuid
 
-    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import Consumer
 
-    from ..kafka.admin import create_topics
+    from ..kafka.admin import create_topics, produce_all
     from ..kafka.processor import Processor
     from ..logs import setup_logging
 
@@ -141,10 +141,9 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
     for topic, outcome in create_topics(kcfg).items():
         console.print(f"topic {topic}: {outcome}")
     lines, n = build_feed(n_stories, seed)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-    for line in lines:
-        producer.produce(kcfg.input_topics[0], value=line)
-    producer.flush(60)
+    # idempotent (produce_all): the feed's order decides which copy is the original, and a plain
+    # producer may land a retried request (a new topic's leader not yet known) after later ones
+    produce_all(bootstrap, kcfg.input_topics[0], [(None, line) for line in lines], timeout=60)
     console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
     setup_logging()
     fill_kernel_cache(demo_cfg, "run")

@@ -224,3 +224,21 @@ def stop_processors() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
+
+
+def decisions(out: list, outputs: dict) -> dict:
+    """key -> (destination, duplicate_of, relation) of consumed outputs (``outputs``: dest -> topic)."""
+    inv = {v: k for k, v in outputs.items()}
+    return {key: (inv[t], h.get("dedup.duplicate_of"), h.get("dedup.relation")) for t, key, _, h in out}
+
+
+def assert_same_decisions(got: dict, want: dict, what: str = "run") -> None:
+    """``got == want``, failing with the count and the first differences in input order (a
+    whole-dict diff of 20k records puts its tail, not the cause, at the end of a CI log)."""
+    if got == want:
+        return
+    keys = sorted(set(got) | set(want), key=lambda k: (len(k), k))
+    diff = [k for k in keys if got.get(k) != want.get(k)]
+    lines = [f"  {k!r}: got {got.get(k)} want {want.get(k)}" for k in diff[:12]]
+    raise AssertionError(f"{len(diff)} of {len(keys)} decisions differ from the reference {what}; first ones "
+                         "(input order):\n" + "\n".join(lines))

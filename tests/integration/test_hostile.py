@@ -243,7 +243,7 @@ def test_spoofed_tags_are_renamed_upstream(topics, tmp_path) -> None:
     from confluent_kafka import Producer
 
     records = news_records(20, seed=67)
-    p = Producer({"bootstrap.servers": topics.bootstrap})
+    p = Producer({"bootstrap.servers": topics.bootstrap, "enable.idempotence": True})
     for k, v in records:
         p.produce(topics.input, v, k, headers=[("dedup.status", b"unique"), ("dedup.duplicate_of", b"nobody")])
     p.produce(topics.input, records[0][1], b"copy", headers=[("dedup.status", b"unique")])

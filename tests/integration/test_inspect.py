@@ -95,7 +95,7 @@ def test_originals_are_fetched_from_the_input_position_and_checked(topics) -> No
 
 
 def _produce_tagged(topics: Topics, value: bytes, headers: list[list]) -> None:
-    p = Producer({"bootstrap.servers": topics.bootstrap})
+    p = Producer({"bootstrap.servers": topics.bootstrap, "enable.idempotence": True})
     for h in headers:
         p.produce(topics.outputs["duplicate"], value=value, key=b"c0", headers=h)
     assert p.flush(60) == 0
