@@ -216,6 +216,28 @@ def byte_grams_ref(data: bytes, size: int, sample_bits: int = 0) -> list[int]:
     return kept or grams
 
 
+def gram_jaccards_kernel(a: bytes, b: bytes) -> tuple[float, float]:
+    from streamdedup._kernels import evidence as KE
+
+    size = KE.table_size(len(a), len(b))
+    buf = lambda t: np.frombuffer(t, dtype=np.uint8) if t else np.zeros(0, np.uint8)  # noqa: E731
+    return KE.gram_jaccards(buf(a), buf(b), np.zeros(size, np.uint64), np.zeros(size, np.uint8))
+
+
+def gram_jaccards_ref(a: bytes, b: bytes) -> tuple[float, float]:
+    """(plain, digits-as-0) Jaccard of the sets of 8-byte windows; texts under 8 bytes: 1.0 if equal, else 0.0."""
+    if len(a) < 8 or len(b) < 8:
+        v = 1.0 if a == b else 0.0
+        return v, v
+    fold = bytes.maketrans(b"0123456789", b"0" * 10)
+
+    def jac(x: bytes, y: bytes) -> float:
+        gx, gy = {x[i:i + 8] for i in range(len(x) - 7)}, {y[i:i + 8] for i in range(len(y) - 7)}
+        return len(gx & gy) / len(gx | gy)
+
+    return jac(a, b), jac(a.translate(fold), b.translate(fold))
+
+
 # ---------------------------------------------------------------- shingles
 
 
@@ -571,6 +593,7 @@ KERNELS = {
     "combine_words": KernelCase("combine_words", combine_words_kernel, combine_words_ref),
     "char_shingles": KernelCase("char_shingles", char_shingles_kernel, char_shingles_ref),
     "byte_grams": KernelCase("byte_grams", byte_grams_kernel, byte_grams_ref),
+    "gram_jaccards": KernelCase("gram_jaccards", gram_jaccards_kernel, gram_jaccards_ref),
     "tokens (fused)": KernelCase("tokens (fused)", fused_tokens_kernel, fused_tokens_ref),
     "char count (fused)": KernelCase("char count (fused)", fused_char_count_kernel, fused_char_count_ref),
     "char sketch (fused)": KernelCase("char sketch (fused)", fused_chars_kernel, fused_chars_ref),

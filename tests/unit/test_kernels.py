@@ -44,6 +44,8 @@ CASES = {
     "combine_words": [([rng.randrange(2**64) for _ in range(n)], w) for n in (0, 1, 3, 5, 6, 50) for w in (1, 2, 5, 9)],
     "char_shingles": [(t, s) for t in SAMPLE_TEXTS for s in (1, 3, 5, 9)],
     "byte_grams": [(t, s, sb) for t in SAMPLE_TEXTS + [b"", b"ab", b"abcdefgh", b"\xff" * 20] for s in (2, 5, 8) for sb in (0, 3)],
+    "gram_jaccards": [(a, b) for a in SAMPLE_TEXTS + RAW_TEXTS[-3:] for b in SAMPLE_TEXTS[::2] + [a, a[:-3] + b"x19", a + b" 1988"]]
+    + [(b"profit 1987 rose 12 pct", b"profit 1986 rose 15 pct"), (b"a" * 30, b"a" * 31), (bytes(range(256)), bytes(range(255, -1, -1)))],
     "tokens (fused)": [(t, s, u) for t in UNICODE_TEXTS + RAW_TEXTS for s, u in ((5, 5), (5, 3), (2, 1))],
     "char count (fused)": [(t,) for t in UNICODE_TEXTS + RAW_TEXTS + ["ＡＢＣ１２３ 全角".encode(), "é\u0301 ﬁ".encode()]],
     "unicode_scan": [(tuple(ts), fold) for fold in (True, False) for ts in (
@@ -187,3 +189,11 @@ def test_a_text_cut_inside_a_character_keeps_its_bytes() -> None:
 def test_digest_property(data: bytes) -> None:
     case = KERNELS["digest128"]
     assert case.kernel(data) == case.reference(data)
+
+
+@given(st.binary(max_size=120), st.binary(max_size=120), st.sampled_from([b"0123456789ab ", b"ab", bytes(range(256))]))
+def test_gram_jaccards_on_any_pair(a: bytes, b: bytes, alphabet: bytes) -> None:
+    # a small alphabet makes many equal grams (the table's probing and the both-sides state)
+    a, b = bytes(alphabet[x % len(alphabet)] for x in a), bytes(alphabet[x % len(alphabet)] for x in b)
+    case = KERNELS["gram_jaccards"]
+    assert case.kernel(a, b) == case.reference(a, b)
