@@ -12,31 +12,13 @@ these models; secrets are ``SecretStr``.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from .config_sources import AutoOnOff, env_overrides, format_error, read_file, set_overrides, set_path
+from .config_sources import AutoOnOff, env_overrides, format_error, is_secret_property, read_file, set_overrides, set_path
 from .errors import ConfigError
-
-#: parts of a librdkafka property name that mark its value as a secret (over-matching a file
-#: path such as ssl.key.location only hides it from logs)
-_SECRET_PARTS = re.compile(r"password|passphrase|secret|key|token|credential")
-#: secrets whose name does not say so (its implementation-defined text may carry credentials)
-_SECRET_NAMES = frozenset({"sasl.oauthbearer.config"})
-
-
-def is_secret_property(name: str) -> bool:
-    """Whether a librdkafka property holds a secret (its value is never shown).
-
-    >>> is_secret_property("sasl.password"), is_secret_property("ssl.key.pem"), is_secret_property("security.protocol")
-    (True, True, False)
-    """
-    name = name.lower()
-    return name in _SECRET_NAMES or _SECRET_PARTS.search(name) is not None
-
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -201,6 +183,14 @@ class VerifyConfig(_Frozen):
     ld_min_jaccard: float = Field(0.4, ge=0.0, le=1.0)
     #: slots left after removing boilerplate bands below which a pair is not judged by Jaccard
     min_informative_slots: int = Field(16, ge=1)
+    #: exact character evidence (issue 11, ``_kernels.evidence``): the best pair below
+    #: ld_min_jaccard of a document nothing else decided, if its LD similarity reaches
+    #: exact_min_ld, is a near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard,
+    #: unless digits read as 0 raise it by more than exact_max_digit_gain (numbers differ)
+    exact_evidence: bool = True
+    exact_min_ld: float = Field(0.9, ge=0.0, le=1.0)
+    exact_gram_jaccard: float = Field(0.58, ge=0.0, le=1.0)
+    exact_max_digit_gain: float = Field(0.05, ge=0.0, le=1.0)
     #: relations that make a document a duplicate
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
         "exact",

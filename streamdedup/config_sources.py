@@ -222,3 +222,20 @@ def read_file(p: Path) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ConfigError(f"config file {p}: top level must be a mapping, got {type(loaded).__name__}")
     return loaded
+
+
+#: parts of a librdkafka property name that mark its value as a secret (over-matching a file
+#: path such as ssl.key.location only hides it from logs)
+_SECRET_PARTS = re.compile(r"password|passphrase|secret|key|token|credential")
+#: secrets whose name does not say so (its implementation-defined text may carry credentials)
+_SECRET_NAMES = frozenset({"sasl.oauthbearer.config"})
+
+
+def is_secret_property(name: str) -> bool:
+    """Whether a librdkafka property holds a secret (its value is never shown).
+
+    >>> is_secret_property("sasl.password"), is_secret_property("ssl.key.pem"), is_secret_property("security.protocol")
+    (True, True, False)
+    """
+    name = name.lower()
+    return name in _SECRET_NAMES or _SECRET_PARTS.search(name) is not None

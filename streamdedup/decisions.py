@@ -61,10 +61,12 @@ def _opt(x: float) -> float | None:
 
 def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: int, numbers: Sequence[float],
               boilerplate: bool, verify: VerifyConfig, original: str | None = None,
-              matched_source: str | None = None) -> Decision:
-    """A duplicate's decision from its stored form (the same for a live run and a replay)."""
-    j, ld, c_ba, c_ab, emb = (float(x) for x in numbers)
-    why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify)
+              matched_source: str | None = None, exact: bool = False) -> Decision:
+    """A duplicate's decision from its stored form (the same for a live run and a replay);
+    ``exact``: a near-duplicate on exact character evidence (numbers 5 and 6 are its Jaccards)."""
+    j, ld, c_ba, c_ab, emb, gram, folded = (float(x) for x in numbers)
+    why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify,
+                  (gram, folded) if exact else None)
     return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq,
                     original, matched_source)
 
@@ -102,7 +104,8 @@ class BatchDecisions(Sequence[Decision]):
         if code == UNIQUE:
             return Decision(self.ids[i], "unique", seq=seq)
         return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
-                         bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i))
+                         bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i),
+                         bool(self.flags[i] & 2))
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
@@ -119,4 +122,4 @@ class BatchDecisions(Sequence[Decision]):
     @classmethod
     def empty(cls, verify: VerifyConfig) -> "BatchDecisions":
         z = np.zeros(0, dtype=np.int64)
-        return cls([], z, z.astype(np.int8), np.zeros((0, 5), np.float32), z.astype(np.uint8), {}, {}, verify)
+        return cls([], z, z.astype(np.int8), np.zeros((0, 7), np.float32), z.astype(np.uint8), {}, {}, verify)

@@ -33,6 +33,7 @@ from ._kernels.verify import N_OUT
 from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
+from .engine_evidence import Evidence
 from .engine_state import Checkpoint, Source, StateMeta, restore
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
 from .ids import Ids, id_arrays, sparse_utf8
@@ -95,6 +96,7 @@ class Deduplicator:
         self._runs = np.zeros(2 * MAX_SIGNATURE_SYMBOLS + 1, dtype=np.int64)
         self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
         self._cmp = np.zeros(N_OUT, dtype=np.float64)
+        self.evidence = Evidence(store)
         if raw is not None:
             restore(store, self.meta, self.index, self.arena, self.bits, self.window_ms)
         self._committed_lo = self.meta.seq_lo
@@ -114,6 +116,8 @@ class Deduplicator:
         scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
         text = "warm up the kernels with a short story about nothing in particular at all"
         scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])
+        z = np.zeros(16, np.uint8)  # the exact-evidence kernel, which only a noisy copy calls
+        scratch.evidence.answer(z, np.zeros(2, np.int64), np.full(2, 8, np.int64), 1, np.zeros(1, np.int64), 0)
 
     # ------------------------------------------------------------------ state
 
@@ -144,7 +148,7 @@ class Deduplicator:
                                          {s for st in stored if st.relation for s in (st.root_seq, st.matched_seq)})
         return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
                 D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                            self.cfg.verify, where.get(st.root_seq), where.get(st.matched_seq))
+                            self.cfg.verify, where.get(st.root_seq), where.get(st.matched_seq), bool(st.flags & 2))
                 for st in stored]
 
     # ------------------------------------------------------------------ deciding
@@ -245,7 +249,7 @@ class Deduplicator:
         meta.last_batch_seq = self._confirmed_through if self._explicit_confirm else first_seq
         state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
         out = KD.outputs(n, self.index_bands)
-        seqs, roots, matched, relations, numbers, flags, hots = out
+        seqs, roots, matched, relations, numbers, flags, hots = out[:7]
         ix = self.index
         times = np.ascontiguousarray(times, dtype=np.int64)
         docs = KD.BatchPrints(batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
@@ -258,7 +262,11 @@ class Deduplicator:
             i = KD.decide_batch(i, ix.grow_at, docs, params, state, ix.arrays(), self.arena.arrays(), ix.probe, scratch, out)
             if i == n:
                 break
+            if out.ask[i] >= 0 and np.isnan(out.said[i, 0]):  # document i needs exact evidence
+                out.said[i] = self.evidence.answer(batch.canon_buf, batch.canon_start, batch.lengths, i, seqs, int(out.ask[i]))
+                continue
             ix.grow(int(state[0]), int(state[1]))
+        self.evidence.remember(seqs, batch.canon_buf, batch.canon_start, batch.lengths)
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         sources = np.ascontiguousarray(sources, dtype=np.int64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
@@ -269,6 +277,7 @@ class Deduplicator:
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
+            batch.canon_buf, batch.canon_start,
         )
         raw = buf.tobytes()
         bounds = off.tolist()

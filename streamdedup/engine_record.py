@@ -1,12 +1,13 @@
 """The engine's stored record: one per indexed document, the durable truth (pure core).
 
-Layout, engine record version 4, little-endian; the store key is the document's seq. After a
+Layout, engine record version 5, little-endian; the store key is the document's seq. After a
 fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      engine record version (4)
+    1      engine record version (5)
     1      relation code of the decision (0 = unique; _kernels.verify.REL_*)
-    1      flags: bit 0 = boilerplate slots were left out of the estimates
+    1      flags: bit 0 = boilerplate slots were left out of the estimates, bit 1 = a
+           near-duplicate on exact character evidence (``_kernels.evidence``)
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
@@ -17,11 +18,14 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
            (signed), fine LD signature length
     dup.   root seq, matched seq (varints), float32 estimates of the match (Jaccard,
            calibrated LD similarity, containment new-in-earlier, containment earlier-in-new,
-           signature embedding; NaN = not computed)
+           signature embedding, exact 8-gram Jaccard, the same with digits read as 0; NaN =
+           not computed)
     ..     n hot-count entries: band (varint), count (1 byte)
     K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     4*bands  the low half of each band key (what the index uses), main then lead
     ..     fine LD signature
+    ..     the canonical text (canonical length bytes): the exact evidence of a later pair
+           (issue 11) compares it; restore stops before it
 
 What it holds and why: the fingerprint as far as the engine uses it (to rebuild the in-memory
 index and verification arena on start, so a restarted engine decides exactly as one that
@@ -49,7 +53,7 @@ import numpy as np
 from .errors import IncompatibleFingerprintError
 from .estimate import unpack_bbit
 
-ENGINE_RECORD_VERSION = 4
+ENGINE_RECORD_VERSION = 5
 HEAD = struct.Struct("<BBBB16s")
 assert HEAD.size == 20
 
@@ -83,7 +87,7 @@ class StoredDocument:
     matched_id: str | None
     relation: int
     flags: int
-    numbers: tuple[float, float, float, float, float]
+    numbers: tuple[float, ...]  # the seven estimates (``_kernels.decide.D_*``)
     hot: np.ndarray  # hot count per band cell, dense
     length: int
     chars: int
@@ -96,9 +100,10 @@ class StoredDocument:
     minhash: np.ndarray  # low ``minhash_bits`` of each slot, uint32
     band_keys: np.ndarray  # uint32, the low half of each key
     signature: bytes
+    text: bytes  # the canonical text (UTF-8)
 
 
-_NAN5 = (float("nan"),) * 5
+_NAN7 = (float("nan"),) * 7
 
 
 def _check(seq: int, data: bytes) -> None:
@@ -159,12 +164,12 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     source_id, pos = _signed(data, pos)
     offset, pos = _signed(data, pos)
     n_sig, pos = _varint(data, pos)
-    root_seq, matched_seq, numbers = seq, -1, _NAN5
+    root_seq, matched_seq, numbers = seq, -1, _NAN7
     if relation:
         root_seq, pos = _varint(data, pos)
         matched_seq, pos = _varint(data, pos)
-        numbers = struct.unpack_from("<5f", data, pos)
-        pos += 20
+        numbers = struct.unpack_from("<7f", data, pos)
+        pos += 28
     hot = np.ones(bands, dtype=np.uint8)
     for _ in range(n_hot):
         band, pos = _varint(data, pos)
@@ -176,6 +181,15 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     keys = np.frombuffer(data, dtype="<u4", count=bands, offset=pos).astype(np.uint32)
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
+    pos += n_sig
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature)
+                          signature, data[pos:pos + length])
+
+
+def canonical_text(data: bytes, seq: int = -1) -> bytes:
+    """The canonical text a record ends with (its length is the record's canonical length)."""
+    _, _, n_matched, pos = _id_fields(seq, data)
+    _, pos = _varint(data, pos + n_matched)  # hot entries
+    length, _ = _varint(data, pos)
+    return data[len(data) - length:]

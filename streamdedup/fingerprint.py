@@ -144,6 +144,10 @@ class FingerprintBatch:
     char_keys: np.ndarray
     char_minhash: np.ndarray
     chars: np.ndarray
+    #: the canonical texts (UTF-8), text i at ``canon_buf[canon_start[i]:][:lengths[i]]``: the
+    #: engine stores them for exact evidence (``engine_evidence``)
+    canon_buf: np.ndarray
+    canon_start: np.ndarray
     canonical: list[bytes] = field(default_factory=list, repr=False)
 
     @property
@@ -355,6 +359,8 @@ class Fingerprinter:
             coarse_buf=out["coarse_buf"],
             coarse_start=coarse_off[:-1],
             coarse_len=coarse_len,
+            canon_buf=canon,
+            canon_start=canon_off[:-1],
             canonical=_split(canon, canon_off[:-1], np.diff(canon_off)) if keep_canonical else [],
         )
 

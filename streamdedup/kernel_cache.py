@@ -140,6 +140,7 @@ def _engine(cfg: Config, restore: bool = False) -> None:
     engine = Deduplicator(cfg, MemoryStore())
     engine.fp = _Placeholders(engine.fp)
     engine.process([Document(k, k, 0) for k in "abc"])
+    engine.evidence.answer(np.zeros(16, np.uint8), np.zeros(2, np.int64), np.full(2, 8, np.int64), 1, np.zeros(1, np.int64), 0)
     if restore:
         Deduplicator(cfg, engine.store)
 
@@ -190,7 +191,7 @@ class Unit:
     seconds: float
 
 
-_ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes")
+_ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes", "evidence.gram_jaccards")
 UNITS: dict[str, Unit] = {
     "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.0),
     "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch", "fingerprint.unicode_scan"), 5.5),

@@ -88,17 +88,28 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_UNRELATED_MATCH_RATE] = calibration.UNRELATED_MATCH_RATE
     p[K.P_RELATED_FRACTION] = calibration.RELATED_FRACTION
     p[K.P_DUPLICATE_MASK] = sum(1 << K.RELATION_NAMES.index(r) for r in verify.duplicate_relations)
+    # a near-duplicate on exact evidence is only asked for when near_duplicate makes a duplicate
+    asks = verify.exact_evidence and "near_duplicate" in verify.duplicate_relations
+    p[K.P_EXACT_LD] = verify.exact_min_ld if asks else 2.0
+    p[K.P_EXACT_GRAM] = verify.exact_gram_jaccard
+    p[K.P_EXACT_DIGIT_GAIN] = verify.exact_max_digit_gain
     return p
 
 
 def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c_ab: float, emb: float,
-            boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig) -> tuple[str, ...]:
-    """Why a pair got its relation, in words (the same text for explain, live and replayed decisions)."""
+            boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig,
+            grams: tuple[float, float] | None = None) -> tuple[str, ...]:
+    """Why a pair got its relation, in words (the same text for explain, live and replayed decisions);
+    ``grams``: the exact 8-gram Jaccards (plain, digits as 0) of a near-duplicate on exact evidence."""
     out = ["boilerplate bands ignored"] if boilerplate else []
     if relation == K.REL_EXACT:
         out.append("equal canonical digests")
     elif relation == K.REL_NEAR:
-        if j >= verify.jaccard_threshold:
+        if grams is not None:
+            out.append(f"character noise: exact 8-gram Jaccard {grams[0]:.3f} >= {verify.exact_gram_jaccard} "
+                       f"(digits as 0: {grams[1] - grams[0]:+.3f}), LD similarity {ld_similarity:.3f} >= "
+                       f"{verify.exact_min_ld}, Jaccard {j:.3f}")
+        elif j >= verify.jaccard_threshold:
             out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
         else:
             out.append(f"LD similarity {ld_similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")

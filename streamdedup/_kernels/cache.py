@@ -30,6 +30,7 @@ PIPELINE_KERNELS = (
     "fingerprint.unicode_scan",
     "decide.decide_batch",
     "records.encode_batch",
+    "evidence.gram_jaccards",
     "records.restore_batch",
     "arena.live_bytes",
     "arena.regrow",

@@ -18,7 +18,8 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import REL_EXACT, compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
+from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_LD_MIN_JACCARD, REL_EXACT, REL_NEAR
+from .verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
 D_JACCARD = 0
@@ -26,10 +27,13 @@ D_LD_SIMILARITY = 1
 D_CONTAINMENT_B_IN_A = 2
 D_CONTAINMENT_A_IN_B = 3
 D_EMBEDDING = 4
-N_NUMBERS = 5
+D_GRAM_JACCARD = 5  # exact byte 8-gram Jaccard (exact evidence, ``_kernels.evidence``)
+D_GRAM_FOLDED = 6  # the same with every digit read as 0
+N_NUMBERS = 7
 
 # flags per document
 F_BOILERPLATE = 1
+F_EXACT_EVIDENCE = 2  # a near-duplicate on exact character evidence
 
 
 class BatchPrints(NamedTuple):
@@ -113,13 +117,19 @@ class Outputs(NamedTuple):
     flag: np.ndarray
     #: uint8 (n, bands): its band cells' hot counts
     hot: np.ndarray
+    #: int64: the seq whose canonical text document i must be compared with (exact evidence),
+    #: -1 (set by :func:`outputs`, never reset by the kernel: it survives the call that asks)
+    ask: np.ndarray
+    #: float64 (n, 2): the caller's answer for ``ask[i]``: exact 8-gram Jaccard, plain and with
+    #: digits read as 0 (NaN until answered)
+    said: np.ndarray
 
 
 def outputs(n: int, bands: int) -> Outputs:
     """Uninitialised outputs for a batch of ``n`` documents (``decide_batch`` writes every one it uses)."""
     return Outputs(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                    np.empty(n, dtype=np.uint8), np.empty((n, N_NUMBERS), dtype=np.float32), np.empty(n, dtype=np.uint8),
-                   np.empty((n, bands), dtype=np.uint8))
+                   np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64), np.full((n, 2), np.nan))
 
 
 # One kernel of ~130 lines on purpose: its steps (window, lookup, ordering, verification,
@@ -134,7 +144,10 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
 
     ``state`` is ``[next_seq, seq_lo, watermark]``. ``probe`` (``index.Probe``) and ``scratch``
     are working memory. Returns the batch length, or the position of the first document that
-    would get seq ``grow_at``: the caller grows the index tables and calls again from there.
+    would get seq ``grow_at``: the caller grows the index tables and calls again from there,
+    or of a document that needs exact evidence: ``out.ask[i]`` names the earlier seq, the
+    caller writes both Jaccards of their canonical texts to ``out.said[i]`` and calls again
+    from ``i`` (the document is looked up and verified again, identically, and decided).
     """
     # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)
     digests, keys, times, empty = docs.digests, docs.keys, docs.times, docs.empty
@@ -150,10 +163,13 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     probe_cell, probe_key, probe_live = probe.cell, probe.key, probe.live
     informative, runs, sig_copy, cmp_out = scratch.informative, scratch.runs, scratch.sig, scratch.cmp
     seq_out, root_out, match_out, rel_out = out.seq, out.root, out.match, out.rel
-    num_out, flag_out, hot_out = out.num, out.flag, out.hot
+    num_out, flag_out, hot_out, ask_out, said = out.num, out.flag, out.hot, out.ask, out.said
     n = keys.shape[0]
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
+    guard = np.empty(cand_slots.shape[0], dtype=np.int64)  # pairs only exact evidence could make duplicates
+    guard_j = np.empty(cand_slots.shape[0], dtype=np.float64)
+    asks = verify[P_EXACT_LD] <= 1.0
     for i in range(start, n):
         if not empty[i] and state[0] >= grow_at:
             return i
@@ -208,6 +224,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                             informative[r] = False
             sig_b = sig_buf[sig_start[i]:sig_start[i] + sig_len[i]]
             n_check = nc if nc < max_verified else max_verified
+            n_guard = 0
             for k in range(n_check):
                 c = cand_slots[order[k]]
                 shared_bp = np.bool_(False)
@@ -221,6 +238,10 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], chars[i], sig_b,
                     informative, boilerplate, shared_bp, False, True, verify, runs, cmp_out,
                 )
+                if asks and not shared_bp and not is_duplicate(rel, verify) and cmp_out[O_JACCARD] < verify[P_LD_MIN_JACCARD]:
+                    guard[n_guard] = c
+                    guard_j[n_guard] = cmp_out[O_JACCARD]
+                    n_guard += 1
                 if is_duplicate(rel, verify) and cmp_out[O_JACCARD] > best_j:
                     best = c
                     best_rel = rel
@@ -231,6 +252,15 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
                     num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
+            if best < 0 and n_guard > 0:
+                asked = exact_evidence(i, n_guard, guard, guard_j, sig_b, lengths[i], chars[i], slot_seq, a_len, a_chars,
+                                       a_sig_start, a_sig_len, a_buf, sig_copy, verify, runs, cmp_out, ask_out, said, num_out)
+                if asked == -2:
+                    return i  # the caller compares the texts and calls again from here
+                if asked >= 0:
+                    best = asked
+                    best_rel = REL_NEAR
+                    flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
             # the kept match's LD and embedding (reported), skipped while its relation was decided
             need_ld = best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify)
             need_emb = best >= 0 and np.isnan(num_out[i, D_EMBEDDING]) and reports_embedding(
@@ -262,3 +292,37 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
         root_out[i] = root
         state[0] = seq + 1
     return n
+
+
+@njit(cache=True)
+def exact_evidence(i, n_guard, guard, guard_j, sig_b, len_b, chars_b, slot_seq, a_len, a_chars, a_sig_start, a_sig_len,
+                   a_buf, sig_copy, verify, runs, cmp_out, ask_out, said, num_out):
+    """Document ``i``, which no candidate made a duplicate: its guard pair (below
+    ``ld_min_jaccard``) of highest LD similarity, if that reaches ``exact_min_ld``, is judged
+    on the exact 8-gram evidence in ``said[i]``. Returns the slot it duplicates, -1 for none,
+    or -2 after writing the seq to compare with to ``ask_out[i]`` (no answer for it yet).
+    """
+    ask = np.int64(-1)
+    ask_ld = -1.0
+    ask_j = 0.0
+    for g in range(n_guard):
+        c = guard[g]
+        sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, sig_copy)
+        ld_estimate(sig_a, sig_b, a_len[c], len_b, a_chars[c], chars_b, verify, runs, cmp_out)
+        ld = cmp_out[O_LD_SIMILARITY]
+        if ld >= verify[P_EXACT_LD] and ld > ask_ld:
+            ask, ask_ld, ask_j = c, ld, guard_j[g]
+    if ask < 0:
+        return np.int64(-1)
+    if ask_out[i] != slot_seq[ask] or np.isnan(said[i, 0]):
+        ask_out[i] = slot_seq[ask]
+        said[i, 0] = np.nan
+        return np.int64(-2)
+    plain, folded = said[i, 0], said[i, 1]
+    num_out[i, D_GRAM_JACCARD] = plain
+    num_out[i, D_GRAM_FOLDED] = folded
+    if plain < verify[P_EXACT_GRAM] or folded - plain > verify[P_EXACT_DIGIT_GAIN]:
+        return np.int64(-1)
+    num_out[i, D_JACCARD] = ask_j
+    num_out[i, D_LD_SIMILARITY] = ask_ld
+    return ask

@@ -16,7 +16,7 @@ from numba import njit
 
 from .records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
 
-CODEC_VERSION = 2
+CODEC_VERSION = 3
 KIND_FINGERPRINT = 0
 KIND_DEAD = 1
 KIND_PARAMS = 2
@@ -44,13 +44,14 @@ def _put_bytes(buf, q, src, start, n):
 
 @njit(cache=True, nogil=True)
 def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shingles, times, fine_buf, fine_start, fine_len,
-                 ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets):
+                 ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets, canon_buf, canon_start):
     """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
     ``buffer[offsets[i]:offsets[i + 1]]``.
 
     ``keys`` are the low 32 bits of the band keys (main, then lead); document i came from
     source ``source_index[i]``, whose topic is ``topics_buf[topics_off[s]:topics_off[s + 1]]``
-    and partition ``partitions[s]``, at ``offsets[i]``.
+    and partition ``partitions[s]``, at ``offsets[i]``; its canonical text is
+    ``canon_buf[canon_start[i]:][:lengths[i]]``.
     """
     n = empty.shape[0]
     k = minhash.shape[1]
@@ -59,7 +60,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     bound = 0
     for i in range(n):
         s = source_index[i]
-        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i]
+        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + lengths[i]
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
     q = 0
@@ -90,6 +91,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
                 _put_uint(buf, q, keys[i, b], 4)
                 q += 4
         q = _put_bytes(buf, q, fine_buf, fine_start[i], fine_len[i])
+        q = _put_bytes(buf, q, canon_buf, canon_start[i], lengths[i])
         out_off[i + 1] = q
     return buf[:q], out_off
 
@@ -243,7 +245,7 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         lengths[j] = np.int64(length)
         chars[j] = np.int64(length - extra)
         n_shingles[j] = np.int64(n_sh)
-        body = np.int64(n_sig) + (0 if empty[j] else packed)
+        body = np.int64(n_sig) + (0 if empty[j] else packed) + np.int64(length)  # the canonical text last
         if end - q < body:
             return TRUNCATED, i, j
         if end - q > body:

@@ -14,7 +14,9 @@ from numba import njit
 from . import arena
 from .index import restore
 
-ENGINE_VERSION = 4
+ENGINE_VERSION = 5
+#: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)
+N_NUMBERS = 7
 #: version, relation, flags, bits, digest; then variable-length integers
 HEAD = 20
 #: the longest LEB128 encoding of one 64-bit value
@@ -107,12 +109,14 @@ def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off,
     digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
+    canon_buf, canon_start,
 ):
     """Records of every indexed document of a batch (``seq_out >= 0``): ``(buffer, offsets)``.
 
     Document i's record is ``buffer[offsets[i]:offsets[i + 1]]`` (empty for documents that were
     not indexed). ``roots_*`` and ``matched_*`` hold the root id and the matched id of each
-    duplicate as UTF-8 (empty for roots). Layout: ``streamdedup/engine_record.py``.
+    duplicate as UTF-8 (empty for roots); document i's canonical text is
+    ``canon_buf[canon_start[i]:][:lengths[i]]``. Layout: ``streamdedup/engine_record.py``.
     """
     n = seq_out.shape[0]
     bands = keys.shape[1]
@@ -122,7 +126,8 @@ def encode_batch(
     for i in range(n):
         # every varint at its longest, every band a hot entry: written compactly below
         bound += (fixed + 13 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
-                  + (matched_off[i + 1] - matched_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i])
+                  + (matched_off[i + 1] - matched_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i] + 4 * N_NUMBERS
+                  + lengths[i])
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
     f32 = np.empty(1, dtype=np.float32)
@@ -174,7 +179,7 @@ def encode_batch(
         if dup:
             q = _put_varint(buf, q, root_out[i])
             q = _put_varint(buf, q, match_out[i])
-            for c in range(5):
+            for c in range(N_NUMBERS):
                 _put_f32(buf, q, num_out[i, c], f32, u32)
                 q += 4
         for b in range(bands):
@@ -190,6 +195,10 @@ def encode_batch(
         for t in range(fine_len[i]):
             buf[q + t] = fine_buf[fine_start[i] + t]
         q += fine_len[i]
+        # the canonical text, last: exact evidence reads it (engine_evidence), restore never
+        for t in range(lengths[i]):
+            buf[q + t] = canon_buf[canon_start[i] + t]
+        q += lengths[i]
         out_off[i + 1] = q
     return buf[:q], out_off
 
@@ -214,7 +223,7 @@ def _unpack_minhash(buf, pos, bits, out):
 def restore_batch(buf, off, seqs, bits, ix, ar):
     """Re-insert stored records (in seq order) into the index ``ix`` and the arena ``ar``.
 
-    Returns -1, or the position of the first record that is not a version-4 engine record
+    Returns -1, or the position of the first record that is not a version-5 engine record
     with this MinHash width (the caller refuses to start).
     """
     # the fields as locals: restore and put take arrays (see index.IndexArrays)
@@ -253,7 +262,7 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
             r, q = _get_varint(buf, q)
             root = np.int64(r)
             _, q = _get_varint(buf, q)  # matched seq
-            q += 20
+            q += 4 * N_NUMBERS
         for b in range(bands):
             hots[b] = 1
         for t in range(np.int64(n_hot)):

@@ -41,7 +41,10 @@ P_UNRELATED_MATCH_RATE = 9
 P_RELATED_FRACTION = 10
 P_DUPLICATE_MASK = 11  # bit r set: relation code r makes a duplicate
 P_CONTAINED_MIN = 12  # estimated containment for contained_in (its embedding: P_CONTAINMENT)
-N_PARAMS = 13
+P_EXACT_LD = 13  # exact evidence (_kernels.evidence): the LD similarity a pair needs to be asked (> 1: off)
+P_EXACT_GRAM = 14  # its exact 8-gram Jaccard for a near-duplicate
+P_EXACT_DIGIT_GAIN = 15  # the most that reading digits as 0 may add to it
+N_PARAMS = 16
 
 # out: the estimates (NaN where not computed)
 O_JACCARD = 0

@@ -2,11 +2,11 @@
 
 A staged topology splits prepare -> decide: workers decode, canonicalise and fingerprint;
 one decider owns the index and decides on fingerprints alone. This module is the record
-between them, with no text in it. Layout, codec version 2, little-endian; after the head,
+between them. Layout, codec version 3, little-endian; after the head,
 integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      codec version (2)
+    1      codec version (3)
     1      kind: 0 fingerprint, 1 dead letter, 2 params announcement
     4      params key of the worker's fingerprint configuration (FingerprintParams.key)
     -- kinds 0 and 1: the input record's source position
@@ -21,6 +21,8 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     K*b/8  MinHash slots, low b bits each (b = minhash.storage_bits, as the engine stores them)
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
+    ..     the canonical text (canonical length bytes: the decider's exact evidence compares
+           texts, issue 11)
     -- kind 1, dead letter (prepare refused the input record; the router emits it)
     var    stage length, stage, reason length, reason (UTF-8)
     -- kind 2, params announcement (a worker's settings, so a mismatch can be named)
@@ -145,7 +147,7 @@ class FingerprintCodec:
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
             ids_buf, ids_off, topics_buf, topics_off, partitions, source_index,
-            np.ascontiguousarray(offsets, dtype=np.int64))
+            np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start)
         raw = buf.tobytes()
         bounds = off.tolist()
         return [raw[bounds[i]:bounds[i + 1]] for i in range(n)]
@@ -237,9 +239,10 @@ class FingerprintCodec:
             k = int(doc[np.searchsorted(ids_off, exc.start, side="right") - 1])
             raise FingerprintRecordError(f"fingerprint record {k}: its id is not UTF-8 (garbled)", k) from None
         none = np.zeros(0, np.uint8)
+        # the canonical text follows the signature
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
                                  sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
-                                 np.zeros((m, 0), np.uint32), chars)
+                                 np.zeros((m, 0), np.uint32), chars, buf, sig_start + sig_len)
         return doc, ids, batch, times
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:

@@ -350,7 +350,9 @@ def test_reported_estimates_are_those_of_the_kept_pair() -> None:
             batch = fp.fingerprint_batch([texts[d.matched], texts[d.id]])
             a = Fingerprint.from_record(record.decode(record.encode(batch, 0, bits), c.fingerprint.minhash.num_perm))
             want = compare(a, Fingerprint.from_batch(batch, 1), c.verify, c.fingerprint.signature)
-            j, ld, c_ba, c_ab, emb = (float(x) for x in out.numbers[k])
+            if out.flags[k] & 2:  # exact character evidence: test_exact_evidence_*
+                continue
+            j, ld, c_ba, c_ab, emb = (float(x) for x in out.numbers[k][:5])
             assert (j, c_ba, c_ab) == pytest.approx((want.jaccard, want.containment_b_in_a, want.containment_a_in_b), rel=1e-6)
             assert np.isnan(ld) if want.ld_similarity is None else ld == pytest.approx(want.ld_similarity, rel=1e-6), d
             if want.containment_b_in_a >= c.verify.contained_min_estimate or want.containment_a_in_b >= ct:

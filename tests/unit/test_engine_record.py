@@ -9,7 +9,7 @@ import pytest
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
-from streamdedup.engine_record import HEAD, decode, ids
+from streamdedup.engine_record import HEAD, canonical_text, decode, ids
 from streamdedup.estimate import pack_bbit
 from tests.unit.test_engine import story, typo
 
@@ -38,17 +38,19 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     sig = batch.signatures[i]
     if not rel:
         rb = mb = b""
-    parts = [HEAD.pack(4, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
+    parts = [HEAD.pack(5, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
              idb, rb, mb, _varint(len(hot_entries)), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _signed(time), _signed(part), _signed(off), _varint(len(sig))]
     if rel:
-        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<5f", *(float(np.float32(x)) for x in numbers))]
+        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<7f", *(float(np.float32(x)) for x in numbers))]
     parts += [_varint(b) + bytes([c]) for b, c in hot_entries]
     parts.append(pack_bbit(batch.minhash[i], bits))
     keys = batch.index_keys[i]
     parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
+    s = int(batch.canon_start[i])
+    parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
     return b"".join(parts)
 
 
@@ -65,9 +67,9 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     roots = np.array([10, -1, 10, 12, 10], dtype=np.int64)
     matched = np.array([-1, -1, 10, -1, 11], dtype=np.int64)
     rels = np.array([0, 0, 2, 0, 4], dtype=np.uint8)
-    numbers = rng.random((n, 5)).astype(np.float32)
+    numbers = rng.random((n, 7)).astype(np.float32)
     numbers[0] = np.nan
-    flags = np.array([0, 0, 1, 0, 0], dtype=np.uint8)
+    flags = np.array([0, 0, 1, 0, 2], dtype=np.uint8)
     hots = np.ones((n, bands), dtype=np.uint8)
     hots[2, 3] = 4
     hots[2, 200 % bands] = 2  # a band index over 127: a two-byte varint when there are enough bands
@@ -86,7 +88,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
                                batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
-                               keys, batch.fine_buf, batch.fine_start, batch.fine_len)
+                               keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start)
     raw = out.tobytes()
     for i in range(n):
         got = raw[off[i]:off[i + 1]]
@@ -109,3 +111,4 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         if rels[i]:
             assert np.array_equal(np.array(st.numbers, np.float32), numbers[i], equal_nan=True)
         assert ids(got) == (IDS[i], root_ids[i] or IDS[i])
+        assert st.text == canonical_text(got) == fp.fingerprint_batch([TEXTS[i]], keep_canonical=True).canonical[0]

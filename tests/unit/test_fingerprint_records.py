@@ -51,7 +51,7 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
     idb, topic = doc_id.encode(), source.topic.encode()
     sig = batch.signatures[i]
     empty = bool(batch.empty[i])
-    parts = [bytes([2, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
+    parts = [bytes([3, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
              _varint(source.partition), _signed(offset), bytes([1 if empty else 0]), batch.digests[i],
              _varint(len(idb)), idb, _signed(time), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
@@ -61,6 +61,8 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
         keys = batch.index_keys[i]
         parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
+    s = int(batch.canon_start[i])
+    parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
     return b"".join(parts)
 
 
@@ -89,7 +91,7 @@ class _Reader:
 
 def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     """A fingerprint record's fields, read in plain Python."""
-    assert data[0] == 2 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
+    assert data[0] == 3 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
     r = _Reader(data, 6)
     out: dict = {"topic": r.take(r.varint()).decode(), "partition": r.varint(), "offset": r.signed()}
     out["empty"] = r.take(1)[0] == 1
@@ -105,6 +107,7 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
         out["minhash"] = unpack_bbit(r.take(k * codec.bits // 8), codec.bits, k)
         out["keys"] = np.frombuffer(r.take(4 * bands), "<u4").astype(np.uint64)
     out["signature"] = r.take(n_sig)
+    out["text"] = r.take(out["length"])
     assert r.pos == len(data)
     return out
 
@@ -149,6 +152,8 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
         got = (dec.ids[i], dec.times[i], b.lengths[i], b.chars[i], b.n_shingles[i])
         assert (ref["id"], ref["time"], ref["length"], ref["chars"], ref["n_shingles"]) == got
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
+        text = b.canon_buf[b.canon_start[i]:b.canon_start[i] + b.lengths[i]].tobytes()
+        assert ref["text"] == text == codec.fp.fingerprint_batch([TEXTS[i]], keep_canonical=True).canonical[0]
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
             assert np.array_equal(ref["keys"], np.hstack((b.band_keys[i], b.lead_keys[i], b.char_keys[i])))
@@ -265,7 +270,7 @@ def test_the_engine_refuses_a_batch_of_other_params() -> None:
 def test_unknown_version_and_non_bytes_are_named() -> None:
     codec = _codec()
     _, _, _, _, values = _encode(codec, TEXTS[:2], IDS[:2])
-    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 2") as err:
+    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 3") as err:
         codec.decode([values[0], b"\x01" + values[1][1:]])
     assert err.value.index == 1
     with pytest.raises(FingerprintRecordError, match="record 1 is NoneType"):
