@@ -13,6 +13,12 @@ view of the *new* document ``b`` against the earlier ``a``:
   mostly inside ``b`` (an update appended). Containment is estimated from Jaccard and the
   shingle counts, and the shorter signature must embed in the longer (seed 001);
 - ``related`` / ``unrelated``: neither, with Coates' expected-LD test telling them apart.
+
+Exact character evidence (issue 11): a pair that is none of these, below ``ld_min_jaccard``,
+whose LD similarity reaches ``verify.exact_min_ld``, is a near-duplicate when the exact byte
+8-gram Jaccard of the canonical texts reaches ``verify.exact_gram_jaccard`` and reading digits
+as 0 does not raise it by more than ``verify.exact_max_digit_gain`` (``_kernels.evidence``;
+the engine asks for it in its decide loop, :func:`compare` when both fingerprints carry text).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import calibration, signature
+from ._kernels import evidence as KE
 from ._kernels import readonly
 from ._kernels import verify as K
 from .config import SignatureConfig, VerifyConfig
@@ -42,12 +49,16 @@ class Fingerprint:
     signature: bytes
     coarse_signature: bytes
     empty: bool
+    #: the canonical text (UTF-8), for exact evidence; empty when not known (a stored record)
+    text: bytes = b""
 
     @classmethod
     def from_batch(cls, batch: FingerprintBatch, i: int) -> "Fingerprint":
+        s = int(batch.canon_start[i])
         return cls(
             batch.digests[i], batch.minhash[i], 32, int(batch.n_shingles[i]), int(batch.lengths[i]), int(batch.chars[i]),
             batch.signatures[i], batch.coarse_signatures[i], bool(batch.empty[i]),
+            batch.canon_buf[s:s + int(batch.lengths[i])].tobytes(),
         )
 
     @classmethod
@@ -66,6 +77,9 @@ class Comparison:
     ld: signature.LDEstimate | None
     embedding_similarity: float
     reasons: tuple[str, ...]
+    #: exact byte 8-gram Jaccard of the canonical texts, plain and with digits read as 0 (None:
+    #: not asked: the pair was decided otherwise, or a fingerprint carried no text)
+    grams: tuple[float, float] | None = None
 
     @property
     def ld_similarity(self) -> float | None:
@@ -178,6 +192,13 @@ def compare(
     why = reasons(rel, j, None if ld is None else ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]),
                   float(out[K.O_CONTAINMENT_A_IN_B]), emb, boilerplate, None if ld is None else ld.raw,
                   None if ld is None else ld.expected_unrelated, verify)
+    grams = None
+    if _asks_evidence(verify, rel, j, ld, shared_boilerplate, a, b):
+        grams = exact_grams(a.text, b.text)
+        if grams[0] >= verify.exact_gram_jaccard and grams[1] - grams[0] <= verify.exact_max_digit_gain:
+            rel = K.REL_NEAR
+            why = reasons(rel, j, ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]), float(out[K.O_CONTAINMENT_A_IN_B]), emb,
+                          boilerplate, ld.raw, ld.expected_unrelated, verify, grams)
     relation = K.RELATION_NAMES[rel]
     return Comparison(
         relation=relation,
@@ -188,4 +209,21 @@ def compare(
         ld=ld,
         embedding_similarity=emb,
         reasons=why,
+        grams=grams,
     )
+
+
+def _asks_evidence(verify: VerifyConfig, rel: int, j: float, ld, shared_boilerplate: bool, a: Fingerprint,
+                   b: Fingerprint) -> bool:
+    """The decide loop's condition for asking (``_kernels.decide.exact_evidence``), for one pair."""
+    return (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and bool(a.text) and bool(b.text)
+            and K.RELATION_NAMES[rel] not in verify.duplicate_relations and j < verify.ld_min_jaccard
+            and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld)
+
+
+def exact_grams(a: bytes, b: bytes) -> tuple[float, float]:
+    """(plain, digits read as 0) exact byte 8-gram Jaccard of two canonical texts."""
+    size = KE.table_size(len(a), len(b))
+    plain, folded = KE.gram_jaccards(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), np.zeros(size, np.uint64),
+                                     np.zeros(size, np.uint8))
+    return float(plain), float(folded)

@@ -669,5 +669,12 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
         relation = "related"
     else:
         relation = "unrelated"
+    # exact character evidence (issue 11): texts known, nothing else made a duplicate
+    if (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and a.text and b.text
+            and relation not in verify.duplicate_relations and j < verify.ld_min_jaccard and not shared_boilerplate
+            and ld is not None and ld.similarity >= verify.exact_min_ld):
+        plain, folded = gram_jaccards_ref(a.text, b.text)
+        if plain >= verify.exact_gram_jaccard and folded - plain <= verify.exact_max_digit_gain:
+            relation = "near_duplicate"
     return {"relation": relation, "jaccard": j, "containment_b_in_a": c_ba, "containment_a_in_b": c_ab, "ld": ld,
             "embedding_similarity": emb, "is_duplicate": relation in verify.duplicate_relations}

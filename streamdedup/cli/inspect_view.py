@@ -68,19 +68,21 @@ def _fmt(x: float | None) -> str:
 
 def _why_rows(e: Explanation | None) -> list[str]:
     if e is None:
-        return ["-"] * 10
+        return ["-"] * 11
     return [
         f"{e.relation} ({'duplicate' if e.is_duplicate else 'not a duplicate'})",
         _fmt(e.jaccard), _fmt(e.ld_similarity),
         f"{_fmt(e.containment_copy_in_earlier)} / {_fmt(e.containment_earlier_in_copy)}", e.containment_direction,
         f"{e.shared_bands} of {e.bands}", f"{e.shared_lead_bands} of {e.lead_bands}",
-        f"{e.shared_char_bands} of {e.char_bands}", "yes" if e.same_canonical else "no", "; ".join(e.reasons),
+        f"{e.shared_char_bands} of {e.char_bands}", "yes" if e.same_canonical else "no",
+        "-" if e.grams is None else f"{_fmt(e.grams[0])} (digits as 0: {e.grams[1] - e.grams[0]:+.3f})", "; ".join(e.reasons),
     ]
 
 
 WHY_MEASURES = ("relation (recomputed)", "Jaccard (MinHash estimate)", "LD similarity (calibrated)",
                 "containment copy in earlier / earlier in copy", "containment direction", "shared LSH bands",
-                "shared lead bands", "shared character bands", "same canonical text", "why")
+                "shared lead bands", "shared character bands", "same canonical text",
+                "exact 8-gram Jaccard (character noise)", "why")
 
 
 def why_table(p: Pair) -> Table:
@@ -104,6 +106,8 @@ def thresholds_line(verify: VerifyConfig) -> Text:
         f"thresholds (verify.*): Jaccard >= {verify.jaccard_threshold}; LD similarity >= {verify.ld_similarity_threshold} "
         f"with Jaccard >= {verify.ld_min_jaccard}; containment >= {verify.containment_threshold} "
         f"(of a short copy in its original: >= {verify.contained_min_estimate} with the signature embedded); "
+        f"below that Jaccard at LD >= {verify.exact_min_ld}: exact 8-gram Jaccard >= {verify.exact_gram_jaccard}, "
+        f"digits as 0 adding <= {verify.exact_max_digit_gain}{'' if verify.exact_evidence else ' (off)'}; "
         f"duplicate relations: {', '.join(verify.duplicate_relations)}", style="dim")
 
 

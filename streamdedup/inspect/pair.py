@@ -156,6 +156,9 @@ class Explanation:
     #: canonical forms equal (case, markup, spacing and punctuation aside)
     same_canonical: bool
     reasons: tuple[str, ...]
+    #: exact byte 8-gram Jaccard of the canonical texts, plain and digits as 0 (exact character
+    #: evidence; None where the pair did not need it)
+    grams: tuple[float, float] | None = None
 
     @property
     def containment_direction(self) -> str:
@@ -170,7 +173,9 @@ def thresholds(verify: VerifyConfig) -> dict:
     """The ``verify.*`` settings a decision is made with, by their config names."""
     return {"jaccard_threshold": verify.jaccard_threshold, "ld_similarity_threshold": verify.ld_similarity_threshold,
             "ld_min_jaccard": verify.ld_min_jaccard, "containment_threshold": verify.containment_threshold,
-            "contained_min_estimate": verify.contained_min_estimate, "duplicate_relations": list(verify.duplicate_relations)}
+            "contained_min_estimate": verify.contained_min_estimate, "exact_evidence": verify.exact_evidence,
+            "exact_min_ld": verify.exact_min_ld, "exact_gram_jaccard": verify.exact_gram_jaccard,
+            "exact_max_digit_gain": verify.exact_max_digit_gain, "duplicate_relations": list(verify.duplicate_relations)}
 
 
 def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Explanation:
@@ -182,7 +187,7 @@ def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Expla
     chars = int((batch.char_keys[i] == batch.char_keys[j]).sum()) if live else 0
     return Explanation(c.relation, c.is_duplicate, c.jaccard, c.ld_similarity, c.containment_b_in_a,
                        c.containment_a_in_b, shared, batch.band_keys.shape[1], lead, batch.lead_keys.shape[1],
-                       chars, batch.char_keys.shape[1], a.digest == b.digest, c.reasons)
+                       chars, batch.char_keys.shape[1], a.digest == b.digest, c.reasons, c.grams)
 
 
 def explain_pairs(pairs: Sequence[tuple[str, str]], cfg: Config, fp: Fingerprinter | None = None) -> list[Explanation | str]:

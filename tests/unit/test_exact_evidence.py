@@ -101,3 +101,28 @@ def test_replayed_decisions_keep_the_evidence(stream) -> None:
     live = {d.id: d for d in _run(engine, stream, 16) if d.reason and "character noise" in d.reason}
     stored = engine.stored_decisions([d.seq for d in live.values()])
     assert live and {d.id: d for d in stored.values()} == live
+
+
+def test_explain_judges_the_pair_as_the_engine_did(stream) -> None:
+    """``compare`` (explain, the inspector's "why") applies the same rule to the two texts."""
+    from streamdedup.fingerprint import Fingerprinter
+    from streamdedup.verify import Fingerprint, compare
+
+    c = cfg()
+    engine = Deduplicator(c, MemoryStore())
+    decided = [d for d in _run(engine, stream, 16) if d.reason and "character noise" in d.reason]
+    text = {d.id: d.text for d in stream}
+    fp = Fingerprinter(c.fingerprint)
+    for d in decided[:10]:
+        batch = fp.fingerprint_batch([text[d.duplicate_of], text[d.id]])
+        why = compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), c.verify, c.fingerprint.signature,
+                      full=True)
+        assert why.relation == "near_duplicate" and why.grams is not None, why
+        assert why.reasons[-1].startswith("character noise: exact 8-gram Jaccard")
+        assert why.reasons[-1].split(",")[0] == d.reason.split(",")[0]  # the same 8-gram figure
+    off = cfg(VERIFY__EXACT_EVIDENCE="false")
+    d = decided[0]
+    batch = fp.fingerprint_batch([text[d.duplicate_of], text[d.id]])
+    why = compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), off.verify, off.fingerprint.signature,
+                  full=True)
+    assert why.relation != "near_duplicate" and why.grams is None
