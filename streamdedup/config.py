@@ -186,11 +186,13 @@ class VerifyConfig(_Frozen):
     #: exact character evidence (issue 11, ``_kernels.evidence``): the best pair below
     #: ld_min_jaccard of a document nothing else decided, if its LD similarity reaches
     #: exact_min_ld, is a near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard,
-    #: unless digits read as 0 raise it by more than exact_max_digit_gain (numbers differ)
+    #: unless digits read as 0 raise it by more than exact_max_digit_gain (numbers differ) or
+    #: fewer than exact_min_near_words of the copy's own words are one edit from the other's
     exact_evidence: bool = True
     exact_min_ld: float = Field(0.9, ge=0.0, le=1.0)
     exact_gram_jaccard: float = Field(0.58, ge=0.0, le=1.0)
     exact_max_digit_gain: float = Field(0.05, ge=0.0, le=1.0)
+    exact_min_near_words: float = Field(0.3, ge=0.0, le=1.0)
     #: relations that make a document a duplicate
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
         "exact",

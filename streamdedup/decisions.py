@@ -63,10 +63,10 @@ def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: in
               boilerplate: bool, verify: VerifyConfig, original: str | None = None,
               matched_source: str | None = None, exact: bool = False) -> Decision:
     """A duplicate's decision from its stored form (the same for a live run and a replay);
-    ``exact``: a near-duplicate on exact character evidence (numbers 5 and 6 are its Jaccards)."""
-    j, ld, c_ba, c_ab, emb, gram, folded = (float(x) for x in numbers)
+    ``exact``: a near-duplicate on exact character evidence (numbers 5-7 are its figures)."""
+    j, ld, c_ba, c_ab, emb, gram, folded, near = (float(x) for x in numbers)
     why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify,
-                  (gram, folded) if exact else None)
+                  (gram, folded, near) if exact else None)
     return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq,
                     original, matched_source)
 
@@ -122,4 +122,4 @@ class BatchDecisions(Sequence[Decision]):
     @classmethod
     def empty(cls, verify: VerifyConfig) -> "BatchDecisions":
         z = np.zeros(0, dtype=np.int64)
-        return cls([], z, z.astype(np.int8), np.zeros((0, 7), np.float32), z.astype(np.uint8), {}, {}, verify)
+        return cls([], z, z.astype(np.int8), np.zeros((0, 8), np.float32), z.astype(np.uint8), {}, {}, verify)

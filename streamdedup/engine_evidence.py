@@ -17,6 +17,7 @@ import numpy as np
 
 from . import engine_record
 from ._kernels import evidence as KE
+from ._kernels import readonly
 from .state.base import Store
 
 #: canonical text bytes of recent batches kept in memory (a copy's original is usually minutes
@@ -50,25 +51,31 @@ class Evidence:
         self._recent: deque[_Texts] = deque()
         self._bytes = 0
         self._keys = np.zeros(0, np.uint64)
+        self._counts = np.zeros(0, np.int64)
         self._states = np.zeros(0, np.uint8)
         #: questions answered, and how many needed a record read (metrics, benchmarks)
         self.asked = 0
         self.read = 0
 
     def answer(self, buf: np.ndarray, start: np.ndarray, length: np.ndarray, i: int, seqs: np.ndarray,
-               seq: int) -> tuple[float, float]:
-        """(plain, digit-folded) exact 8-gram Jaccard of this batch's document ``i`` (canonical
-        texts ``buf``/``start``/``length``, seqs so far ``seqs[:i]``) and the document ``seq``."""
+               seq: int) -> tuple[float, float, float]:
+        """The exact evidence (8-gram Jaccard plain and digits as 0, near-word share) of this
+        batch's document ``i`` (canonical texts ``buf``/``start``/``length``, seqs so far
+        ``seqs[:i]``) against the document ``seq``."""
         self.asked += 1
         b = buf[int(start[i]):int(start[i]) + int(length[i])]
         a = self._text(buf, start, length, i, seqs, seq)
         if a is None:
-            return 0.0, 0.0  # its record is gone (evicted since): no evidence
-        size = KE.table_size(a.shape[0], b.shape[0])
+            return 0.0, 0.0, 0.0  # its record is gone (evicted since): no evidence
+        size = KE.word_table_size(a.shape[0], b.shape[0])
         if self._keys.shape[0] < size:
-            self._keys, self._states = np.zeros(size, np.uint64), np.zeros(size, np.uint8)
-        plain, folded = KE.gram_jaccards(a, b, self._keys[:size], self._states[:size])
-        return float(plain), float(folded)
+            self._keys, self._counts, self._states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
+        g = KE.table_size(a.shape[0], b.shape[0])
+        # read-only whichever way the texts came (batch, record): one compiled kernel (_kernels.readonly)
+        a, b = readonly(a), readonly(b)
+        plain, folded = KE.gram_jaccards(a, b, self._keys[:g], self._states[:g])
+        near = KE.near_word_share(a, b, self._keys[:size], self._counts[:size], self._states[:size])
+        return float(plain), float(folded), float(near)
 
     def _text(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
         same = np.flatnonzero(seqs[:i] == seq)

@@ -18,8 +18,8 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
            (signed), fine LD signature length
     dup.   root seq, matched seq (varints), float32 estimates of the match (Jaccard,
            calibrated LD similarity, containment new-in-earlier, containment earlier-in-new,
-           signature embedding, exact 8-gram Jaccard, the same with digits read as 0; NaN =
-           not computed)
+           signature embedding, exact 8-gram Jaccard, the same with digits read as 0, share of
+           the copy's own words one edit from the earlier's; NaN = not computed)
     ..     n hot-count entries: band (varint), count (1 byte)
     K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     4*bands  the low half of each band key (what the index uses), main then lead
@@ -87,7 +87,7 @@ class StoredDocument:
     matched_id: str | None
     relation: int
     flags: int
-    numbers: tuple[float, ...]  # the seven estimates (``_kernels.decide.D_*``)
+    numbers: tuple[float, ...]  # the eight estimates (``_kernels.decide.D_*``)
     hot: np.ndarray  # hot count per band cell, dense
     length: int
     chars: int
@@ -103,7 +103,7 @@ class StoredDocument:
     text: bytes  # the canonical text (UTF-8)
 
 
-_NAN7 = (float("nan"),) * 7
+_NAN8 = (float("nan"),) * 8
 
 
 def _check(seq: int, data: bytes) -> None:
@@ -164,12 +164,12 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     source_id, pos = _signed(data, pos)
     offset, pos = _signed(data, pos)
     n_sig, pos = _varint(data, pos)
-    root_seq, matched_seq, numbers = seq, -1, _NAN7
+    root_seq, matched_seq, numbers = seq, -1, _NAN8
     if relation:
         root_seq, pos = _varint(data, pos)
         matched_seq, pos = _varint(data, pos)
-        numbers = struct.unpack_from("<7f", data, pos)
-        pos += 28
+        numbers = struct.unpack_from("<8f", data, pos)
+        pos += 32
     hot = np.ones(bands, dtype=np.uint8)
     for _ in range(n_hot):
         band, pos = _varint(data, pos)

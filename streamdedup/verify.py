@@ -77,9 +77,9 @@ class Comparison:
     ld: signature.LDEstimate | None
     embedding_similarity: float
     reasons: tuple[str, ...]
-    #: exact byte 8-gram Jaccard of the canonical texts, plain and with digits read as 0 (None:
-    #: not asked: the pair was decided otherwise, or a fingerprint carried no text)
-    grams: tuple[float, float] | None = None
+    #: exact evidence: byte 8-gram Jaccard of the canonical texts, plain and with digits read as
+    #: 0, and the near-word share (None: not asked: decided otherwise, or a fingerprint had no text)
+    grams: tuple[float, float, float] | None = None
 
     @property
     def ld_similarity(self) -> float | None:
@@ -107,22 +107,24 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_EXACT_LD] = verify.exact_min_ld if asks else 2.0
     p[K.P_EXACT_GRAM] = verify.exact_gram_jaccard
     p[K.P_EXACT_DIGIT_GAIN] = verify.exact_max_digit_gain
+    p[K.P_EXACT_NEAR_WORDS] = verify.exact_min_near_words
     return p
 
 
 def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c_ab: float, emb: float,
             boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig,
-            grams: tuple[float, float] | None = None) -> tuple[str, ...]:
+            grams: tuple[float, float, float] | None = None) -> tuple[str, ...]:
     """Why a pair got its relation, in words (the same text for explain, live and replayed decisions);
-    ``grams``: the exact 8-gram Jaccards (plain, digits as 0) of a near-duplicate on exact evidence."""
+    ``grams``: the exact evidence of a near-duplicate on it (8-gram Jaccard plain and with digits
+    as 0, near-word share: ``_kernels.evidence``)."""
     out = ["boilerplate bands ignored"] if boilerplate else []
     if relation == K.REL_EXACT:
         out.append("equal canonical digests")
     elif relation == K.REL_NEAR:
         if grams is not None:
             out.append(f"character noise: exact 8-gram Jaccard {grams[0]:.3f} >= {verify.exact_gram_jaccard} "
-                       f"(digits as 0: {grams[1] - grams[0]:+.3f}), LD similarity {ld_similarity:.3f} >= "
-                       f"{verify.exact_min_ld}, Jaccard {j:.3f}")
+                       f"(digits as 0: {grams[1] - grams[0]:+.3f}; own words one edit away: {grams[2]:.2f}), "
+                       f"LD similarity {ld_similarity:.3f} >= {verify.exact_min_ld}, Jaccard {j:.3f}")
         elif j >= verify.jaccard_threshold:
             out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
         else:
@@ -195,7 +197,8 @@ def compare(
     grams = None
     if _asks_evidence(verify, rel, j, ld, shared_boilerplate, a, b):
         grams = exact_grams(a.text, b.text)
-        if grams[0] >= verify.exact_gram_jaccard and grams[1] - grams[0] <= verify.exact_max_digit_gain:
+        if grams[0] >= verify.exact_gram_jaccard and grams[1] - grams[0] <= verify.exact_max_digit_gain \
+                and grams[2] >= verify.exact_min_near_words:
             rel = K.REL_NEAR
             why = reasons(rel, j, ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]), float(out[K.O_CONTAINMENT_A_IN_B]), emb,
                           boilerplate, ld.raw, ld.expected_unrelated, verify, grams)
@@ -221,9 +224,12 @@ def _asks_evidence(verify: VerifyConfig, rel: int, j: float, ld, shared_boilerpl
             and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld)
 
 
-def exact_grams(a: bytes, b: bytes) -> tuple[float, float]:
-    """(plain, digits read as 0) exact byte 8-gram Jaccard of two canonical texts."""
-    size = KE.table_size(len(a), len(b))
-    plain, folded = KE.gram_jaccards(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8), np.zeros(size, np.uint64),
-                                     np.zeros(size, np.uint8))
-    return float(plain), float(folded)
+def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float]:
+    """The exact evidence of two canonical texts (earlier ``a``, newer ``b``): byte 8-gram Jaccard,
+    the same with digits read as 0, and the share of b's own words one edit from a's."""
+    x, y = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
+    size = KE.word_table_size(len(a), len(b))  # the larger table: both kernels use it
+    keys, counts, states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
+    g = KE.table_size(len(a), len(b))
+    plain, folded = KE.gram_jaccards(x, y, keys[:g], states[:g])
+    return float(plain), float(folded), float(KE.near_word_share(x, y, keys, counts, states))

@@ -238,6 +238,31 @@ def gram_jaccards_ref(a: bytes, b: bytes) -> tuple[float, float]:
     return jac(a, b), jac(a.translate(fold), b.translate(fold))
 
 
+def near_word_share_kernel(a: bytes, b: bytes) -> float:
+    from streamdedup._kernels import evidence as KE
+
+    size = KE.word_table_size(len(a), len(b))
+    buf = lambda t: np.frombuffer(t, dtype=np.uint8) if t else np.zeros(0, np.uint8)  # noqa: E731
+    return KE.near_word_share(buf(a), buf(b), np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8))
+
+
+def near_word_share_ref(a: bytes, b: bytes) -> float:
+    """Share of b's words beyond a's (multisets, words split on spaces) that share the word or a
+    one-byte deletion of it with one of a's words beyond b's (words over 32 bytes: only whole)."""
+    from collections import Counter
+
+    ca, cb = Counter(t for t in a.split(b" ") if t), Counter(t for t in b.split(b" ") if t)
+    own, left = list((cb - ca).elements()), set((ca - cb).elements())
+    if not own:
+        return 1.0
+
+    def forms(w: bytes) -> set[bytes]:
+        return {w} | ({w[:i] + w[i + 1:] for i in range(len(w))} if len(w) <= 32 else set())
+
+    left_forms = set().union(*(forms(v) for v in left)) if left else set()
+    return sum(1 for w in own if forms(w) & left_forms) / len(own)
+
+
 # ---------------------------------------------------------------- shingles
 
 
@@ -594,6 +619,7 @@ KERNELS = {
     "char_shingles": KernelCase("char_shingles", char_shingles_kernel, char_shingles_ref),
     "byte_grams": KernelCase("byte_grams", byte_grams_kernel, byte_grams_ref),
     "gram_jaccards": KernelCase("gram_jaccards", gram_jaccards_kernel, gram_jaccards_ref),
+    "near_word_share": KernelCase("near_word_share", near_word_share_kernel, near_word_share_ref),
     "tokens (fused)": KernelCase("tokens (fused)", fused_tokens_kernel, fused_tokens_ref),
     "char count (fused)": KernelCase("char count (fused)", fused_char_count_kernel, fused_char_count_ref),
     "char sketch (fused)": KernelCase("char sketch (fused)", fused_chars_kernel, fused_chars_ref),
@@ -674,7 +700,8 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
             and relation not in verify.duplicate_relations and j < verify.ld_min_jaccard and not shared_boilerplate
             and ld is not None and ld.similarity >= verify.exact_min_ld):
         plain, folded = gram_jaccards_ref(a.text, b.text)
-        if plain >= verify.exact_gram_jaccard and folded - plain <= verify.exact_max_digit_gain:
+        if plain >= verify.exact_gram_jaccard and folded - plain <= verify.exact_max_digit_gain \
+                and near_word_share_ref(a.text, b.text) >= verify.exact_min_near_words:
             relation = "near_duplicate"
     return {"relation": relation, "jaccard": j, "containment_b_in_a": c_ba, "containment_a_in_b": c_ab, "ld": ld,
             "embedding_similarity": emb, "is_duplicate": relation in verify.duplicate_relations}

@@ -18,7 +18,7 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_LD_MIN_JACCARD, REL_EXACT, REL_NEAR
+from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_EXACT_NEAR_WORDS, P_LD_MIN_JACCARD, REL_EXACT, REL_NEAR
 from .verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
@@ -29,7 +29,8 @@ D_CONTAINMENT_A_IN_B = 3
 D_EMBEDDING = 4
 D_GRAM_JACCARD = 5  # exact byte 8-gram Jaccard (exact evidence, ``_kernels.evidence``)
 D_GRAM_FOLDED = 6  # the same with every digit read as 0
-N_NUMBERS = 7
+D_NEAR_WORDS = 7  # share of the copy's own words one edit from a word of the earlier text's own
+N_NUMBERS = 8
 
 # flags per document
 F_BOILERPLATE = 1
@@ -120,8 +121,8 @@ class Outputs(NamedTuple):
     #: int64: the seq whose canonical text document i must be compared with (exact evidence),
     #: -1 (set by :func:`outputs`, never reset by the kernel: it survives the call that asks)
     ask: np.ndarray
-    #: float64 (n, 2): the caller's answer for ``ask[i]``: exact 8-gram Jaccard, plain and with
-    #: digits read as 0 (NaN until answered)
+    #: float64 (n, 3): the caller's answer for ``ask[i]``: exact 8-gram Jaccard, plain and with
+    #: digits read as 0, and the near-word share (``_kernels.evidence``; NaN until answered)
     said: np.ndarray
 
 
@@ -129,7 +130,7 @@ def outputs(n: int, bands: int) -> Outputs:
     """Uninitialised outputs for a batch of ``n`` documents (``decide_batch`` writes every one it uses)."""
     return Outputs(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                    np.empty(n, dtype=np.uint8), np.empty((n, N_NUMBERS), dtype=np.float32), np.empty(n, dtype=np.uint8),
-                   np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64), np.full((n, 2), np.nan))
+                   np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64), np.full((n, 3), np.nan))
 
 
 # One kernel of ~130 lines on purpose: its steps (window, lookup, ordering, verification,
@@ -318,10 +319,11 @@ def exact_evidence(i, n_guard, guard, guard_j, sig_b, len_b, chars_b, slot_seq, 
         ask_out[i] = slot_seq[ask]
         said[i, 0] = np.nan
         return np.int64(-2)
-    plain, folded = said[i, 0], said[i, 1]
+    plain, folded, near = said[i, 0], said[i, 1], said[i, 2]
     num_out[i, D_GRAM_JACCARD] = plain
     num_out[i, D_GRAM_FOLDED] = folded
-    if plain < verify[P_EXACT_GRAM] or folded - plain > verify[P_EXACT_DIGIT_GAIN]:
+    num_out[i, D_NEAR_WORDS] = near
+    if plain < verify[P_EXACT_GRAM] or folded - plain > verify[P_EXACT_DIGIT_GAIN] or near < verify[P_EXACT_NEAR_WORDS]:
         return np.int64(-1)
     num_out[i, D_JACCARD] = ask_j
     num_out[i, D_LD_SIMILARITY] = ask_ld

@@ -102,3 +102,134 @@ def table_size(len_a: int, len_b: int) -> int:
     """The table :func:`gram_jaccards` needs for texts of these lengths (load <= 1/2)."""
     need = 2 * (len_a + len_b) + 2
     return 1 << max(4, (need - 1).bit_length())
+
+
+# ---------------------------------------------------------------- words one edit apart
+
+_SPACE = 32
+#: words longer than this are compared whole only (their one-deletion variants are not hashed)
+MAX_VARIANT_WORD = 32
+
+
+@njit(cache=True, inline="always")
+def _word_hash(text, s, e, skip):
+    """FNV-1a of ``text[s:e]`` without the byte at ``skip`` (-1: none), mixed."""
+    h = np.uint64(0xCBF29CE484222325)
+    for p in range(s, e):
+        if p != skip:
+            h = (h ^ np.uint64(text[p])) * np.uint64(0x100000001B3)
+    return fmix64(h ^ np.uint64(e - s - (1 if skip >= 0 else 0)))
+
+
+@njit(cache=True)
+def _words(text, starts, ends):
+    """Word boundaries of ``text`` (runs of non-space bytes) into ``starts``/``ends``; returns the count."""
+    n = 0
+    p = 0
+    size = text.shape[0]
+    while p < size:
+        while p < size and text[p] == _SPACE:
+            p += 1
+        if p >= size:
+            break
+        starts[n] = p
+        while p < size and text[p] != _SPACE:
+            p += 1
+        ends[n] = p
+        n += 1
+    return n
+
+
+@njit(cache=True, inline="always")
+def _slot(keys, states, h):
+    """The slot of ``h`` in an open-addressing table (its own, or the empty one it would take)."""
+    mask = np.uint64(keys.shape[0] - 1)
+    k = h & mask
+    while states[k] != _EMPTY and keys[k] != h:
+        k = (k + np.uint64(1)) & mask
+    return k
+
+
+@njit(cache=True)
+def near_word_share(a, b, keys, counts, states):
+    """Of the words the newer ``b`` has beyond the earlier ``a`` (as multisets), the share one
+    edit away (a byte substituted, dropped or added, or two neighbours swapped) from a word
+    ``a`` has beyond ``b``; 1.0 when ``b`` has no word of its own. (Hashed: two different
+    words share a key with probability ~2^-64 per pair.)
+
+    Character noise misspells words, so most of a noisy copy's own words are one edit from the
+    word they replaced; two reports of one template, or a rewrite, swap whole words
+    ("three-day" / "customer"). ``keys`` (uint64), ``counts`` (int64), ``states`` (uint8): a
+    table of :func:`word_table_size`.
+    """
+    sa = np.empty(a.shape[0] // 2 + 1, np.int64)
+    ea = np.empty(a.shape[0] // 2 + 1, np.int64)
+    sb = np.empty(b.shape[0] // 2 + 1, np.int64)
+    eb = np.empty(b.shape[0] // 2 + 1, np.int64)
+    na = _words(a, sa, ea)
+    nb = _words(b, sb, eb)
+    for k in range(keys.shape[0]):
+        states[k] = _EMPTY
+        counts[k] = 0
+    for w in range(na):  # a's words, counted
+        k = _slot(keys, states, _word_hash(a, sa[w], ea[w], np.int64(-1)))
+        keys[k] = _word_hash(a, sa[w], ea[w], np.int64(-1))
+        states[k] = _IN_A
+        counts[k] += 1
+    own = np.zeros(nb, np.bool_)
+    n_own = 0
+    for w in range(nb):  # b's words beyond a's (a multiset difference)
+        k = _slot(keys, states, _word_hash(b, sb[w], eb[w], np.int64(-1)))
+        if states[k] != _EMPTY and counts[k] > 0:
+            counts[k] -= 1
+        else:
+            own[w] = True
+            n_own += 1
+    if n_own == 0:
+        return 1.0
+    # a's words beyond b's (what is left of the counts) and their one-deletion variants, as
+    # a second kind of entry: a word of b is near when it, or one of its variants, is there
+    for w in range(na):
+        k = _slot(keys, states, _word_hash(a, sa[w], ea[w], np.int64(-1)))
+        if counts[k] <= 0:
+            continue
+        counts[k] -= 1
+        _mark(a, sa[w], ea[w], keys, states)
+    near = 0
+    for w in range(nb):
+        if own[w] and _is_near(b, sb[w], eb[w], keys, states):
+            near += 1
+    return near / n_own
+
+
+@njit(cache=True, inline="always")
+def _variant(text, s, e, skip):
+    """The word (``skip`` = -1) or it without the byte at ``skip``, in the variants' key space."""
+    return _word_hash(text, s, e, skip) ^ np.uint64(0x5BD1E995)
+
+
+@njit(cache=True)
+def _mark(text, s, e, keys, states):
+    """Enter a word and its one-deletion variants (words over MAX_VARIANT_WORD: itself only)."""
+    last = e if e - s <= MAX_VARIANT_WORD else s
+    for skip in range(s - 1, last):
+        h = _variant(text, s, e, np.int64(skip if skip >= s else -1))
+        k = _slot(keys, states, h)
+        keys[k] = h
+        states[k] = _IN_B
+
+
+@njit(cache=True)
+def _is_near(text, s, e, keys, states):
+    """Whether the word or one of its one-deletion variants was entered by :func:`_mark`."""
+    last = e if e - s <= MAX_VARIANT_WORD else s
+    for skip in range(s - 1, last):
+        h = _variant(text, s, e, np.int64(skip if skip >= s else -1))
+        if states[_slot(keys, states, h)] == _IN_B:
+            return True
+    return False
+
+
+def word_table_size(len_a: int, len_b: int) -> int:
+    """The table :func:`near_word_share` needs: a's words and their variants (load <= 1/2)."""
+    return table_size(3 * len_a + 2, len_b)

@@ -16,7 +16,7 @@ from .index import restore
 
 ENGINE_VERSION = 5
 #: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)
-N_NUMBERS = 7
+N_NUMBERS = 8
 #: version, relation, flags, bits, digest; then variable-length integers
 HEAD = 20
 #: the longest LEB128 encoding of one 64-bit value

@@ -72,7 +72,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         "expected_unrelated_ld": cmp.ld.expected_unrelated,
         "signature_embedding_similarity": cmp.embedding_similarity,
         # exact character evidence: always shown here (the engine asks only below ld_min_jaccard)
-        "exact_8gram_jaccard": list(cmp.grams or exact_grams(ca, cb)),
+        "exact_evidence": list(cmp.grams or exact_grams(ca, cb)),
         "relation": cmp.relation,
         "is_duplicate": cmp.is_duplicate,
         "reasons": list(cmp.reasons),
@@ -119,7 +119,7 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     row("LD similarity raw / calibrated", [out["ld_similarity_raw"], out["ld_similarity_calibrated"]])
     row("expected LD if unrelated", out["expected_unrelated_ld"])
     row("signature embedding similarity", out["signature_embedding_similarity"])
-    row("exact 8-gram Jaccard / with digits as 0", out["exact_8gram_jaccard"])
+    row("exact 8-gram Jaccard / digits as 0 / own words one edit away", out["exact_evidence"])
     console = make_console()
     console.print(table)
     verdict = "DUPLICATE" if out["is_duplicate"] else "not a duplicate"

@@ -75,7 +75,8 @@ def _why_rows(e: Explanation | None) -> list[str]:
         f"{_fmt(e.containment_copy_in_earlier)} / {_fmt(e.containment_earlier_in_copy)}", e.containment_direction,
         f"{e.shared_bands} of {e.bands}", f"{e.shared_lead_bands} of {e.lead_bands}",
         f"{e.shared_char_bands} of {e.char_bands}", "yes" if e.same_canonical else "no",
-        "-" if e.grams is None else f"{_fmt(e.grams[0])} (digits as 0: {e.grams[1] - e.grams[0]:+.3f})", "; ".join(e.reasons),
+        "-" if e.grams is None else f"{_fmt(e.grams[0])} (digits as 0: {e.grams[1] - e.grams[0]:+.3f}; own words one "
+        f"edit away: {e.grams[2]:.2f})", "; ".join(e.reasons),
     ]
 
 
@@ -107,7 +108,8 @@ def thresholds_line(verify: VerifyConfig) -> Text:
         f"with Jaccard >= {verify.ld_min_jaccard}; containment >= {verify.containment_threshold} "
         f"(of a short copy in its original: >= {verify.contained_min_estimate} with the signature embedded); "
         f"below that Jaccard at LD >= {verify.exact_min_ld}: exact 8-gram Jaccard >= {verify.exact_gram_jaccard}, "
-        f"digits as 0 adding <= {verify.exact_max_digit_gain}{'' if verify.exact_evidence else ' (off)'}; "
+        f"digits as 0 adding <= {verify.exact_max_digit_gain}, own words one edit away >= {verify.exact_min_near_words}"
+        f"{'' if verify.exact_evidence else ' (off)'}; "
         f"duplicate relations: {', '.join(verify.duplicate_relations)}", style="dim")
 
 

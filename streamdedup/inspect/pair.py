@@ -156,9 +156,9 @@ class Explanation:
     #: canonical forms equal (case, markup, spacing and punctuation aside)
     same_canonical: bool
     reasons: tuple[str, ...]
-    #: exact byte 8-gram Jaccard of the canonical texts, plain and digits as 0 (exact character
-    #: evidence; None where the pair did not need it)
-    grams: tuple[float, float] | None = None
+    #: exact character evidence: byte 8-gram Jaccard plain and digits as 0, near-word share
+    #: (None where the pair did not need it)
+    grams: tuple[float, float, float] | None = None
 
     @property
     def containment_direction(self) -> str:
@@ -175,7 +175,8 @@ def thresholds(verify: VerifyConfig) -> dict:
             "ld_min_jaccard": verify.ld_min_jaccard, "containment_threshold": verify.containment_threshold,
             "contained_min_estimate": verify.contained_min_estimate, "exact_evidence": verify.exact_evidence,
             "exact_min_ld": verify.exact_min_ld, "exact_gram_jaccard": verify.exact_gram_jaccard,
-            "exact_max_digit_gain": verify.exact_max_digit_gain, "duplicate_relations": list(verify.duplicate_relations)}
+            "exact_max_digit_gain": verify.exact_max_digit_gain, "exact_min_near_words": verify.exact_min_near_words,
+            "duplicate_relations": list(verify.duplicate_relations)}
 
 
 def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Explanation:

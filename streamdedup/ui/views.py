@@ -137,12 +137,14 @@ def threshold_checks(verify, why) -> list[tuple[str, str, str, bool | None]]:
         ("verify.contained_min_estimate (contained_in, with the signature embedded)",
          f"{verify.contained_min_estimate:g}", f"copy in earlier {fig(why.containment_copy_in_earlier)}",
          why.containment_copy_in_earlier >= verify.contained_min_estimate),
-        ("verify.exact_gram_jaccard, digits as 0 adding <= verify.exact_max_digit_gain (below ld_min_jaccard, "
-         "LD >= verify.exact_min_ld)", f"{verify.exact_gram_jaccard:g}, {verify.exact_max_digit_gain:g}"
+        ("verify.exact_gram_jaccard, digits as 0 adding <= verify.exact_max_digit_gain, own words one edit away >= "
+         "verify.exact_min_near_words (below ld_min_jaccard, LD >= verify.exact_min_ld)",
+         f"{verify.exact_gram_jaccard:g}, {verify.exact_max_digit_gain:g}, {verify.exact_min_near_words:g}"
          + ("" if verify.exact_evidence else " (off)"),
-         "-" if why.grams is None else f"8-gram {fig(why.grams[0])}, digits as 0 {why.grams[1] - why.grams[0]:+.3f}",
+         "-" if why.grams is None else f"8-gram {fig(why.grams[0])}, digits as 0 {why.grams[1] - why.grams[0]:+.3f}, "
+         f"near words {fig(why.grams[2])}",
          None if why.grams is None else why.grams[0] >= verify.exact_gram_jaccard
-         and why.grams[1] - why.grams[0] <= verify.exact_max_digit_gain),
+         and why.grams[1] - why.grams[0] <= verify.exact_max_digit_gain and why.grams[2] >= verify.exact_min_near_words),
         ("verify.duplicate_relations", ", ".join(verify.duplicate_relations), why.relation,
          why.relation in verify.duplicate_relations),
     ]

@@ -43,7 +43,7 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _signed(time), _signed(part), _signed(off), _varint(len(sig))]
     if rel:
-        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<7f", *(float(np.float32(x)) for x in numbers))]
+        parts += [_varint(root_seq), _varint(matched_seq), struct.pack("<8f", *(float(np.float32(x)) for x in numbers))]
     parts += [_varint(b) + bytes([c]) for b, c in hot_entries]
     parts.append(pack_bbit(batch.minhash[i], bits))
     keys = batch.index_keys[i]
@@ -67,7 +67,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     roots = np.array([10, -1, 10, 12, 10], dtype=np.int64)
     matched = np.array([-1, -1, 10, -1, 11], dtype=np.int64)
     rels = np.array([0, 0, 2, 0, 4], dtype=np.uint8)
-    numbers = rng.random((n, 7)).astype(np.float32)
+    numbers = rng.random((n, 8)).astype(np.float32)
     numbers[0] = np.nan
     flags = np.array([0, 0, 1, 0, 2], dtype=np.uint8)
     hots = np.ones((n, bands), dtype=np.uint8)

@@ -46,6 +46,10 @@ CASES = {
     "byte_grams": [(t, s, sb) for t in SAMPLE_TEXTS + [b"", b"ab", b"abcdefgh", b"\xff" * 20] for s in (2, 5, 8) for sb in (0, 3)],
     "gram_jaccards": [(a, b) for a in SAMPLE_TEXTS + RAW_TEXTS[-3:] for b in SAMPLE_TEXTS[::2] + [a, a[:-3] + b"x19", a + b" 1988"]]
     + [(b"profit 1987 rose 12 pct", b"profit 1986 rose 15 pct"), (b"a" * 30, b"a" * 31), (bytes(range(256)), bytes(range(255, -1, -1)))],
+    "near_word_share": [(a, b) for a in SAMPLE_TEXTS + RAW_TEXTS[-3:] for b in SAMPLE_TEXTS[::2] + [a, a[:-3] + b"x19", a + b" 1988"]]
+    + [(b"the fed added reserves via three-day repurchases", b"the fed added reserves via customer repurchases"),
+       (b"the fed added reserves", b"teh fed adde reservess"), (b"a b a b", b"a b b"), (b"word " * 3, b"wrod wodr word"),
+       (b"x" * 40 + b" y", b"x" * 39 + b" y"), (b"  spaced   out  ", b"spaced  ot")],
     "tokens (fused)": [(t, s, u) for t in UNICODE_TEXTS + RAW_TEXTS for s, u in ((5, 5), (5, 3), (2, 1))],
     "char count (fused)": [(t,) for t in UNICODE_TEXTS + RAW_TEXTS + ["ＡＢＣ１２３ 全角".encode(), "é\u0301 ﬁ".encode()]],
     "unicode_scan": [(tuple(ts), fold) for fold in (True, False) for ts in (
@@ -197,3 +201,13 @@ def test_gram_jaccards_on_any_pair(a: bytes, b: bytes, alphabet: bytes) -> None:
     a, b = bytes(alphabet[x % len(alphabet)] for x in a), bytes(alphabet[x % len(alphabet)] for x in b)
     case = KERNELS["gram_jaccards"]
     assert case.kernel(a, b) == case.reference(a, b)
+
+
+@given(st.lists(st.sampled_from([b"rate", b"rates", b"rat", b"tare", b"fed", b"fde", b"x", b"xy", b"yx", b"1987", b"1988"]),
+                max_size=30),
+       st.lists(st.sampled_from([b"rate", b"rates", b"rat", b"tare", b"fed", b"fde", b"x", b"xy", b"yx", b"1987", b"1988"]),
+                max_size=30))
+def test_near_word_share_on_any_pair(a: list[bytes], b: list[bytes]) -> None:
+    case = KERNELS["near_word_share"]
+    x, y = b" ".join(a), b" ".join(b)
+    assert case.kernel(x, y) == case.reference(x, y)
