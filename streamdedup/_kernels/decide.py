@@ -5,7 +5,9 @@ candidates (most shared bands first, at most ``max_verified``) against their are
 the best duplicate (highest Jaccard among pairs whose relation counts as a duplicate), insert
 the document as a member of that cluster or as a new root, and store its verification data.
 A document decided earlier in the same batch is already in the index and the arena, so a
-batch behaves exactly like the same documents one at a time.
+batch behaves exactly like the same documents one at a time. A document that only exact
+character evidence could decide (``exact_evidence``) ends the call; the caller answers from the
+two canonical texts and calls again from that document.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     are working memory. Returns the batch length, or the position of the first document that
     would get seq ``grow_at``: the caller grows the index tables and calls again from there,
     or of a document that needs exact evidence: ``out.ask[i]`` names the earlier seq, the
-    caller writes both Jaccards of their canonical texts to ``out.said[i]`` and calls again
+    caller writes the exact evidence of their canonical texts to ``out.said[i]`` and calls again
     from ``i`` (the document is looked up and verified again, identically, and decided).
     """
     # the fields as locals, read once: the per-document helpers take arrays (see index.IndexArrays)

@@ -28,7 +28,8 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     -- kind 2, params announcement (a worker's settings, so a mismatch can be named)
     var    format version, bands, rows, settings length, settings (canonical JSON)
 
-A Reuters story's fingerprint record is ~370 bytes; the bulk is fixed (128 B of MinHash and
+A Reuters story's fingerprint record is ~370 bytes before its canonical text (~1,380 with it:
+more than the JSON record it came from, ~1,060); of the fingerprint the bulk is fixed (128 B of MinHash and
 164 B of band keys at the defaults) and the signature grows with the text (one byte per
 ~16 bytes of canonical text, cut at 4096). Not carried: the upper halves of the band keys,
 the MinHash bits above b and the coarse signature, which the engine does not read (the

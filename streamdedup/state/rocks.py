@@ -83,12 +83,14 @@ def open_waiting(path: str, sync: bool, stop: Callable[[], bool], poll_s: float 
 class RocksStore:
     def __init__(self, path: str, sync: bool = False):
         os.makedirs(path, exist_ok=True)
+        self._write_failed = False
         opts = Options(raw_mode=True)
         opts.create_if_missing(True)
-        # The hot path never reads the store (the index and the verification arena are in
-        # memory), so a large memtable buys nothing: 8 MB instead of 64 keeps RSS down (two
-        # memtables of 64 MB were ~25 bytes per document at 5 M documents) and the flush at
-        # close short (21 -> ~9 ms after a 19k-document file).
+        # The hot path hardly reads the store (the index and the verification arena are in
+        # memory; exact evidence reads an old original's record now and then), so a large
+        # memtable buys nothing: 8 MB instead of 64 keeps RSS down (two memtables of 64 MB
+        # were ~25 bytes per document at 5 M documents) and the flush at close short (21 ->
+        # ~9 ms after a 19k-document file).
         opts.set_write_buffer_size(8 << 20)
         _check_unlocked(path)
         try:
@@ -144,6 +146,7 @@ class RocksStore:
             if self._sync:
                 self._db.flush_wal(True)
         except Exception as exc:  # rocksdict raises plain Exception with the RocksDB status
+            self._write_failed = True
             raise StateError(_write_failure(self._path, exc)) from None
 
     def disk_bytes(self) -> int:
@@ -157,5 +160,12 @@ class RocksStore:
         return total
 
     def close(self) -> None:
-        self._db.close()
-        _OPEN.discard(os.path.realpath(self._path))
+        try:
+            self._db.close()
+        except Exception as exc:
+            # after a failed write RocksDB's close fails too ("Writer has previous error", its
+            # final flush): the write's error is the one to report, not this one
+            if not self._write_failed:
+                raise StateError(_write_failure(self._path, exc)) from None
+        finally:
+            _OPEN.discard(os.path.realpath(self._path))
