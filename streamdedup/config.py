@@ -193,6 +193,8 @@ class VerifyConfig(_Frozen):
     exact_gram_jaccard: float = Field(0.58, ge=0.0, le=1.0)
     exact_max_digit_gain: float = Field(0.05, ge=0.0, le=1.0)
     exact_min_near_words: float = Field(0.3, ge=0.0, le=1.0)
+    #: shorter texts are never asked about: their signature is too coarse for exact_min_ld
+    exact_min_bytes: int = Field(300, ge=0)
     #: relations that make a document a duplicate
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
         "exact",

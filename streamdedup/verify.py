@@ -108,6 +108,7 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_EXACT_GRAM] = verify.exact_gram_jaccard
     p[K.P_EXACT_DIGIT_GAIN] = verify.exact_max_digit_gain
     p[K.P_EXACT_NEAR_WORDS] = verify.exact_min_near_words
+    p[K.P_EXACT_MIN_BYTES] = verify.exact_min_bytes
     return p
 
 
@@ -221,7 +222,9 @@ def _asks_evidence(verify: VerifyConfig, rel: int, j: float, ld, shared_boilerpl
     """The decide loop's condition for asking (``_kernels.decide.exact_evidence``), for one pair."""
     return (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and bool(a.text) and bool(b.text)
             and K.RELATION_NAMES[rel] not in verify.duplicate_relations and j < verify.ld_min_jaccard
-            and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld)
+            and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld
+            and max(a.length, b.length) - min(a.length, b.length) <= (1.0 - verify.exact_min_ld) * max(a.length, b.length)
+            and min(a.length, b.length) >= verify.exact_min_bytes)
 
 
 def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float]:

@@ -698,7 +698,9 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     # exact character evidence (issue 11): texts known, nothing else made a duplicate
     if (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and a.text and b.text
             and relation not in verify.duplicate_relations and j < verify.ld_min_jaccard and not shared_boilerplate
-            and ld is not None and ld.similarity >= verify.exact_min_ld):
+            and ld is not None and ld.similarity >= verify.exact_min_ld
+            and abs(a.length - b.length) <= (1.0 - verify.exact_min_ld) * max(a.length, b.length)
+            and min(a.length, b.length) >= verify.exact_min_bytes):
         plain, folded = gram_jaccards_ref(a.text, b.text)
         if plain >= verify.exact_gram_jaccard and folded - plain <= verify.exact_max_digit_gain \
                 and near_word_share_ref(a.text, b.text) >= verify.exact_min_near_words:

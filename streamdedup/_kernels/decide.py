@@ -20,7 +20,8 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_EXACT_NEAR_WORDS, P_LD_MIN_JACCARD, REL_EXACT, REL_NEAR
+from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_EXACT_MIN_BYTES, P_EXACT_NEAR_WORDS, P_LD_MIN_JACCARD
+from .verify import REL_EXACT, REL_NEAR
 from .verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
@@ -173,6 +174,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     guard = np.empty(cand_slots.shape[0], dtype=np.int64)  # pairs only exact evidence could make duplicates
     guard_j = np.empty(cand_slots.shape[0], dtype=np.float64)
     asks = verify[P_EXACT_LD] <= 1.0
+    min_bytes = verify[P_EXACT_MIN_BYTES]
     for i in range(start, n):
         if not empty[i] and state[0] >= grow_at:
             return i
@@ -228,6 +230,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             sig_b = sig_buf[sig_start[i]:sig_start[i] + sig_len[i]]
             n_check = nc if nc < max_verified else max_verified
             n_guard = 0
+            ask_doc = asks and lengths[i] >= min_bytes  # exact evidence: pairs of texts long enough only
             for k in range(n_check):
                 c = cand_slots[order[k]]
                 shared_bp = np.bool_(False)
@@ -241,7 +244,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     minhash[i], 32, False, digests[i, 0], digests[i, 1], n_shingles[i], lengths[i], chars[i], sig_b,
                     informative, boilerplate, shared_bp, False, True, verify, runs, cmp_out,
                 )
-                if asks and not shared_bp and not is_duplicate(rel, verify) and cmp_out[O_JACCARD] < verify[P_LD_MIN_JACCARD]:
+                if ask_doc and not shared_bp and not is_duplicate(rel, verify) and cmp_out[O_JACCARD] < verify[P_LD_MIN_JACCARD] \
+                        and a_len[c] >= min_bytes and lengths_close(a_len[c], lengths[i], verify[P_EXACT_LD]):
                     guard[n_guard] = c
                     guard_j[n_guard] = cmp_out[O_JACCARD]
                     n_guard += 1
@@ -295,6 +299,15 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
         root_out[i] = root
         state[0] = seq + 1
     return n
+
+
+@njit(cache=True, inline="always")
+def lengths_close(len_a, len_b, min_similarity):
+    """Whether two texts' lengths allow an LD similarity of ``min_similarity``: an edit distance
+    is at least the length difference, so a longer text more than 1 - s longer cannot reach s
+    (skips the signature alignment for most pairs that could never be asked about)."""
+    longest = len_a if len_a > len_b else len_b
+    return longest - (len_b if len_a > len_b else len_a) <= (1.0 - min_similarity) * longest
 
 
 @njit(cache=True)

@@ -45,7 +45,8 @@ P_EXACT_LD = 13  # exact evidence (_kernels.evidence): the LD similarity a pair 
 P_EXACT_GRAM = 14  # its exact 8-gram Jaccard for a near-duplicate
 P_EXACT_DIGIT_GAIN = 15  # the most that reading digits as 0 may add to it
 P_EXACT_NEAR_WORDS = 16  # the least share of the copy's own words one edit from the earlier text's
-N_PARAMS = 17
+P_EXACT_MIN_BYTES = 17  # the shortest canonical text (bytes) exact evidence is asked for
+N_PARAMS = 18
 
 # out: the estimates (NaN where not computed)
 O_JACCARD = 0
