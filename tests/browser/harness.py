@@ -120,3 +120,10 @@ def file_run(tmp: Path, records: list[dict] | None = None) -> tuple[Path, Path, 
     out = tmp / "out"
     run_file(load_config(environ={}), str(inp), str(out))
     return inp, out, records
+
+
+def follow(page, selector: str) -> None:
+    """Click a link and wait for the page it opens: reading the DOM right after a click may
+    see the old page, or none (a paging loop then stopped early: seen once on Kafka)."""
+    with page.expect_navigation():
+        page.click(selector)

@@ -17,7 +17,7 @@ from streamdedup.replay import Replayer, ReplayInput
 from streamdedup.ui.app import Inspector
 from streamdedup.ui.whatif import WhatIfInput
 
-from .harness import XSS_ID, XSS_TAIL, file_run, serve
+from .harness import XSS_ID, XSS_TAIL, file_run, follow, serve
 
 COPIES = ["c1", "c4", "c7", "c10", XSS_ID]  # in output order
 
@@ -52,7 +52,7 @@ def test_the_list_shows_counts_and_a_duplicate_opens_with_its_diff(page, site, r
     assert page.locator('[data-relation="near_duplicate"] b').inner_text() == "5"
     assert _ids(page) == [XSS_ID, "c10"]  # newest first, a page of two
 
-    page.click("text=older")
+    follow(page, "text=older")
     assert _ids(page) == ["c7", "c4"]
     page.get_by_role("link", name="c4", exact=True).click()
     page.wait_for_url(re.compile(r"/pair\?p=0&o=1$"))
@@ -75,10 +75,10 @@ def test_paging_back_and_forth_shows_every_duplicate_once(page, site) -> None:
     page.goto(site + "/")
     seen = [_ids(page)]
     while page.locator("#older").count():
-        page.click("#older")
+        follow(page, "#older")
         seen.append(_ids(page))
     assert [i for p in seen for i in p] == COPIES[::-1]
-    page.click("#newer")
+    follow(page, "#newer")
     assert _ids(page) == seen[-2]
 
 

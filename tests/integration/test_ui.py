@@ -16,7 +16,7 @@ from streamdedup.kafka.replay_read import read_recent
 from streamdedup.replay import Replayer
 from streamdedup.ui.app import Inspector
 from streamdedup.ui.whatif import WhatIfInput
-from tests.browser.harness import serve
+from tests.browser.harness import follow, serve
 
 from .kafka_helpers import consume_all, produce, run_processor, stop_processors
 from .test_inspect import _feed
@@ -50,7 +50,7 @@ def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
             assert int(page.locator('.n[data-status="duplicate"]').inner_text().lstrip("≈\u2009 ")) >= 3
             seen = _ids(page)
             while page.locator("#older").count():  # one a page, over three partitions
-                page.click("#older")
+                follow(page, "#older")
                 seen += _ids(page)
             assert sorted(seen) == ["c0", "c3", "c6"]
 
