@@ -42,18 +42,25 @@ def _gram(text, p, fold):
 
 
 @njit(cache=True)
+def _probe(keys, states, key, h):
+    """The slot of ``key`` (hashed ``h``) in an open-addressing table of a power-of-two size:
+    its own, or the empty one it would take (linear probing)."""
+    mask = np.uint64(keys.shape[0] - 1)
+    k = h & mask
+    while states[k] != _EMPTY and keys[k] != key:
+        k = (k + np.uint64(1)) & mask
+    return k
+
+
+@njit(cache=True)
 def _jaccard(a, b, fold, keys, states):
     """Exact Jaccard of the distinct 8-gram sets of ``a`` and ``b`` (tables cleared here)."""
-    size = keys.shape[0]
-    mask = np.uint64(size - 1)
-    for k in range(size):
+    for k in range(keys.shape[0]):
         states[k] = _EMPTY
     n_a = 0
     for p in range(a.shape[0] - GRAM + 1):
         g = _gram(a, p, fold)
-        h = fmix64(g) & mask
-        while states[h] != _EMPTY and keys[h] != g:
-            h = (h + np.uint64(1)) & mask
+        h = _probe(keys, states, g, fmix64(g))
         if states[h] == _EMPTY:
             keys[h] = g
             states[h] = _IN_A
@@ -62,9 +69,7 @@ def _jaccard(a, b, fold, keys, states):
     both = 0
     for p in range(b.shape[0] - GRAM + 1):
         g = _gram(b, p, fold)
-        h = fmix64(g) & mask
-        while states[h] != _EMPTY and keys[h] != g:
-            h = (h + np.uint64(1)) & mask
+        h = _probe(keys, states, g, fmix64(g))
         s = states[h]
         if s == _EMPTY:
             keys[h] = g
@@ -140,14 +145,6 @@ def _words(text, starts, ends):
     return n
 
 
-@njit(cache=True)
-def _slot(keys, states, h):
-    """The slot of ``h`` in an open-addressing table (its own, or the empty one it would take)."""
-    mask = np.uint64(keys.shape[0] - 1)
-    k = h & mask
-    while states[k] != _EMPTY and keys[k] != h:
-        k = (k + np.uint64(1)) & mask
-    return k
 
 
 @njit(cache=True)
@@ -174,14 +171,15 @@ def near_word_share(a, b, keys, counts, states):
         counts[k] = 0
     for w in range(na):  # a's words, counted
         h = _word_hash(a, sa[w], ea[w], np.int64(-1))
-        k = _slot(keys, states, h)
+        k = _probe(keys, states, h, h)  # a word's key is its hash
         keys[k] = h
         states[k] = _IN_A
         counts[k] += 1
     own = np.zeros(nb, np.bool_)
     n_own = 0
     for w in range(nb):  # b's words beyond a's (a multiset difference)
-        k = _slot(keys, states, _word_hash(b, sb[w], eb[w], np.int64(-1)))
+        h = _word_hash(b, sb[w], eb[w], np.int64(-1))
+        k = _probe(keys, states, h, h)
         if states[k] != _EMPTY and counts[k] > 0:
             counts[k] -= 1
         else:
@@ -192,7 +190,8 @@ def near_word_share(a, b, keys, counts, states):
     # a's words beyond b's (what is left of the counts) and their one-deletion variants, as
     # a second kind of entry: a word of b is near when it, or one of its variants, is there
     for w in range(na):
-        k = _slot(keys, states, _word_hash(a, sa[w], ea[w], np.int64(-1)))
+        h = _word_hash(a, sa[w], ea[w], np.int64(-1))
+        k = _probe(keys, states, h, h)
         if counts[k] <= 0:
             continue
         counts[k] -= 1
@@ -216,7 +215,7 @@ def _mark(text, s, e, keys, states):
     last = e if e - s <= MAX_VARIANT_WORD else s
     for skip in range(s - 1, last):
         h = _variant(text, s, e, np.int64(skip if skip >= s else -1))
-        k = _slot(keys, states, h)
+        k = _probe(keys, states, h, h)
         keys[k] = h
         states[k] = _IN_B
 
@@ -227,7 +226,7 @@ def _is_near(text, s, e, keys, states):
     last = e if e - s <= MAX_VARIANT_WORD else s
     for skip in range(s - 1, last):
         h = _variant(text, s, e, np.int64(skip if skip >= s else -1))
-        if states[_slot(keys, states, h)] == _IN_B:
+        if states[_probe(keys, states, h, h)] == _IN_B:
             return True
     return False
 
