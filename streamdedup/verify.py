@@ -15,10 +15,12 @@ view of the *new* document ``b`` against the earlier ``a``:
 - ``related`` / ``unrelated``: neither, with Coates' expected-LD test telling them apart.
 
 Exact character evidence (issue 11): a pair that is none of these, below ``ld_min_jaccard``,
-whose LD similarity reaches ``verify.exact_min_ld``, is a near-duplicate when the exact byte
-8-gram Jaccard of the canonical texts reaches ``verify.exact_gram_jaccard`` and reading digits
-as 0 does not raise it by more than ``verify.exact_max_digit_gain`` (``_kernels.evidence``;
-the engine asks for it in its decide loop, :func:`compare` when both fingerprints carry text).
+whose LD similarity reaches ``verify.exact_min_ld`` (both texts of ``verify.exact_min_bytes``
+or more), is a near-duplicate when the exact byte 8-gram Jaccard of the canonical texts reaches
+``verify.exact_gram_jaccard``, reading digits as 0 does not raise it by more than
+``verify.exact_max_digit_gain`` and at least ``verify.exact_min_near_words`` of the newer
+text's own words are one edit from the earlier's (``_kernels.evidence``; the engine asks for it
+in its decide loop, :func:`compare` when both fingerprints carry text).
 """
 
 from __future__ import annotations
