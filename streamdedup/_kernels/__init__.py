@@ -13,6 +13,7 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 - ``index``: the engine's in-memory candidate index (ring of document slots, per-band cells);
 - ``arena``: what verification needs of every indexed document (b-bit MinHash, sizes, signatures);
 - ``decide``: the decide loop of a micro-batch (lookup, verification, decision, insertion, in order);
+- ``evidence``: exact character evidence of a pair (byte 8-gram Jaccards, words one edit apart);
 - ``records``: the engine's stored records, encoded and restored in bulk;
 - ``fprecords``: fingerprint records (a staged topology's worker -> decider), encoded and checked/decoded in bulk;
 - ``jsonscan``: JSON records checked and split, the decoding fast path of file mode and Kafka;

@@ -11,7 +11,10 @@ barely moves. A 64-slot sketch's error (+-0.06) is as wide as that gap, so this 
 ``benchmarks/noise_verification.py`` measured the rule on every proposed pair of both suites.
 
 The grams are the 8 bytes themselves (one uint64, no hash: exact), kept in an open-addressing
-table sized for both texts. Reference: ``gram_jaccards_ref`` in ``tests/reference.py``.
+table sized for both texts. A third figure tells misspelt words from swapped ones
+(:func:`near_word_share`): noise leaves most of a copy's own words one edit from the word they
+replaced, a template's next report or a rewrite does not. References: ``gram_jaccards_ref``
+and ``near_word_share_ref`` in ``tests/reference.py``.
 """
 
 from __future__ import annotations
