@@ -119,7 +119,7 @@ def main() -> None:
     stream = hard_suite.build_stream(args.per_kind, 11, args.stories)
     cfg = load_config()
     fp = Fingerprinter(cfg.fingerprint)
-    batch = fp.fingerprint_batch([it.text for it in stream], keep_canonical=True)
+    batch = fp.fingerprint_batch([it.text for it in stream])
     today = [np.concatenate((batch.band_keys[i], batch.lead_keys[i])) for i in range(len(stream))]
     today_cands = candidates(today)
     print(f"{len(stream)} documents, built in {time.time() - t0:.0f} s")

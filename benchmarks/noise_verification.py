@@ -67,7 +67,7 @@ def _numbers(c: bytes) -> set[bytes]:
 def pairs(stream, cfg, fp) -> list[dict]:
     """Features of every proposed pair below ``ld_min_jaccard`` (see the module docstring)."""
     texts = [it.text for it in stream]
-    batch = fp.fingerprint_batch(texts, keep_canonical=True)
+    batch = fp.fingerprint_batch(texts)
     blind = fp.fingerprint_batch([DIGIT.sub("0", t) for t in texts]).char_minhash
     keys = np.hstack([batch.band_keys, batch.lead_keys, batch.char_keys])
     keys[batch.empty] = np.arange(int(batch.empty.sum()) * keys.shape[1], dtype=np.uint64).reshape(-1, keys.shape[1]) + 12345

@@ -45,7 +45,7 @@ def pairs_of(stream, cfg, fp) -> list[dict]:
     keys[batch.empty] = np.arange(int(batch.empty.sum()) * keys.shape[1], dtype=np.uint64).reshape(-1, keys.shape[1]) + 12345
     bits = cfg.fingerprint.minhash.storage_bits
     sh = [hard_suite._shingles(it.text, 5) for it in stream]
-    canon = fp.fingerprint_batch([it.text for it in stream], keep_canonical=True).canonical
+    canon = fp.fingerprint_batch([it.text for it in stream]).canonical
     out = []
     for a, b in proposed(keys):
         A, B = stream[a], stream[b]

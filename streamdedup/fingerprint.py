@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
 
@@ -148,7 +148,6 @@ class FingerprintBatch:
     #: engine stores them for exact evidence (``engine_evidence``)
     canon_buf: np.ndarray
     canon_start: np.ndarray
-    canonical: list[bytes] = field(default_factory=list, repr=False)
 
     @property
     def index_keys(self) -> np.ndarray:
@@ -162,6 +161,11 @@ class FingerprintBatch:
     @cached_property
     def signatures(self) -> list[bytes]:
         return _split(self.fine_buf, self.fine_start, self.fine_len)
+
+    @cached_property
+    def canonical(self) -> list[bytes]:
+        """The canonical texts as bytes (explain, benchmarks; the engine reads ``canon_buf``)."""
+        return _split(self.canon_buf, self.canon_start, self.lengths)
 
     @cached_property
     def coarse_signatures(self) -> list[bytes]:
@@ -232,7 +236,7 @@ class Fingerprinter:
             return False
         return joined.isascii() and max(map(len, texts), default=0) <= self.cfg.max_text_bytes  # type: ignore[arg-type]
 
-    def fingerprint_batch(self, texts: Sequence[object], keep_canonical: bool = False) -> FingerprintBatch:
+    def fingerprint_batch(self, texts: Sequence[object]) -> FingerprintBatch:
         """Fingerprint a batch of texts (``str`` or UTF-8 ``bytes``).
 
         Raises:
@@ -246,11 +250,11 @@ class Fingerprinter:
             raw, offsets = prepare_batch(list(texts), self.cfg.canonical)
         except UnicodeEncodeError as exc:  # lone surrogates cannot be UTF-8
             raise InputError(f"text is not encodable as UTF-8: {exc.reason}") from None
-        return self._run(raw, offsets, keep_canonical)
+        return self._run(raw, offsets)
 
     def fingerprint_prepared(self, texts: PreparedTexts) -> FingerprintBatch:
         """Fingerprint texts already in the kernel's input form (no checks: the caller made them)."""
-        return self._run(texts.raw, texts.offsets, False)
+        return self._run(texts.raw, texts.offsets)
 
     def placeholder_batch(self, n: int, seed: int = 0) -> FingerprintBatch:
         """``n`` made-up fingerprints (random MinHash, keys, digests and 8-symbol signatures of
@@ -274,7 +278,7 @@ class Fingerprinter:
         if n > 1:
             for name in ("minhash", "band_out", "lead_out", "char_mh", "char_out", "digests"):
                 out[name][1] = out[name][0]
-        return self._finish(out, False)
+        return self._finish(out)
 
     def _outputs(self, n: int, size: int) -> dict[str, np.ndarray]:
         """The kernel's output arrays for ``n`` texts of ``size - 1`` raw bytes in all."""
@@ -298,13 +302,13 @@ class Fingerprinter:
             "chars": np.empty(n, dtype=np.int64),
         }
 
-    def _run(self, raw: np.ndarray, offsets: np.ndarray, keep_canonical: bool) -> FingerprintBatch:
+    def _run(self, raw: np.ndarray, offsets: np.ndarray) -> FingerprintBatch:
         out = self._kernel(raw, offsets, self._unicode or _NO_TABLES)
         if out["status"][0]:  # a non-ASCII text: its canonical form needs the tables
             c = self.cfg.canonical
             self._unicode = tables(c.nfkc, c.casefold, c.punctuation_to_space, c.fold_traditional != "off")
             out = self._kernel(raw, offsets, self._unicode)
-        return self._finish(out, keep_canonical)
+        return self._finish(out)
 
     def _kernel(self, raw: np.ndarray, offsets: np.ndarray, u: UnicodeTables) -> dict[str, np.ndarray]:
         cfg = self.cfg
@@ -331,7 +335,7 @@ class Fingerprinter:
         )
         return out
 
-    def _finish(self, out: dict[str, np.ndarray], keep_canonical: bool) -> FingerprintBatch:
+    def _finish(self, out: dict[str, np.ndarray]) -> FingerprintBatch:
         canon, canon_off, n_shingles = out["canon"], out["canon_off"], out["n_shingles"]
         band_out, lead_out, fine_off, coarse_off = out["band_out"], out["lead_out"], out["fine_off"], out["coarse_off"]
         empty = n_shingles == 0
@@ -361,7 +365,6 @@ class Fingerprinter:
             coarse_len=coarse_len,
             canon_buf=canon,
             canon_start=canon_off[:-1],
-            canonical=_split(canon, canon_off[:-1], np.diff(canon_off)) if keep_canonical else [],
         )
 
 

@@ -125,7 +125,7 @@ class _Placeholders:
     def __getattr__(self, name: str):
         return getattr(self._fp, name)
 
-    def fingerprint_batch(self, texts, keep_canonical: bool = False):
+    def fingerprint_batch(self, texts):
         return self._fp.placeholder_batch(len(texts))
 
     def fingerprint_prepared(self, texts):

@@ -30,7 +30,7 @@ from .hard_suite import overlap
 
 def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | None = None) -> dict:
     Levenshtein = require("rapidfuzz.distance", "bench", "the miss diagnosis of streamdedup bench accuracy --suite hard").Levenshtein
-    batch = (fp or Fingerprinter(cfg.fingerprint)).fingerprint_batch([source_text, copy_text], keep_canonical=True)
+    batch = (fp or Fingerprinter(cfg.fingerprint)).fingerprint_batch([source_text, copy_text])
     a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
     full = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
     bits = cfg.fingerprint.minhash.storage_bits

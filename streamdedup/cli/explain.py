@@ -41,7 +41,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         # line, no compile notice); canonical texts are rarely longer than their raw text
         require("rapidfuzz.distance", "tools", "streamdedup explain")
     fp = Fingerprinter(cfg.fingerprint)
-    batch = fp.fingerprint_batch([text_a, text_b], keep_canonical=True)
+    batch = fp.fingerprint_batch([text_a, text_b])
     a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
     cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
     ca, cb = batch.canonical

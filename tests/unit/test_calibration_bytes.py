@@ -38,7 +38,7 @@ def han_text(rng: random.Random, chars: int) -> str:
 
 def _sums(texts_a: list[str], texts_b: list[str]) -> tuple[float, float, float]:
     """Sum of true byte distances, of calibrated estimates with b = 1 and with the pair's b."""
-    ba, bb = FP.fingerprint_batch(texts_a, keep_canonical=True), FP.fingerprint_batch(texts_b, keep_canonical=True)
+    ba, bb = FP.fingerprint_batch(texts_a), FP.fingerprint_batch(texts_b)
     true = flat = aware = 0.0
     for i in range(len(texts_a)):
         ca, cb = ba.canonical[i], bb.canonical[i]
@@ -91,7 +91,7 @@ def test_the_verification_kernel_uses_the_pairs_bytes_per_char() -> None:
     over both texts' characters, the characters counted by the fingerprint kernel."""
     rng = random.Random(13)
     a = han_text(rng, 1500)
-    batch = FP.fingerprint_batch([a, char_noise(a, 0.02, rng)], keep_canonical=True)
+    batch = FP.fingerprint_batch([a, char_noise(a, 0.02, rng)])
     fa, fb = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
     ca, cb = batch.canonical
     assert (fa.chars, fb.chars) == (len(ca.decode()), len(cb.decode()))

@@ -40,7 +40,7 @@ def test_traditional_and_simplified_share_canonical_text_and_digest() -> None:
     assert TRADITIONAL != SIMPLIFIED and len(TRADITIONAL) == len(SIMPLIFIED)
     assert canonicalize(TRADITIONAL) == canonicalize(SIMPLIFIED) == canonicalize(SIMPLIFIED, OFF)
     for value in ("auto", "on"):
-        b = FP[value].fingerprint_batch([TRADITIONAL, SIMPLIFIED], keep_canonical=True)
+        b = FP[value].fingerprint_batch([TRADITIONAL, SIMPLIFIED])
         assert b.canonical[0] == b.canonical[1]
         assert b.digests[0] == b.digests[1]
         assert (b.minhash[0] == b.minhash[1]).all()
@@ -48,7 +48,7 @@ def test_traditional_and_simplified_share_canonical_text_and_digest() -> None:
 
 def test_off_keeps_the_two_scripts_apart() -> None:
     assert canonicalize(TRADITIONAL, OFF) != canonicalize(SIMPLIFIED, OFF)
-    b = FP["off"].fingerprint_batch([TRADITIONAL, SIMPLIFIED], keep_canonical=True)
+    b = FP["off"].fingerprint_batch([TRADITIONAL, SIMPLIFIED])
     assert b.canonical[0] == canonicalize(TRADITIONAL, OFF).encode("utf-8")  # the text as written
     assert b.digests[0] != b.digests[1]
 
@@ -72,7 +72,7 @@ def test_texts_without_han_never_reach_the_converter(cfg: CanonicalConfig) -> No
     texts = ["Plain ASCII wire copy.", FRENCH, "<p>Zürich &amp; Genf</p>", "Ελλάδα"]
     raw, _ = prepare_batch(texts, cfg)  # HTML stripped, the rest for the kernel, as it was
     assert raw.tobytes().decode("utf-8") == "".join(canonical._strip_html(t) for t in texts)
-    b = Fingerprinter(load_config().fingerprint).fingerprint_batch(texts, keep_canonical=True)
+    b = Fingerprinter(load_config().fingerprint).fingerprint_batch(texts)
     assert [c.decode() for c in b.canonical] == [canonicalize(t, OFF) for t in texts]
 
 
@@ -163,6 +163,6 @@ def test_kernel_path_equals_the_python_reference_on_han_text(texts: list[str], v
     """prepare_batch + kernel and canonicalize() agree with the fold in any mode (the ASCII and
     Unicode paths of test_fingerprint's agreement test, on Chinese and Japanese text)."""
     fp = FP[value]
-    b = fp.fingerprint_batch(texts, keep_canonical=True)
+    b = fp.fingerprint_batch(texts)
     for i, t in enumerate(texts):
         assert b.canonical[i] == canonicalize(t, fp.cfg.canonical).encode("utf-8"), t

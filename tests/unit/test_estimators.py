@@ -221,7 +221,7 @@ def _ld_pair(rng: random.Random, block: int) -> tuple:
     donor = _text(rng, block)[:block]
     pos = rng.randrange(len(base))
     edited = base[:pos] + donor + base[pos:]
-    b = FP.fingerprint_batch([base, edited], keep_canonical=True)
+    b = FP.fingerprint_batch([base, edited])
     true = Levenshtein.distance(b.canonical[0], b.canonical[1])
     est = signature.estimate(b.signatures[0], b.signatures[1], int(b.lengths[0]), int(b.lengths[1]), SIG)
     return true, est

@@ -117,7 +117,7 @@ def formatting_variants(draw: st.DrawFn) -> tuple[str, str]:
 @given(formatting_variants())
 def test_formatting_variants_give_identical_fingerprints(pair: tuple[str, str]) -> None:
     plain, variant = pair
-    b = FP.fingerprint_batch([plain, variant], keep_canonical=True)
+    b = FP.fingerprint_batch([plain, variant])
     assert b.canonical[0] == b.canonical[1] == plain.encode("utf-8")
     _assert_same_row(b, 0, b, 1)
     assert not b.empty[0]
@@ -145,7 +145,7 @@ _ANY_TEXT = st.one_of(
 @given(st.lists(_ANY_TEXT, min_size=1, max_size=6))
 def test_kernel_fingerprints_exactly_the_python_canonical_form(texts: list[str]) -> None:
     """Whatever path a text takes (ASCII kernel or Python Unicode), it is the reference form."""
-    b = FP.fingerprint_batch(texts, keep_canonical=True)
+    b = FP.fingerprint_batch(texts)
     for i, t in enumerate(texts):
         canon = canonicalize(t, FP.cfg.canonical).encode("utf-8")
         assert b.canonical[i] == canon, t
@@ -322,7 +322,7 @@ def test_fingerprint_jaccard_estimate_is_within_tolerance(method: str) -> None:
     for target in (0.2, 0.35, 0.5, 0.65, 0.8, 0.95):
         for _ in range(12):
             a, b = _related_texts(rng, target)
-            batch = fp.fingerprint_batch([a, b], keep_canonical=True)
+            batch = fp.fingerprint_batch([a, b])
             true = exact_jaccard(word_shingles(batch.canonical[0], 5), word_shingles(batch.canonical[1], 5))
             est = jaccard(batch.minhash[0], batch.minhash[1])
             # exact Jaccards land near the targets; the floor only guards a degenerate 0 or 1

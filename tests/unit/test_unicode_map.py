@@ -28,7 +28,7 @@ TRICKY = ("e\u0301\u0323\u0327aAYoO\u0308\u0344\u05b0\u05b4\u064b\u0650\u1100\u1
 @settings(max_examples=600)
 @given(st.lists(st.text(st.sampled_from(TRICKY), max_size=12), min_size=1, max_size=5))
 def test_kernel_canonical_form_equals_python_on_tricky_unicode(texts: list[str]) -> None:
-    b = FP.fingerprint_batch(texts, keep_canonical=True)
+    b = FP.fingerprint_batch(texts)
     for i, t in enumerate(texts):
         assert b.canonical[i] == canonicalize(t, FP.cfg.canonical).encode("utf-8"), ascii(t)
 
@@ -38,7 +38,7 @@ def test_kernel_canonical_form_equals_python_on_tricky_unicode(texts: list[str])
 def test_every_canonical_setting(text: str, nfkc: bool, casefold: bool, punct: bool, fold: str) -> None:
     cfg = load_config().fingerprint.model_copy(update={"canonical": CanonicalConfig(
         nfkc=nfkc, casefold=casefold, punctuation_to_space=punct, strip_html=False, fold_traditional=fold)})
-    b = Fingerprinter(cfg).fingerprint_batch([text], keep_canonical=True)
+    b = Fingerprinter(cfg).fingerprint_batch([text])
     assert b.canonical[0] == canonicalize(text, cfg.canonical).encode("utf-8"), ascii(text)
 
 
@@ -53,5 +53,5 @@ def test_replacements_are_fixed_points() -> None:
 
 def test_chinese_punctuation_and_full_width_forms() -> None:
     text = "新华社北京１月１日电（记者 张三）国家主席：“ＡＢＣ”。"
-    b = FP.fingerprint_batch([text], keep_canonical=True)
+    b = FP.fingerprint_batch([text])
     assert b.canonical[0].decode() == "新华社北京1月1日电 记者 张三 国家主席 abc"
