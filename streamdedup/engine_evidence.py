@@ -16,9 +16,8 @@ from collections import deque
 import numpy as np
 
 from . import engine_record
-from ._kernels import evidence as KE
-from ._kernels import readonly
 from .state.base import Store
+from .verify import EvidenceTables
 
 #: canonical text bytes of recent batches kept in memory (a copy's original is usually minutes
 #: or hours old: older ones are read from their records)
@@ -50,9 +49,7 @@ class Evidence:
         self.budget = budget
         self._recent: deque[_Texts] = deque()
         self._bytes = 0
-        self._keys = np.zeros(0, np.uint64)
-        self._counts = np.zeros(0, np.int64)
-        self._states = np.zeros(0, np.uint8)
+        self._tables = EvidenceTables()
         #: questions answered, and how many needed a record read (metrics, benchmarks)
         self.asked = 0
         self.read = 0
@@ -67,15 +64,7 @@ class Evidence:
         a = self._text(buf, start, length, i, seqs, seq)
         if a is None:
             return 0.0, 0.0, 0.0  # its record is gone (evicted since): no evidence
-        size = KE.word_table_size(a.shape[0], b.shape[0])
-        if self._keys.shape[0] < size:
-            self._keys, self._counts, self._states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
-        g = KE.table_size(a.shape[0], b.shape[0])
-        # read-only whichever way the texts came (batch, record): one compiled kernel (_kernels.readonly)
-        a, b = readonly(a), readonly(b)
-        plain, folded = KE.gram_jaccards(a, b, self._keys[:g], self._states[:g])
-        near = KE.near_word_share(a, b, self._keys[:size], self._counts[:size], self._states[:size])
-        return float(plain), float(folded), float(near)
+        return self._tables.measure(a, b)
 
     def _text(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
         same = np.flatnonzero(seqs[:i] == seq)

@@ -181,12 +181,13 @@ def compare(
     out = np.empty(K.N_OUT, dtype=np.float64)
     a_lo, a_hi = _digest_words(a.digest)
     b_lo, b_hi = _digest_words(b.digest)
+    params = kernel_params(verify, sig)
     rel = int(K.compare_pair(
         np.ascontiguousarray(a.minhash, dtype=np.uint32), a.minhash_bits, a.empty, np.uint64(a_lo), np.uint64(a_hi),
         a.n_shingles, a.length, a.chars, sa,
         np.ascontiguousarray(b.minhash, dtype=np.uint32), b.minhash_bits, b.empty, np.uint64(b_lo), np.uint64(b_hi),
         b.n_shingles, b.length, b.chars, sb,
-        mask, boilerplate, shared_boilerplate, full, False, kernel_params(verify, sig), runs, out,
+        mask, boilerplate, shared_boilerplate, full, False, params, runs, out,
     ))
     ld = None
     if not np.isnan(out[K.O_LD_RAW]):
@@ -200,8 +201,7 @@ def compare(
     grams = None
     if _asks_evidence(verify, rel, j, ld, shared_boilerplate, a, b):
         grams = exact_grams(a.text, b.text)
-        if grams[0] >= verify.exact_gram_jaccard and grams[1] - grams[0] <= verify.exact_max_digit_gain \
-                and grams[2] >= verify.exact_min_near_words:
+        if KE.accepts(*grams, params):  # the decide loop's rule
             rel = K.REL_NEAR
             why = reasons(rel, j, ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]), float(out[K.O_CONTAINMENT_A_IN_B]), emb,
                           boilerplate, ld.raw, ld.expected_unrelated, verify, grams)
@@ -225,16 +225,30 @@ def _asks_evidence(verify: VerifyConfig, rel: int, j: float, ld, shared_boilerpl
     return (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and bool(a.text) and bool(b.text)
             and K.RELATION_NAMES[rel] not in verify.duplicate_relations and j < verify.ld_min_jaccard
             and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld
-            and max(a.length, b.length) - min(a.length, b.length) <= (1.0 - verify.exact_min_ld) * max(a.length, b.length)
-            and min(a.length, b.length) >= verify.exact_min_bytes)
+            and min(a.length, b.length) >= verify.exact_min_bytes and KE.lengths_close(a.length, b.length, verify.exact_min_ld))
+
+
+class EvidenceTables:
+    """The working tables of the exact-evidence kernels, grown to the largest pair measured."""
+
+    def __init__(self) -> None:
+        self.keys, self.counts, self.states = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
+
+    def measure(self, a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+        """The exact evidence of two canonical texts (uint8, earlier ``a``, newer ``b``): byte
+        8-gram Jaccard, the same with digits read as 0, and the share of b's own words one edit
+        from a's."""
+        size = KE.word_table_size(a.shape[0], b.shape[0])  # the larger table: both kernels use it
+        if self.keys.shape[0] < size:
+            self.keys, self.counts, self.states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
+        g = KE.table_size(a.shape[0], b.shape[0])
+        # read-only whichever way the texts came (batch, record, bytes): one compiled kernel
+        a, b = readonly(a), readonly(b)
+        plain, folded = KE.gram_jaccards(a, b, self.keys[:g], self.states[:g])
+        near = KE.near_word_share(a, b, self.keys[:size], self.counts[:size], self.states[:size])
+        return float(plain), float(folded), float(near)
 
 
 def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float]:
-    """The exact evidence of two canonical texts (earlier ``a``, newer ``b``): byte 8-gram Jaccard,
-    the same with digits read as 0, and the share of b's own words one edit from a's."""
-    x, y = np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8)
-    size = KE.word_table_size(len(a), len(b))  # the larger table: both kernels use it
-    keys, counts, states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
-    g = KE.table_size(len(a), len(b))
-    plain, folded = KE.gram_jaccards(x, y, keys[:g], states[:g])
-    return float(plain), float(folded), float(KE.near_word_share(x, y, keys, counts, states))
+    """:meth:`EvidenceTables.measure` of two canonical texts as bytes (explain, the inspector)."""
+    return EvidenceTables().measure(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8))

@@ -20,7 +20,8 @@ from numba import njit
 from . import arena
 from .index import insert, lookup
 from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_LD, P_EXACT_MIN_BYTES, P_EXACT_NEAR_WORDS, P_LD_MIN_JACCARD
+from .evidence import accepts, lengths_close
+from .verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_JACCARD
 from .verify import REL_EXACT, REL_NEAR
 from .verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
@@ -301,15 +302,6 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     return n
 
 
-@njit(cache=True, inline="always")
-def lengths_close(len_a, len_b, min_similarity):
-    """Whether two texts' lengths allow an LD similarity of ``min_similarity``: an edit distance
-    is at least the length difference, so a longer text more than 1 - s longer cannot reach s
-    (skips the signature alignment for most pairs that could never be asked about)."""
-    longest = len_a if len_a > len_b else len_b
-    return longest - (len_b if len_a > len_b else len_a) <= (1.0 - min_similarity) * longest
-
-
 @njit(cache=True)
 def exact_evidence(i, n_guard, guard, guard_j, sig_b, len_b, chars_b, slot_seq, a_len, a_chars, a_sig_start, a_sig_len,
                    a_buf, sig_copy, verify, runs, cmp_out, ask_out, said, num_out):
@@ -338,7 +330,7 @@ def exact_evidence(i, n_guard, guard, guard_j, sig_b, len_b, chars_b, slot_seq, 
     num_out[i, D_GRAM_JACCARD] = plain
     num_out[i, D_GRAM_FOLDED] = folded
     num_out[i, D_NEAR_WORDS] = near
-    if plain < verify[P_EXACT_GRAM] or folded - plain > verify[P_EXACT_DIGIT_GAIN] or near < verify[P_EXACT_NEAR_WORDS]:
+    if not accepts(plain, folded, near, verify):
         return np.int64(-1)
     num_out[i, D_JACCARD] = ask_j
     num_out[i, D_LD_SIMILARITY] = ask_ld

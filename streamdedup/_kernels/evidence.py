@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from .hashing import fmix64
+from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_NEAR_WORDS
 
 GRAM = 8
 # table states
@@ -30,6 +31,22 @@ _EMPTY = 0
 _IN_A = 1
 _IN_B = 2
 _IN_BOTH = 3
+
+
+@njit(cache=True, inline="always")
+def lengths_close(len_a, len_b, min_similarity):
+    """Whether two texts' lengths allow an LD similarity of ``min_similarity``: an edit distance
+    is at least the length difference, so a longer text more than 1 - s longer cannot reach s
+    (skips the signature alignment for most pairs that could never be asked about)."""
+    longest = len_a if len_a > len_b else len_b
+    return longest - (len_b if len_a > len_b else len_a) <= (1.0 - min_similarity) * longest
+
+
+@njit(cache=True)
+def accepts(plain, folded, near, params):
+    """The rule on a pair's exact evidence (``verify.exact_*`` in ``params``, the verification
+    kernel's array): the decide loop and :func:`streamdedup.verify.compare` both apply it."""
+    return plain >= params[P_EXACT_GRAM] and folded - plain <= params[P_EXACT_DIGIT_GAIN] and near >= params[P_EXACT_NEAR_WORDS]
 
 
 @njit(cache=True, inline="always")
