@@ -149,3 +149,13 @@ def test_whole_words_swapped_keep_a_pair_apart(stream) -> None:
                       full=True)
         assert why.grams is not None and why.grams[2] < 0.3, why  # asked: the pair reached the exact path
         assert (why.relation == "near_duplicate") is want, (setting, why)
+
+
+@pytest.mark.parametrize("setting, value", [("EXACT_MIN_LD", "1.5"), ("EXACT_GRAM_JACCARD", "-0.1"),
+                                            ("EXACT_MAX_DIGIT_GAIN", "2"), ("EXACT_MIN_NEAR_WORDS", "x"),
+                                            ("EXACT_MIN_BYTES", "-1"), ("EXACT_EVIDENCE", "maybe")])
+def test_a_bad_exact_setting_is_refused_by_name(setting: str, value: str) -> None:
+    from streamdedup.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"verify.{setting.lower()}"):
+        cfg(**{f"VERIFY__{setting}": value})
