@@ -110,14 +110,14 @@ class Deduplicator:
 
         A long-running processor calls this before it consumes, so that the first micro-batch
         does not carry the load time in its latency. Touches no state: a scratch engine is used.
-        Not the restore kernel: it ran when this engine was made from its state, if it ever runs.
+        Not the restore kernel: it ran when this engine was made from its state, if it ever runs;
+        nor the exact-evidence kernels: only a noisy copy calls them, and they load (or, on a
+        cold cache, compile: ~1.6 s once) at its question (``kernel_cache.NEEDS``).
         """
         eng = self.cfg.engine.model_copy(update={"max_documents": 16, "index_sizing": "grow"})
         scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
         text = "warm up the kernels with a short story about nothing in particular at all"
         scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])
-        z = np.zeros(16, np.uint8)  # the exact-evidence kernel, which only a noisy copy calls
-        scratch.evidence.answer(z, np.zeros(2, np.int64), np.full(2, 8, np.int64), 1, np.zeros(1, np.int64), 0)
 
     # ------------------------------------------------------------------ state
 

@@ -31,6 +31,7 @@ PIPELINE_KERNELS = (
     "decide.decide_batch",
     "records.encode_batch",
     "evidence.gram_jaccards",
+    "evidence.near_word_share",
     "records.restore_batch",
     "arena.live_bytes",
     "arena.regrow",

@@ -230,7 +230,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                             informative[r] = False
             sig_b = sig_buf[sig_start[i]:sig_start[i] + sig_len[i]]
             n_check = nc if nc < max_verified else max_verified
-            n_guard = 0
+            n_guard = np.int64(0)  # not a literal 0: exact_evidence would compile twice
             ask_doc = asks and lengths[i] >= min_bytes  # exact evidence: pairs of texts long enough only
             for k in range(n_check):
                 c = cand_slots[order[k]]

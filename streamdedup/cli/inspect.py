@@ -15,7 +15,7 @@ from .inspect_view import clusters_table, render_pair
 
 RELATIONS = ("exact", "near_duplicate", "contains", "contained_in")
 #: the kernels pairing calls (fingerprints and the full comparison): compiled before, with the notice
-_UNITS = ("fingerprint", "explain")
+_UNITS = ("fingerprint", "explain", "evidence")
 
 
 def open_source(cfg, output_dir: str | None, input_path: str | None, topic: str | None, lookup_window: int) -> DuplicateSource:

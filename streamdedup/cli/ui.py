@@ -13,7 +13,7 @@ from ._common import compile_notice, config_option, get_config, make_console
 from .inspect import open_source
 
 #: the kernels the pages call (fingerprints and the full comparison of the why-matched panel)
-_UNITS = ("fingerprint", "explain")
+_UNITS = ("fingerprint", "explain", "evidence")
 
 
 def _loopback(host: str) -> bool:
