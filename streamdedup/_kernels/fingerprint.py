@@ -110,7 +110,7 @@ def oph_minhash(hashes, n, num_perm, log2k, seed, out):
     _oph(hashes, n, num_perm, log2k, seed, out, np.empty(num_perm, dtype=np.uint32))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # called, not inlined: see _kernels/__init__, Compile time
 def _oph(hashes, n, num_perm, log2k, seed, out, filled):
     """:func:`oph_minhash` with the caller's scratch ``filled`` (no allocation per document)."""
     for j in range(num_perm):
@@ -174,7 +174,7 @@ def band_seeds(bands, seed):
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)  # called, not inlined: see _kernels/__init__, Compile time
 def _band_keys(slots, bands, rows, seeds, out):
     for b in range(bands):
         h = seeds[b]

@@ -54,6 +54,13 @@ def load64(buf, i, hi):
     return v
 
 
+@njit(uint64(uint64, uint64), cache=True)
+def _rot(x, r):
+    """``rotl`` by a constant 0 < r < 64, compiled once for digest128 (``rotl`` inlined at its
+    eight call sites there cost ~0.4 s of every cold start; LLVM still inlines this call)."""
+    return (x << r) | (x >> (uint64(64) - r))
+
+
 @njit(cache=True)
 def digest128(buf, lo, hi, out):
     """128-bit digest of ``buf[lo:hi]`` into ``out[0:2]`` (MurmurHash3 x64-128 structure).
@@ -70,16 +77,16 @@ def digest128(buf, lo, hi, out):
     while i + 16 <= hi:
         k1 = load64(buf, i, hi)
         k2 = load64(buf, i + 8, hi)
-        h1 ^= rotl(k1 * c1, 31) * c2
-        h1 = (rotl(h1, 27) + h2) * uint64(5) + uint64(0x52DCE729)
-        h2 ^= rotl(k2 * c2, 33) * c1
-        h2 = (rotl(h2, 31) + h1) * uint64(5) + uint64(0x38495AB5)
+        h1 ^= _rot(k1 * c1, 31) * c2
+        h1 = (_rot(h1, 27) + h2) * uint64(5) + uint64(0x52DCE729)
+        h2 ^= _rot(k2 * c2, 33) * c1
+        h2 = (_rot(h2, 31) + h1) * uint64(5) + uint64(0x38495AB5)
         i += 16
     if i < hi:
         k1 = load64(buf, i, hi)
         k2 = load64(buf, i + 8, hi) if i + 8 < hi else uint64(0)
-        h1 ^= rotl(k1 * c1, 31) * c2
-        h2 ^= rotl(k2 * c2, 33) * c1
+        h1 ^= _rot(k1 * c1, 31) * c2
+        h2 ^= _rot(k2 * c2, 33) * c1
     h1 ^= uint64(hi - lo)
     h1 += h2
     h2 += h1

@@ -23,14 +23,14 @@ HEAD = 20
 _VARINT_MAX = 10
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _put_uint(buf, pos, value, nbytes):
     v = np.uint64(value)
     for k in range(nbytes):
         buf[pos + k] = np.uint8((v >> np.uint64(8 * k)) & np.uint64(0xFF))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _get_uint(buf, pos, nbytes):
     v = np.uint64(0)
     for k in range(nbytes):
@@ -38,7 +38,7 @@ def _get_uint(buf, pos, nbytes):
     return v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _put_varint(buf, pos, value):
     """LEB128 of an unsigned value; returns the position after it."""
     v = np.uint64(value)
@@ -50,14 +50,14 @@ def _put_varint(buf, pos, value):
     return pos + 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _put_signed(buf, pos, value):
     """Zigzag then LEB128 (-1 is one byte)."""
     v = np.int64(value)
     return _put_varint(buf, pos, np.uint64((v << np.int64(1)) ^ (v >> np.int64(63))))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _get_varint(buf, pos):
     v = np.uint64(0)
     shift = np.uint64(0)
@@ -70,13 +70,13 @@ def _get_varint(buf, pos):
         shift += np.uint64(7)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _get_signed(buf, pos):
     u, pos = _get_varint(buf, pos)
     return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), pos
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _put_f32(buf, pos, value, f32, u32):
     f32[0] = value
     _put_uint(buf, pos, u32[0], 4)
