@@ -139,6 +139,12 @@ class Deduplicator:
         evicts them: a metric that costs nothing per batch)."""
         return self.meta.next_seq - self.meta.seq_lo
 
+    @property
+    def evidence_counts(self) -> tuple[int, int]:
+        """Exact-evidence questions the decide loop asked so far, and how many of them read the
+        earlier text from its stored record (the rest came from recent batches in memory)."""
+        return self.evidence.asked, self.evidence.read
+
     def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
         return engine_record.decode(seq, raw, self.index_bands, self.num_perm)
 

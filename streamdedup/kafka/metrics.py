@@ -1,4 +1,5 @@
-"""Prometheus metrics of the processor (records in/out per status, batch latency, lag, index size)."""
+"""Prometheus metrics of the processor (records in/out per status, batch latency, lag, index size,
+exact-evidence questions)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ class Metrics:
                                  buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
         self.lag = Gauge("streamdedup_consumer_lag", "records behind the high watermark, all partitions", registry=self.registry)
         self.index = Gauge("streamdedup_indexed_documents", "documents in the index", registry=self.registry)
+        # a noisy copy's question costs a text comparison and, for an earlier text older than
+        # the recent batches kept in memory, a state read: their rate explains batch latency
+        self.questions = Counter("streamdedup_exact_evidence_questions_total",
+                                 "exact-evidence questions (pairs compared on their canonical texts)", registry=self.registry)
+        self.record_reads = Counter("streamdedup_exact_evidence_record_reads_total",
+                                    "exact-evidence questions that read the earlier text from the state store",
+                                    registry=self.registry)
+        self._evidence_seen = (0, 0)
         self._last_lag = 0.0
         self._server = None
         if port:
@@ -41,9 +50,20 @@ class Metrics:
             self._server.server_close()
             self._server = None
 
-    def batch(self, n: int, counts: dict, seconds: float, indexed: int | None) -> None:
-        """A batch done: ``n`` records in, ``counts`` out per status, ``seconds`` it took and the
-        index size (None: this process holds no index, a staged worker)."""
+    def batch(self, n: int, counts: dict, seconds: float, indexed: int | None,
+              evidence: tuple[int, int] | None = None) -> None:
+        """A batch done: ``n`` records in, ``counts`` out per status, ``seconds`` it took, the
+        index size and the engine's exact-evidence totals so far (``Deduplicator.evidence_counts``;
+        None for both: this process holds no engine, a staged worker)."""
+        if evidence is not None:
+            # totals of one engine; smaller than last time: a new engine (a restart), counting from 0
+            asked, read = evidence
+            seen_asked, seen_read = self._evidence_seen
+            if asked < seen_asked or read < seen_read:
+                seen_asked, seen_read = 0, 0
+            self.questions.inc(asked - seen_asked)
+            self.record_reads.inc(read - seen_read)
+            self._evidence_seen = evidence
         self.records_in.inc(n)
         for status in ("unique", "duplicate", "dead_letter"):
             if counts.get(status):

@@ -136,7 +136,8 @@ class Processor:
 
     def _settled(self, batch: OutBatch) -> None:
         self.summary.add(batch)
-        self.metrics.batch(batch.records, batch.counts, time.perf_counter() - batch.started, self._engine.indexed_documents)
+        self.metrics.batch(batch.records, batch.counts, time.perf_counter() - batch.started, self._engine.indexed_documents,
+                           self._engine.evidence_counts)
 
     def _check_state(self, consumer, engine: Deduplicator, cluster: Cluster) -> None:
         """The lost-state check (``kafka.lost_state``): refuse, accept, or rebuild from the input."""

@@ -79,6 +79,8 @@ def test_any_batching_and_a_restart_give_the_same_decisions(stream, tmp_path) ->
     part += _run(second, stream[30:], 5)
     assert [_key(d) for d in part] == whole
     assert second.evidence.read > 0, "no original was read from its record"
+    asked, read = second.evidence_counts  # what the processor's metrics export
+    assert asked >= read == second.evidence.read > 0
     second.close()
 
 

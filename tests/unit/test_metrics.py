@@ -73,3 +73,22 @@ def test_port_zero_starts_no_server() -> None:
     m = Metrics(0, host="0.0.0.0")
     assert m.address is None
     m.close()  # a no-op
+
+
+def _sample(m: Metrics, name: str) -> float:
+    return m.registry.get_sample_value(name)
+
+
+def test_exact_evidence_counters_follow_the_engine_totals_across_a_restart() -> None:
+    """The engine reports running totals; the counters add what is new, and a new engine (a
+    restart: totals smaller than before) counts from zero instead of going backwards."""
+    m = Metrics(0)
+    questions, reads = "streamdedup_exact_evidence_questions_total", "streamdedup_exact_evidence_record_reads_total"
+    m.batch(1, {}, 0.01, 1, (2, 1))
+    m.batch(1, {}, 0.01, 1, (5, 1))
+    assert (_sample(m, questions), _sample(m, reads)) == (5.0, 1.0)
+    m.batch(1, {}, 0.01, 1, (1, 0))  # a restarted engine
+    m.batch(1, {}, 0.01, 1, (3, 2))
+    assert (_sample(m, questions), _sample(m, reads)) == (8.0, 3.0)
+    m.batch(1, {}, 0.01, None)  # a staged worker: no engine, nothing counted
+    assert _sample(m, questions) == 8.0

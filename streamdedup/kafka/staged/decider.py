@@ -141,7 +141,8 @@ class Decider:
             idle_since = time.monotonic()
             started = time.perf_counter()
             self._decide([m.value() for m in msgs], msgs[-1].offset() + 1)
-            self.metrics.batch(len(msgs), {}, time.perf_counter() - started, self.engine.indexed_documents)
+            self.metrics.batch(len(msgs), {}, time.perf_counter() - started, self.engine.indexed_documents,
+                               self.engine.evidence_counts)
             self.metrics.observe_lag(consumer)
 
     def _decide(self, values: list[bytes], next_offset: int) -> None:
