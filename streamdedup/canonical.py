@@ -49,21 +49,28 @@ _TAG = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _LOOKS_HTML = re.compile(r"</(?:" + _HTML_ELEMENTS + r")\s*>|<br\s*/?>|<!--", re.IGNORECASE)
+
+
+def _char_ranges(ranges, end_exclusive: bool = False) -> str:
+    """The body of a regex character class for code-point ranges (inclusive ends, or exclusive)."""
+    return "".join(f"\\U{lo:08x}-\\U{hi - end_exclusive:08x}" for lo, hi in ranges)
+
+
 # "Not a letter or digit", except combining marks: Python's \w leaves out general category M,
 # and Thai vowel and tone marks (or Devanagari vowel signs) are part of their words ("ที่" would
 # lose two of its three characters)
-_MARKS = "".join(f"\\U{lo:08x}-\\U{hi - 1:08x}" for lo, hi in MARK_RANGES)
+_MARKS = _char_ranges(MARK_RANGES, end_exclusive=True)  # half-open ranges (_script_ranges)
 _NON_WORD = re.compile(rf"(?:[^\w{_MARKS}]|_)+")
 _SPACES = re.compile(r"\s+")
 # Han blocks: CJK Unified Ideographs and Extension A, Compatibility Ideographs, Extensions B-H
 # and the Compatibility Supplement. Every character OpenCC's t2s tables change lies in them
 # (a unit test converts every code point and checks), so a text without them is left alone.
 _HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x323AF))
-_HAN = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _HAN_RANGES) + "]")
+_HAN = re.compile(f"[{_char_ranges(_HAN_RANGES)}]")
 # Hiragana, Katakana (with its phonetic extensions and half-width forms, for nfkc: false) and
 # the Kana Supplement/Extended blocks: a text with any of them is Japanese for ``auto``
 KANA_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F), (0x1B000, 0x1B16F))
-_KANA = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in KANA_RANGES) + "]")
+_KANA = re.compile(f"[{_char_ranges(KANA_RANGES)}]")
 
 
 def _might_be_html(text: str) -> bool:
