@@ -25,7 +25,7 @@ from .config import FingerprintConfig
 from .errors import IncompatibleFingerprintError, InputError
 from .lsh import LSHChoice, choose
 from .scripts import token_classes
-from .unicode_map import UnicodeTables, tables
+from .unicode_map import UnicodeTables, built_tables, tables
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
 FORMAT_VERSION = 3
@@ -303,10 +303,13 @@ class Fingerprinter:
         }
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray) -> FingerprintBatch:
+        c = self.cfg.canonical
+        settings = (c.nfkc, c.casefold, c.punctuation_to_space, c.fold_traditional != "off")
+        if self._unicode is None:  # built for this batch's pre-scan (prepare_batch), if it had non-ASCII text
+            self._unicode = built_tables(*settings)
         out = self._kernel(raw, offsets, self._unicode or _NO_TABLES)
-        if out["status"][0]:  # a non-ASCII text: its canonical form needs the tables
-            c = self.cfg.canonical
-            self._unicode = tables(c.nfkc, c.casefold, c.punctuation_to_space, c.fold_traditional != "off")
+        if out["status"][0]:  # a non-ASCII text made elsewhere (PreparedTexts): build the tables, run again
+            self._unicode = tables(*settings)
             out = self._kernel(raw, offsets, self._unicode)
         return self._finish(out)
 

@@ -106,7 +106,18 @@ def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = 
     fold_bits = _fold_bits() if fold else np.zeros(TABLE_SIZE, dtype=np.uint8)
     for a in (umap, repl_off, repl, first, last, fold_bits):
         a.setflags(write=False)
-    return UnicodeTables(umap, repl_off, repl, first, last, fold_bits)
+    made = _BUILT[(nfkc, casefold, punctuation_to_space, fold)] = UnicodeTables(umap, repl_off, repl, first, last, fold_bits)
+    return made
+
+
+#: the tables :func:`tables` has built in this process, by its arguments
+_BUILT: dict[tuple[bool, bool, bool, bool], UnicodeTables] = {}
+
+
+def built_tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables | None:
+    """:func:`tables` if this process built them already (a non-ASCII text went through
+    ``canonical.prepare_batch``), else None: never builds them (~0.4 s)."""
+    return _BUILT.get((nfkc, casefold, punctuation_to_space, fold))
 
 
 def _fold_bits() -> np.ndarray:

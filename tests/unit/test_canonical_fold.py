@@ -166,3 +166,24 @@ def test_kernel_path_equals_the_python_reference_on_han_text(texts: list[str], v
     b = fp.fingerprint_batch(texts)
     for i, t in enumerate(texts):
         assert b.canonical[i] == canonicalize(t, fp.cfg.canonical).encode("utf-8"), t
+
+
+def test_a_fingerprinter_runs_its_kernel_once_on_its_first_non_ascii_batch(monkeypatch) -> None:
+    """prepare_batch builds the Unicode tables for a non-ASCII batch's pre-scan: the Fingerprinter
+    takes them instead of running the kernel without them first; a fresh process state (the
+    tables not built) still takes the second run, and both give the same fingerprints."""
+    from streamdedup import unicode_map
+
+    texts = ["Zürich: der Bericht über den Streik", "東京の港でストライキ"]
+    want = Fingerprinter(load_config(environ={}).fingerprint).fingerprint_batch(texts)
+    for built in (True, False):
+        if not built:
+            monkeypatch.setattr(unicode_map, "_BUILT", {})
+            monkeypatch.setattr("streamdedup.fingerprint.built_tables", lambda *a: None)
+        fp = Fingerprinter(load_config(environ={}).fingerprint)
+        calls = []
+        kernel = fp._kernel
+        monkeypatch.setattr(fp, "_kernel", lambda *a: calls.append(1) or kernel(*a))
+        got = fp.fingerprint_batch(texts)
+        assert len(calls) == (1 if built else 2)
+        assert (got.minhash == want.minhash).all() and (got.digest_words == want.digest_words).all()
