@@ -196,9 +196,10 @@ def build_stream(per_kind: int, seed: int, stories: int | None = None) -> list[I
     return placer.stream()
 
 
-def overlap_summary(stream: list[Item]) -> dict[str, dict]:
-    """Per synthetic kind: how many, and the median exact word-5-shingle Jaccard and containment
-    (the copy's or negative's shingles found in its source) against its source."""
+def overlap_summary(stream: list[Item], measure: Callable[[str, str], tuple[float, float, float]] = overlap) -> dict[str, dict]:
+    """Per synthetic kind: how many, and the median Jaccard and containment (the copy's or
+    negative's shingles found in its source) against its source, by ``measure`` (default: exact
+    word 5-shingles; ``lang_suite`` passes its character n-grams)."""
     by_id = {it.id: it for it in stream if it.kind == "natural"}
     per: dict[str, list[tuple[float, float]]] = defaultdict(list)
     counts: dict[str, int] = defaultdict(int)
@@ -207,7 +208,7 @@ def overlap_summary(stream: list[Item]) -> dict[str, dict]:
             continue
         counts[it.kind] += 1
         if it.source in by_id:
-            jac, c_new, _ = overlap(it.text, by_id[it.source].text)
+            jac, c_new, _ = measure(it.text, by_id[it.source].text)
             per[it.kind].append((jac, c_new))
     return {k: {"n": counts[k],
                 "median_jaccard": statistics.median(j for j, _ in per[k]) if per[k] else None,

@@ -24,8 +24,6 @@ Chinese), at thresholds 0.5-0.9.
 from __future__ import annotations
 
 import random
-import statistics
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -33,6 +31,7 @@ from .._optional import require
 from ..canonical import canonicalize
 from ..corpus import Story
 from ..errors import StreamdedupError
+from . import hard_suite
 from . import zh_edits as Z
 from .accuracy import UNIQUE_C, UNIQUE_J, Item, _isolated
 from .hard_suite import NEAR_MISS_MIN_SHARE, _Placer, _slug
@@ -230,22 +229,8 @@ def build_stream(lang: str, per_kind: int, seed: int, stories: int | None = None
 
 
 def overlap_summary(stream: list[Item]) -> dict[str, dict]:
-    """Per synthetic kind: how many, and the median character-5-gram Jaccard and containment
-    (the copy's n-grams found in its source) against its source."""
-    by_id = {it.id: it for it in stream if it.kind == "natural"}
-    per: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    counts: dict[str, int] = defaultdict(int)
-    for it in stream:
-        if it.kind == "natural":
-            continue
-        counts[it.kind] += 1
-        if it.source in by_id:
-            jac, c_new, _ = overlap(it.text, by_id[it.source].text)
-            per[it.kind].append((jac, c_new))
-    return {k: {"n": counts[k],
-                "median_jaccard": statistics.median(j for j, _ in per[k]) if per[k] else None,
-                "median_containment": statistics.median(c for _, c in per[k]) if per[k] else None}
-            for k in counts}
+    """:func:`.hard_suite.overlap_summary` by character-5-gram Jaccard and containment."""
+    return hard_suite.overlap_summary(stream, overlap)
 
 
 def run_datasketch_chars(stream: list[Item], n: int, num_perm: int, thresholds: list[float]) -> dict[float, list[bool]]:

@@ -180,3 +180,19 @@ def test_a_small_hard_run_scores_and_diagnoses_every_kind() -> None:
         assert sum(got["stages"].values()) == missed, kind
         for ex in got.get("examples", []):
             assert ex["relation"] and 0 <= ex["exact_jaccard"] <= 1 and ex["bands"] > 0
+
+
+def test_overlap_summary_measures_each_kind_against_its_source_by_the_suite_measure() -> None:
+    """One summary serves both suites; each passes its own overlap (word shingles, character grams)."""
+    from streamdedup.bench import hard_suite, lang_suite
+    from streamdedup.bench.accuracy import Item
+
+    story = "the harbour strike closed the port of call for a third day on monday " * 3
+    stream = [Item("a", story, 0, "natural"), Item("a-copy", story, 1, "resend", "a"),
+              Item("b", "港口罢工第三天关闭了港口" * 3, 2, "natural"),
+              Item("b-tease", "港口罢工第三天", 3, "teaser", "b")]
+    words, chars = hard_suite.overlap_summary(stream), lang_suite.overlap_summary(stream)
+    assert words["resend"] == {"n": 1, "median_jaccard": 1.0, "median_containment": 1.0}
+    assert chars["resend"]["median_jaccard"] == 1.0
+    # a Chinese teaser is one "word" to word shingles and several character grams of its source
+    assert chars["teaser"]["median_containment"] == 1.0 > words["teaser"]["median_containment"]
