@@ -27,7 +27,9 @@ def test_units_are_shared_longest_first_to_the_process_that_finishes_first() -> 
     assert kernel_cache.plan(file, 2) == [["engine"], ["fingerprint", "scan"]]
     assert kernel_cache.plan(file, 3) == [["engine"], ["fingerprint"], ["scan"]]
     assert kernel_cache.plan(file, 1) == [["engine", "fingerprint", "scan"]]
-    assert kernel_cache.plan(["scan", "growth", "fingerprint"], 2) == [["fingerprint", "growth"], ["scan"]]
+    # a new interpreter's start (~0.8 s) makes a worker finish later than a fork (~0.05 s)
+    assert kernel_cache.plan(["scan", "growth", "fingerprint"], 2, worker_start=0.8) == [["fingerprint", "growth"], ["scan"]]
+    assert kernel_cache.plan(["scan", "growth", "fingerprint"], 2, worker_start=0.05) == [["fingerprint"], ["scan", "growth"]]
     assert kernel_cache.plan(["scan", "explain"], 8) == [["scan"], ["explain"]]
     assert kernel_cache.plan([], 2) == []
 
@@ -44,10 +46,19 @@ def test_a_cached_need_compiles_nothing_and_says_nothing(monkeypatch) -> None:
     assert said == []
 
 
-def test_a_failing_worker_is_a_warning_and_the_rest_is_done(monkeypatch, caplog) -> None:
-    monkeypatch.setattr(kernel_cache, "_WORKER", "import sys; sys.stderr.write('worker broke\\n'); sys.exit(3)")
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_failing_worker_is_a_warning_and_the_rest_is_done(fork: bool, monkeypatch, caplog) -> None:
+    """A forked worker whose unit raises, a new interpreter that exits 3."""
+    monkeypatch.setattr(kernel_cache, "_can_fork", lambda: fork)
+    if not fork:
+        monkeypatch.setattr(kernel_cache, "_WORKER", "import sys; sys.stderr.write('worker broke\\n'); sys.exit(3)")
     ran = []
-    monkeypatch.setattr(kernel_cache, "run_units", lambda cfg, units: ran.extend(units))
+
+    def broke(cfg) -> None:
+        raise RuntimeError("worker broke")
+
+    monkeypatch.setitem(kernel_cache.UNITS, "explain", kernel_cache.Unit(broke, (), 2.5))
+    monkeypatch.setitem(kernel_cache.UNITS, "fingerprint", kernel_cache.Unit(lambda cfg: ran.append("fingerprint"), (), 5.5))
     said = []
     with caplog.at_level(logging.WARNING, logger="streamdedup.kernel_cache"):
         done = kernel_cache.fill(load_config(environ={}), ["explain", "fingerprint"], processes=2, force=True,
@@ -114,6 +125,29 @@ compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.
 print(compiled)
 assert not compiled, compiled
 """
+
+
+_SPAWNED = """
+from streamdedup import kernel_cache
+from streamdedup._kernels import cache
+from streamdedup.config import load_config
+
+kernel_cache._can_fork = lambda: False  # as in a process with other threads (the UI's server)
+units = ["growth", "explain"]
+assert kernel_cache.plan(units, 2) == [["explain"], ["growth"]]
+kernel_cache.fill(load_config(), units, processes=2)
+missing = cache.missing_kernels(tuple(k for u in units for k in kernel_cache.UNITS[u].kernels))
+assert not missing, missing
+"""
+
+
+def test_a_new_interpreter_compiles_its_share_into_the_cache(tmp_path: Path) -> None:
+    """Where this process may not fork, a worker is a new interpreter (fresh cache: the worker's
+    unit is in it only if that worker compiled it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    out = subprocess.run([sys.executable, "-c", _SPAWNED], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_after_a_fill_the_runs_compile_nothing(tmp_path: Path) -> None:
