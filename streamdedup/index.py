@@ -16,7 +16,10 @@ which documents share a cell does too: like max_documents, a setting of the stat
 
 from __future__ import annotations
 
+import ctypes
 import mmap
+import sys
+import threading
 
 import numpy as np
 
@@ -39,15 +42,57 @@ def _zeros(n: int, dtype) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype)
 
 
-def _prefault(a: np.ndarray) -> None:
-    """Write every page of ``a`` once so that no lookup later pays the page fault.
+#: madvise(2) advice that faults a range in, writable, without writing to it (Linux >= 5.14;
+#: Python's mmap module does not name it)
+_MADV_POPULATE_WRITE = 23
+_POPULATE_STEP = 2 << 20
+_populate_ok: bool | None = None
+
+
+def _madvise_populate():
+    """libc's madvise, or None where MADV_POPULATE_WRITE is unknown (not Linux, kernel < 5.14)."""
+    global _populate_ok
+    if sys.platform != "linux" or _populate_ok is False:
+        return None
+    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    if _populate_ok is None:
+        probe = mmap.mmap(-1, mmap.PAGESIZE)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(probe))
+        _populate_ok = madvise(addr, mmap.PAGESIZE, _MADV_POPULATE_WRITE) == 0
+        probe.close()
+    return madvise if _populate_ok else None
+
+
+def _prefault(arrays: tuple[np.ndarray, ...]) -> threading.Thread | None:
+    """Fault every page of ``arrays`` in so that no lookup later pays the page fault.
 
     Lookups touch one random cell per band: on a fresh index nearly every one of them is a
     first touch (a fault, and on huge pages the zeroing of 2 MiB), which made the first 50k
     documents of a stream cost ~1 s more and put the latency warm-up in the p99.
+
+    In a background thread (returned) where the kernel can fault pages in without writing them
+    (MADV_POPULATE_WRITE): the index is in use meanwhile, and the faults of ~0.5 GB took up to
+    1.5 s of a processor's start-up (on a VM right after the kernel compile, issue 10).
+    Elsewhere at once, by writing a zero to every page.
     """
-    flat = a.reshape(-1).view(np.uint8)
-    flat[::4096] = 0  # only for zeroed arrays (a self-assignment would be skipped by numpy)
+    madvise = _madvise_populate()
+    if madvise is None:
+        for a in arrays:
+            a.reshape(-1).view(np.uint8)[::4096] = 0  # only for zeroed arrays (a self-assignment is skipped)
+        return None
+
+    def populate() -> None:
+        for a in arrays:  # the thread holds them: no array is freed under its madvise
+            lo, hi = a.ctypes.data & ~(mmap.PAGESIZE - 1), a.ctypes.data + a.nbytes
+            # in steps: madvise holds the process's memory-map lock, which every mmap() of the
+            # other threads waits for (in one call, the engine's next allocations waited 1.5 s)
+            for p in range(lo, hi, _POPULATE_STEP):
+                madvise(p, min(_POPULATE_STEP, hi - p), _MADV_POPULATE_WRITE)  # a failure only costs later faults
+
+    thread = threading.Thread(target=populate, name="streamdedup-prefault", daemon=True)
+    thread.start()
+    return thread
 
 
 #: smallest cell table (per band: 256 KB); a short stream never grows
@@ -85,9 +130,9 @@ class CandidateIndex:
                              cell=np.empty(bands, dtype=np.uint32), key=np.empty(bands, dtype=np.uint32),
                              live=np.empty(bands, dtype=np.bool_))
         self._allocate(self.cells_for(next_seq))
-        if full:
-            for a in (self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys, self.slot_hot, self.slot_digest):
-                _prefault(a)
+        #: the thread faulting the tables in (``full``), if it runs in the background
+        self.prefaulting = _prefault((self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys,
+                                      self.slot_hot, self.slot_digest)) if full else None
 
     def _allocate(self, n_cells: int) -> None:
         """Empty tables of ``n_cells`` per band."""
