@@ -5,7 +5,7 @@ compiler lock, ~17 s of CPU for the kernels of a file-mode run. The kernels fall
 that compile independently of each other:
 
 - ``scan``: the JSON fast path of file mode and Kafka (split, scan, gather) and file mode's
-  output lines (assemble);
+  output lines (assemble); ``scan-values`` only Kafka's part;
 - ``fingerprint``: the fingerprint kernel;
 - ``engine`` (``engine+restore``): the decide loop and the records (and the restore of the
   index from state);
@@ -76,7 +76,6 @@ def _scan(cfg: Config) -> None:
     from .decisions import BatchDecisions
     from .filemode import Summary, _Writer
     from .pipeline import Preparer
-    from .scan import LineScanner
 
     prep = Preparer(cfg)
     data = b"\n".join(LINES) + b"\n"
@@ -98,13 +97,18 @@ def _scan(cfg: Config) -> None:
             writer.batch(data, scan, docs, prepared.slow, 0, decisions, None)()
         finally:
             writer.close()
-    # Kafka: record values scanned one by one, then gathered
-    values = list(LINES[:4])
-    data, scan = prep.scan_values(values)
-    prep.prepare(data, scan, 0, scan.n, lambda k: f"record:{k}", 0).gather()
-    # raw-text input (input.format: text) takes another scan kernel
-    text_input = cfg.input.model_copy(update={"format": "text"})
-    LineScanner(text_input, cfg.fingerprint.max_text_bytes, False).scan(np.frombuffer(b"one\n\ntwo\n", np.uint8), True)
+    _scan_values(cfg)  # and Kafka's
+
+
+def _scan_values(cfg: Config) -> None:
+    """Kafka's record values: scanned one by one, then gathered; not file mode's lines and output
+    (``split_lines``, ``assemble``: ~0.4 s of a cold Kafka start)."""
+    from .pipeline import Preparer
+
+    for fmt in ("json", "text"):  # raw-text input (input.format: text) takes another scan kernel
+        prep = Preparer(cfg.model_copy(update={"input": cfg.input.model_copy(update={"format": fmt})}))
+        data, scan = prep.scan_values(list(LINES[:4]) + [b""])
+        prep.prepare(data, scan, 0, scan.n, lambda k: f"record:{k}", 0).gather()
 
 
 def _fingerprint(cfg: Config) -> None:
@@ -204,31 +208,34 @@ class Unit:
     #: the kernels it leaves in the cache (``module.function`` under ``_kernels``)
     kernels: tuple[str, ...]
     #: its compile time alone in a process, in CPU seconds (Numba's start-up included; measured
-    #: on a 2-core VM), to share units among processes
+    #: on a 2-core VM, the collector off), to share units among processes
     seconds: float
 
 
 _ENGINE = ("decide.decide_batch", "records.encode_batch", "arena.live_bytes")
 UNITS: dict[str, Unit] = {
-    "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 5.0),
-    "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch", "fingerprint.unicode_scan"), 5.5),
-    "engine": Unit(_engine, _ENGINE, 10.0),
-    "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 11.5),
+    "scan": Unit(_scan, ("jsonscan.split_lines", "jsonscan.scan_lines", "jsonscan.gather", "jsonscan.assemble"), 4.2),
+    "scan-values": Unit(_scan_values, ("jsonscan.scan_lines", "jsonscan.gather"), 3.7),
+    "fingerprint": Unit(_fingerprint, ("fingerprint.fingerprint_batch", "fingerprint.unicode_scan"), 4.5),
+    "engine": Unit(_engine, _ENGINE, 9.0),
+    "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
     "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share"), 2.0),
 }
-#: what each kind of run needs before its first batch: a run (file mode or Kafka) on a new state,
-#: one that restores its state first, a staged topology's roles (the decider likewise),
+#: what each kind of run needs before its first batch: file mode and Kafka on a new state, each
+#: also restoring its state first, a staged topology's roles (the decider likewise),
 #: everything (warm-up). Not ``growth`` nor ``evidence``: a run may never call them (a Kafka index
 #: is full-size from the start; only a noisy copy asks for exact evidence), and on their first
 #: call they compile in ~0.5 and ~1.6 s, once, instead of lengthening every cold start (issue 10)
 NEEDS: dict[str, tuple[str, ...]] = {
     "run": ("scan", "fingerprint", "engine"),
     "run+restore": ("scan", "fingerprint", "engine+restore"),
+    "kafka": ("scan-values", "fingerprint", "engine"),
+    "kafka+restore": ("scan-values", "fingerprint", "engine+restore"),
     # a staged topology's roles; the decider's engine warms up on a text (the fingerprint kernel)
-    "worker": ("scan", "fingerprint", "fprecords"),
+    "worker": ("scan-values", "fingerprint", "fprecords"),
     "decider": ("fingerprint", "fprecords", "engine"),
     "decider+restore": ("fingerprint", "fprecords", "engine+restore"),
     "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence"),
@@ -237,6 +244,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
 #: process has it behind it
 WORKER_START = 0.8
 FORK_START = 0.05
+#: what this process does after its units while the workers finish: a collection of the
+#: compile's garbage (``fill``), which walks the ~10^6 objects the compile left (~0.4 s)
+AFTER_UNITS = 0.4
 
 
 def cold_units(units: Iterable[str]) -> list[str]:
@@ -247,11 +257,13 @@ def cold_units(units: Iterable[str]) -> list[str]:
 def plan(units: Iterable[str], processes: int, worker_start: float | None = None) -> list[list[str]]:
     """``units`` shared among at most ``processes`` processes: longest first, each to the process
     that would finish first, a worker counting its start-up (default: this platform's, see
-    :func:`_can_fork`). The first list is this process's."""
+    :func:`_can_fork`) and this process its collection afterwards. The first list is this
+    process's."""
     if worker_start is None:
         worker_start = FORK_START if _can_fork() else WORKER_START
     units = sorted(units, key=lambda u: -UNITS[u].seconds)
-    heap = [(0.0 if i == 0 else worker_start, i, []) for i in range(min(max(processes, 1), len(units)))]
+    heap = [(AFTER_UNITS if i == 0 else worker_start, i, []) for i in range(min(max(processes, 1), len(units)))]
+    heapq.heapify(heap)
     for u in units:
         load, i, names = heapq.heappop(heap)
         names.append(u)

@@ -121,7 +121,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     state = state_dir or cfg.state.dir or "state"
-    fill_kernel_cache(cfg, "run+restore" if Path(state).exists() else "run")
+    fill_kernel_cache(cfg, "kafka+restore" if Path(state).exists() else "kafka")
     processor = Processor(cfg, state, stop_when_idle, lost_state=lost_state)
     processor.install_signal_handlers()
     s = processor.run()
