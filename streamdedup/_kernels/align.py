@@ -122,10 +122,26 @@ _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 @njit(cache=True, inline="always")
 def _match_masks(a, words):
     """peq[s, w]: bit r of word w set where a[64 * w + r] == s."""
-    peq = np.zeros((256, words), dtype=np.uint64)
+    peq = np.empty((256, words), dtype=np.uint64)
+    for s in range(256):
+        for w in range(words):
+            peq[s, w] = _ZERO
     for i in range(a.shape[0]):
         peq[a[i], i >> 6] |= _ONE << np.uint64(i & 63)
     return peq
+
+
+@njit(cache=True, inline="always")
+def _start_deltas(words):
+    """Column 0's vertical deltas: all +1 (``vp``), none -1 (``vn``). Filled by loops on empty
+    arrays: ``np.full`` and ``np.zeros`` would each compile their own implementation into
+    every cold start (~0.3 s with their helpers, issue 10)."""
+    vp = np.empty(words, dtype=np.uint64)
+    vn = np.empty(words, dtype=np.uint64)
+    for w in range(words):
+        vp[w] = _ALL
+        vn[w] = _ZERO
+    return vp, vn
 
 
 @njit(cache=True, inline="always")
@@ -172,8 +188,7 @@ def semi_global_distance(a, b):
         return 0
     words = (n + 63) >> 6
     peq = _match_masks(a, words)
-    vp = np.full(words, _ALL, dtype=np.uint64)
-    vn = np.zeros(words, dtype=np.uint64)
+    vp, vn = _start_deltas(words)
     d0 = np.empty(words, dtype=np.uint64)
     last = np.uint64((n - 1) & 63)
     score = n
@@ -207,8 +222,7 @@ def edit_runs(a, b, merge_gap, runs_out):
     dist = m
     if n > 0:
         peq = _match_masks(a, words)
-        vp = np.full(words, _ALL, dtype=np.uint64)
-        vn = np.zeros(words, dtype=np.uint64)
+        vp, vn = _start_deltas(words)
         last = np.uint64((n - 1) & 63)
         dist = n
         for j in range(m):
