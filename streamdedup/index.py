@@ -9,9 +9,10 @@ The cell tables grow with the stream: they start small and grow fourfold (rehash
 slots) whenever the documents seen so far reach half their cells, up to two cells per document of
 ``capacity``. A short stream does not pay for a million-document index, and the size at each
 document is a function of its seq alone, so growth never changes a decision. ``full`` sizes
-them for ``capacity`` at once and touches every page: a long-running processor pays the memory
-at start-up instead of growth pauses and page faults mid-stream (the table sizes differ, so
-which documents share a cell does too: like max_documents, a setting of the state).
+them for ``capacity`` at once and faults every page in (from a background thread where the
+kernel allows): a long-running processor pays the memory at start-up instead of growth pauses
+and page faults mid-stream (the table sizes differ, so which documents share a cell does too:
+like max_documents, a setting of the state).
 """
 
 from __future__ import annotations

@@ -21,8 +21,10 @@ a kernel cached for other types compiles again). The engine's unit decides place
 fingerprints (:meth:`~streamdedup.fingerprint.Fingerprinter.placeholder_batch`): it neither
 waits for nor compiles the fingerprint kernel.
 
-:func:`fill` runs the units a command needs in up to one process per CPU, this one included,
-and returns when the cache holds them; the command then loads them from the cache (~0.5 s).
+:func:`fill` runs the units a command needs in up to one process per CPU, this one included
+(the others forked from it where that is safe, else new interpreters), with the cyclic garbage
+collector off, and returns when the cache holds them; the command then loads the workers'
+kernels from the cache (~0.5 s).
 ``streamdedup run`` and ``demo`` fill what their run needs; ``streamdedup warm-up`` runs every
 unit (the Docker image's build).
 """
