@@ -74,15 +74,20 @@ def test_a_failing_worker_is_a_warning_and_the_rest_is_done(fork: bool, monkeypa
     assert str(theirs) in caplog.text and "worker broke" in caplog.text
 
 
-_AFTER_FILL = """
+#: a fill of the need named by argv[2] (a fresh cache, two processes), then a listener that
+#: lists every compile that follows
+_FILLED = """
 import sys
 import numpy as np
 from numba.core import event
 from streamdedup import kernel_cache
+from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
 cfg = load_config()
-assert kernel_cache.fill(cfg, kernel_cache.NEEDS["all"], processes=2) == list(kernel_cache.NEEDS["all"])
+need = kernel_cache.NEEDS[sys.argv[2]]
+assert kernel_cache.fill(cfg, need, processes=2) == list(need)
+missing_after_fill = cache.missing_kernels()
 compiled = []
 
 class Listener(event.Listener):
@@ -92,6 +97,19 @@ class Listener(event.Listener):
         pass
 
 event.register("numba:compile", Listener())
+"""
+
+
+def _in_fresh_cache(code: str, tmp_path: Path, *args: str) -> None:
+    """Run ``code`` in a new interpreter on an empty kernel cache; it must exit 0."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path), *args], capture_output=True, text=True, timeout=600,
+                         cwd=ROOT, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+_AFTER_FILL = _FILLED + """
 # what the runs call: file mode (and again, restoring its state), Kafka's batch path, explain
 from pathlib import Path
 from streamdedup.engine import Deduplicator, Document
@@ -150,31 +168,11 @@ assert not missing, missing
 def test_a_new_interpreter_compiles_its_share_into_the_cache(tmp_path: Path) -> None:
     """Where this process may not fork, a worker is a new interpreter (fresh cache: the worker's
     unit is in it only if that worker compiled it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
-    out = subprocess.run([sys.executable, "-c", _SPAWNED], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
-    assert out.returncode == 0, out.stdout + out.stderr
+    _in_fresh_cache(_SPAWNED, tmp_path)
 
 
-_AFTER_KAFKA_FILL = """
-import numpy as np
-from numba.core import event
-from streamdedup import kernel_cache
-from streamdedup._kernels import cache
-from streamdedup.config import load_config
-
-cfg = load_config()
-assert kernel_cache.fill(cfg, kernel_cache.NEEDS["kafka"], processes=2) == list(kernel_cache.NEEDS["kafka"])
-assert set(cache.missing_kernels()) >= {"jsonscan.split_lines", "jsonscan.assemble"}  # file mode's, not compiled
-compiled = []
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Listener())
+_AFTER_KAFKA_FILL = _FILLED + """
+assert set(missing_after_fill) >= {"jsonscan.split_lines", "jsonscan.assemble"}  # file mode's, not compiled
 # the processor's path: a full-size engine warmed up, a batch of values (a blank one among them)
 from streamdedup.engine import Deduplicator
 from streamdedup.pipeline import Preparer
@@ -196,11 +194,7 @@ assert not compiled, compiled
 def test_after_a_kafka_fill_the_processors_batches_compile_nothing(tmp_path: Path) -> None:
     """Kafka's need leaves out file mode's scan kernels (~0.4 s of its cold start), and
     nothing the processor's batch path calls."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
-    out = subprocess.run([sys.executable, "-c", _AFTER_KAFKA_FILL], capture_output=True, text=True, timeout=600, cwd=ROOT,
-                         env=env)
-    assert out.returncode == 0, out.stdout + out.stderr
+    _in_fresh_cache(_AFTER_KAFKA_FILL, tmp_path, "kafka")
 
 
 def test_after_a_fill_the_runs_compile_nothing(tmp_path: Path) -> None:
@@ -208,11 +202,7 @@ def test_after_a_fill_the_runs_compile_nothing(tmp_path: Path) -> None:
     fresh interpreter, two processes) file mode, a restore, Kafka's batch path, a staged
     topology's worker and decider, explain and an exact-evidence answer load every kernel from
     the cache."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "STREAMDEDUP_"))}
-    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
-    out = subprocess.run([sys.executable, "-c", _AFTER_FILL, str(tmp_path)], capture_output=True, text=True, timeout=600,
-                         cwd=ROOT, env=env)
-    assert out.returncode == 0, out.stdout + out.stderr
+    _in_fresh_cache(_AFTER_FILL, tmp_path, "all")
 
 
 @njit
