@@ -136,7 +136,13 @@ def _should_fold(text: str, mode: str) -> bool:
     """
     if text.isascii() or traditional_chars().isdisjoint(text):
         return False
-    return mode == "on" or not _KANA.search(text)
+    return _folds_traditional(mode, _KANA.search(text) is not None)
+
+
+def _folds_traditional(mode: str, kana: bool) -> bool:
+    """Whether a text with a Traditional character is folded: the one place of the rule, for
+    :func:`_should_fold` (from the text) and :func:`prepare_batch` (from the kernel's scan)."""
+    return mode == "on" or not kana
 
 
 @lru_cache(maxsize=1)
@@ -217,7 +223,7 @@ def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, n
     for i in redo:
         if flags[i] & SCAN_UNSAFE:
             parts[i] = _canonical_unicode(texts[i], cfg).encode("utf-8")
-        elif fold == "on" or not flags[i] & SCAN_KANA:  # as _should_fold, from the scan's flags
+        elif _folds_traditional(fold, bool(flags[i] & SCAN_KANA)):
             parts[i] = _t2s(cfg).convert(texts[i]).encode("utf-8")
     if redo:
         raw, offsets = _buffer(b"".join(parts), [len(p) for p in parts])
