@@ -220,7 +220,8 @@ class EngineConfig(_Frozen):
     batch_size: int = Field(512, ge=1, le=100_000)
     #: cell tables of the index: ``grow`` starts small and grows fourfold with the stream (a
     #: short file does not pay for max_documents), ``full`` sizes them for max_documents at
-    #: start-up and touches every page (no growth pauses: a long-running processor), ``auto``
+    #: start-up and faults every page in (in the background where the kernel can; no growth
+    #: pauses: a long-running processor), ``auto``
     #: is full for the Kafka processor and grow for file mode. Decisions depend on it only as
     #: they depend on max_documents (which documents share a cell).
     index_sizing: Literal["auto", "grow", "full"] = "auto"

@@ -33,14 +33,9 @@ from __future__ import annotations
 
 import gc
 import heapq
-import json
 import logging
 import os
-import subprocess
-import sys
 import tempfile
-import threading
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
@@ -50,6 +45,7 @@ import orjson
 
 from ._kernels import cache
 from .config import Config
+from . import kernel_workers
 
 log = logging.getLogger(__name__)
 
@@ -259,10 +255,10 @@ def cold_units(units: Iterable[str]) -> list[str]:
 def plan(units: Iterable[str], processes: int, worker_start: float | None = None) -> list[list[str]]:
     """``units`` shared among at most ``processes`` processes: longest first, each to the process
     that would finish first, a worker counting its start-up (default: this platform's, see
-    :func:`_can_fork`) and this process its collection afterwards. The first list is this
+    :func:`~streamdedup.kernel_workers.can_fork`) and this process its collection afterwards. The first list is this
     process's."""
     if worker_start is None:
-        worker_start = FORK_START if _can_fork() else WORKER_START
+        worker_start = FORK_START if kernel_workers.can_fork() else WORKER_START
     units = sorted(units, key=lambda u: -UNITS[u].seconds)
     heap = [(AFTER_UNITS if i == 0 else worker_start, i, []) for i in range(min(max(processes, 1), len(units)))]
     heapq.heapify(heap)
@@ -304,7 +300,7 @@ def fill(cfg: Config, units: Iterable[str], *, processes: int | None = None, for
         announce()
     groups = plan(todo, processes or _cpus())
     with tempfile.TemporaryFile() as errors:
-        workers = [(group, _start_worker(cfg, group, errors)) for group in groups[1:]]
+        workers = [(group, kernel_workers.start_worker(cfg, group, errors)) for group in groups[1:]]
         try:
             run_units(cfg, groups[0])
             # Compiling leaves ~10^6 live Python objects (Numba's typing and IR caches) that every
@@ -328,69 +324,3 @@ def _cpus() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-#: what a worker runs: the parent's streamdedup (its directory first on the path, whatever the
-#: current directory holds), its config sections and units from stdin
-_WORKER = (
-    "import sys; sys.path.insert(0, sys.argv[1]); "
-    "from streamdedup.kernel_cache import worker_main; worker_main()"
-)
-
-
-def _can_fork() -> bool:
-    """A worker may be a fork of this process: on Linux (fork is unsafe on macOS), and while this
-    process runs no other thread (a fork copies only the calling thread, and a lock another one
-    held would stay held in the child). A fork starts in ~0.05 s instead of a new interpreter's
-    ~0.8 s of imports, and that start is on the cold start's critical path."""
-    return sys.platform == "linux" and threading.active_count() == 1
-
-
-class _Forked:
-    """A forked worker, waited for like a ``subprocess.Popen``."""
-
-    def __init__(self, pid: int):
-        self.pid = pid
-
-    def wait(self) -> int:
-        return os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
-
-
-def _start_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen | _Forked:
-    if not _can_fork():
-        return _spawn_worker(cfg, units, errors)
-    pid = os.fork()
-    if pid:
-        return _Forked(pid)
-    # the child: compile, and leave at once (no cleanup of the parent's objects, its atexit
-    # handlers, nor a final walk of the compile's heap)
-    code = 1
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-        run_units(cfg, units)
-        code = 0
-    except BaseException:  # noqa: BLE001 - whatever it was, the parent reports it
-        os.write(errors.fileno(), traceback.format_exc().encode(errors="replace"))
-    finally:
-        os._exit(code)
-
-
-def _spawn_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen:
-    root = str(Path(__file__).resolve().parents[1])
-    # only the sections kernels depend on: nothing secret leaves this process
-    job = {"config": cfg.model_dump(mode="json", include={"fingerprint", "verify", "engine", "input"}), "units": units}
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER, root], stdin=subprocess.PIPE,
-                            stdout=subprocess.DEVNULL, stderr=errors)
-    assert proc.stdin is not None
-    with proc.stdin:
-        proc.stdin.write(json.dumps(job).encode())
-    return proc
-
-
-def worker_main() -> None:
-    """A worker process: compile the units given on stdin into the cache."""
-    job = json.loads(sys.stdin.buffer.read())
-    run_units(Config.model_validate(job["config"]), job["units"])
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)  # without the interpreter's cleanup: a final walk of the compile's heap (~0.4 s)

@@ -40,9 +40,10 @@ multiplies or inflates that work without changing the machine code's speed:
   (``_oph``, ``_band_keys``, the record field writers) is compiled once and called; LLVM inlines
   the call anyway (fingerprint throughput unchanged, ~1.5 s less compile over the kernels);
 - a helper called with several integer types has one explicit signature (the record writers,
-  ``_put_uint``/``_put_varint``: three compiles each before), and kernels allocate with
-  ``np.empty`` and fill by loops: ``np.zeros`` and ``np.full`` compile implementations of their
-  own per dtype and shape (~0.3 s in the alignment alone).
+  ``_put_uint``/``_put_varint``: three compiles each before); ``np.zeros`` and ``np.full``
+  compile implementations of their own per dtype and shape, so the engine's unit (alignment,
+  records) allocates with ``np.empty`` and fills by loops (~0.3 s; other kernels still use
+  them where their implementation is compiled anyway).
 """
 
 import numpy as np

@@ -146,7 +146,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
     produce_all(bootstrap, kcfg.input_topics[0], [(None, line) for line in lines], timeout=60)
     console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
     setup_logging()
-    fill_kernel_cache(demo_cfg, "run")
+    fill_kernel_cache(demo_cfg, "kafka")
     with tempfile.TemporaryDirectory() as state:
         processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()

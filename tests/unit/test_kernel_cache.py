@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from streamdedup import kernel_cache
+from streamdedup import kernel_cache, kernel_workers
 from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
@@ -47,12 +47,25 @@ def test_a_cached_need_compiles_nothing_and_says_nothing(monkeypatch) -> None:
     assert said == []
 
 
-@pytest.mark.parametrize("fork", [True, False])
+@pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
+def test_a_worker_is_a_fork_only_while_this_process_runs_no_other_thread_native_ones_included() -> None:
+    """A Kafka client's threads are librdkafka's, invisible to Python's threading module."""
+    code = ("import confluent_kafka\n"
+            "from streamdedup import kernel_workers\n"
+            "alone = kernel_workers.can_fork()\n"
+            "client = confluent_kafka.Producer({'bootstrap.servers': '127.0.0.1:1'})\n"
+            "print(alone, kernel_workers.can_fork())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.stdout.split() == ["True", "False"], out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("fork", [pytest.param(True, marks=pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")),
+                                  False])
 def test_a_failing_worker_is_a_warning_and_the_rest_is_done(fork: bool, monkeypatch, caplog) -> None:
     """A forked worker whose unit raises, a new interpreter that exits 3."""
-    monkeypatch.setattr(kernel_cache, "_can_fork", lambda: fork)
+    monkeypatch.setattr(kernel_workers, "can_fork", lambda: fork)
     if not fork:
-        monkeypatch.setattr(kernel_cache, "_WORKER", "import sys; sys.stderr.write('worker broke\\n'); sys.exit(3)")
+        monkeypatch.setattr(kernel_workers, "_WORKER", "import sys; sys.stderr.write('worker broke\\n'); sys.exit(3)")
     parent, ran = os.getpid(), []
 
     def unit(name: str, seconds: float) -> kernel_cache.Unit:
@@ -156,7 +169,8 @@ from streamdedup import kernel_cache
 from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
-kernel_cache._can_fork = lambda: False  # as in a process with other threads (the UI's server)
+from streamdedup import kernel_workers
+kernel_workers.can_fork = lambda: False  # as in a process with other threads (the UI's server)
 units = ["growth", "explain"]
 assert kernel_cache.plan(units, 2) == [["explain"], ["growth"]], kernel_cache.plan(units, 2)
 kernel_cache.fill(load_config(), units, processes=2)
