@@ -57,11 +57,27 @@ def _per_char(chars: list[str], form: str) -> list[str]:
     return unicodedata.normalize(form, "\0".join(chars)).split("\0")
 
 
-@lru_cache(maxsize=4)
+#: the tables this process has built, by the arguments of :func:`tables` (at most 16 settings)
+_BUILT: dict[tuple[bool, bool, bool, bool], UnicodeTables] = {}
+
+
 def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables:
     """Each character's canonical form under these settings (the same steps as
     ``canonical._canonical_unicode``, on one character, spaces not yet collapsed; ``fold``:
-    Traditional Chinese is folded, in Python before the kernel)."""
+    Traditional Chinese is folded, in Python before the kernel). Built once per process (~0.4 s)."""
+    key = (nfkc, casefold, punctuation_to_space, fold)
+    if key not in _BUILT:
+        _BUILT[key] = _build(*key)
+    return _BUILT[key]
+
+
+def built_tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables | None:
+    """:func:`tables` if this process built them already (a non-ASCII text went through
+    ``canonical.prepare_batch``), else None: never builds them."""
+    return _BUILT.get((nfkc, casefold, punctuation_to_space, fold))
+
+
+def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -> UnicodeTables:
     from .canonical import _NON_WORD
 
     chars = _all_chars()
@@ -106,18 +122,7 @@ def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = 
     fold_bits = _fold_bits() if fold else np.zeros(TABLE_SIZE, dtype=np.uint8)
     for a in (umap, repl_off, repl, first, last, fold_bits):
         a.setflags(write=False)
-    made = _BUILT[(nfkc, casefold, punctuation_to_space, fold)] = UnicodeTables(umap, repl_off, repl, first, last, fold_bits)
-    return made
-
-
-#: the tables :func:`tables` has built in this process, by its arguments
-_BUILT: dict[tuple[bool, bool, bool, bool], UnicodeTables] = {}
-
-
-def built_tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables | None:
-    """:func:`tables` if this process built them already (a non-ASCII text went through
-    ``canonical.prepare_batch``), else None: never builds them (~0.4 s)."""
-    return _BUILT.get((nfkc, casefold, punctuation_to_space, fold))
+    return UnicodeTables(umap, repl_off, repl, first, last, fold_bits)
 
 
 def _fold_bits() -> np.ndarray:
