@@ -44,25 +44,44 @@ import numpy as np
 import orjson
 
 from ._kernels import cache
-from .config import Config
+from .config import Config, InputConfig
 from . import kernel_workers
 
 log = logging.getLogger(__name__)
 
 _STORY = "warm up the kernels with a short story about nothing in particular at all, told twice"
-#: every kind of line file mode meets: fast ASCII, a copy, a near copy, a time field, an entity,
-#: escapes and HTML (the Python decoder's texts), a line that is not JSON, a blank line. No
-#: non-ASCII text: it takes the same kernels as an entity, and it would build the Unicode tables
-#: (~0.5 s) in a process that throws them away (the fingerprint unit compiles their pre-scan)
-LINES = (
-    orjson.dumps({"id": "a", "text": _STORY}),
-    orjson.dumps({"id": "b", "text": _STORY}),
-    orjson.dumps({"id": "c", "text": _STORY + " and one more sentence", "time": 1_700_000_000_000}),
-    orjson.dumps({"id": "d", "text": "Zurich &amp; Geneva: a story about nothing, " + _STORY}),
-    b'{"id": "e", "text": "a \\"quoted\\" <b>story</b> about nothing\\nin particular"}',
-    b"not json",
-    b"",
-)
+
+
+def sample_lines(inp: InputConfig) -> tuple[bytes, ...]:
+    """Every kind of line file mode meets, in the shape ``inp`` decodes (its id, text and time
+    fields: lines of another shape would all be dead letters, and nothing would reach the
+    kernels that decide): fast ASCII, a copy, a near copy, a time field, an entity, escapes and
+    HTML (the Python decoder's texts), a line that is not JSON, a blank line. No non-ASCII
+    text: it takes the same kernels as an entity, and it would build the Unicode tables (~0.5 s)
+    in a process that throws them away (the fingerprint unit compiles their pre-scan)."""
+    first, rest = inp.text_fields[0], inp.text_fields[1:]
+    time_key = inp.time_field or "time"
+
+    def line(doc_id: str, text: str, time_ms: int | None = None) -> dict:
+        # a multi-field feed (headline, body) gets the story in each of its text fields
+        obj: dict = {inp.id_field: doc_id, first: text, **{f: text for f in rest}}
+        if time_ms is not None:
+            obj[time_key] = time_ms
+        return obj
+
+    return (
+        orjson.dumps(line("a", _STORY)),
+        orjson.dumps(line("b", _STORY)),
+        orjson.dumps(line("c", _STORY + " and one more sentence", 1_700_000_000_000)),
+        orjson.dumps(line("d", "Zurich &amp; Geneva: a story about nothing, " + _STORY)),
+        orjson.dumps(line("e", 'a "quoted" <b>story</b> about nothing\nin particular')),  # escapes: Python's decoder
+        b"not json",
+        b"",
+    )
+
+
+#: the sample lines of the default input shape (``{"id": ..., "text": ...}``)
+LINES = sample_lines(InputConfig())
 
 
 def _small(cfg: Config) -> Config:
@@ -76,7 +95,7 @@ def _scan(cfg: Config) -> None:
     from .pipeline import Preparer
 
     prep = Preparer(cfg)
-    data = b"\n".join(LINES) + b"\n"
+    data = b"\n".join(sample_lines(cfg.input)) + b"\n"
     # file mode: a chunk as filemode._chunks scans it; its documents adjacent (their texts are
     # a view of the scan) and not (gathered by a kernel)
     scan, _ = prep.scanner.scan(np.frombuffer(data, dtype=np.uint8), True)
@@ -105,7 +124,7 @@ def _scan_values(cfg: Config) -> None:
 
     for fmt in ("json", "text"):  # raw-text input (input.format: text) takes another scan kernel
         prep = Preparer(cfg.model_copy(update={"input": cfg.input.model_copy(update={"format": fmt})}))
-        data, scan = prep.scan_values(list(LINES[:4]) + [b""])
+        data, scan = prep.scan_values(list(sample_lines(cfg.input)[:4]) + [b""])
         prep.prepare(data, scan, 0, scan.n, lambda k: f"record:{k}", 0).gather()
 
 

@@ -119,6 +119,9 @@ def gather_documents(data: bytes, s: Scanned, docs: np.ndarray, slow: dict[int, 
     scan, in order: fast records from their spans, slow ones (``s.slow_mask``) from ``slow``.
     A fast record without an event time gets ``default_time`` (one value, or one per record)."""
     n = len(docs)
+    if n == 0:  # a batch of dead letters only: nothing for the kernels
+        empty = np.zeros(1, np.int64)
+        return Ids(np.zeros(0, np.uint8), empty), PreparedTexts(np.zeros(0, np.uint8), empty), np.zeros(0, np.int64)
     from_b = s.slow_mask[docs]
     times = s.times[docs].copy()
     missing = times < 0

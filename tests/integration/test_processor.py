@@ -252,3 +252,23 @@ def test_standby_takes_over_when_the_owner_dies(topics, tmp_path) -> None:
     keys = [k for _, k, _, _ in out]
     assert len(keys) == n and len(set(keys)) == n
     print(f"failover: all {n} records visible {failover_s:.1f} s after the owner was killed")
+
+
+def test_a_headline_body_feed_runs_on_an_empty_kernel_cache(topics, tmp_path) -> None:
+    """The first run of the most common feed shape (no ``text`` field) on a new machine: the
+    kernel cache fills with samples of this shape and the records are decided (it crashed on
+    an empty batch when the samples had only a ``text`` field)."""
+    body = "the central bank left its key interest rate unchanged on thursday, as expected by analysts"
+    values = [json.dumps({"id": "a", "headline": "Rates unchanged", "body": body}).encode(),
+              json.dumps({"id": "b", "headline": "Rates unchanged", "body": body}).encode(),
+              json.dumps({"id": "c", "headline": "Harvest", "body": "farmers brought in a record wheat harvest this year"}).encode(),
+              b"not json"]
+    produce(topics.bootstrap, topics.input, [(None, v) for v in values])
+    env = {k: v for k, v in topics.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[headline, body]").items() if not k.startswith("NUMBA_")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
+    proc = run_processor(env, str(tmp_path / "state"), stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    out = consume_all(topics.bootstrap, list(topics.outputs.values()), len(values))
+    statuses = sorted(h["dedup.status"].decode() for *_, h in out)
+    assert statuses == ["dead_letter", "duplicate", "unique", "unique"], statuses

@@ -195,16 +195,29 @@ def test_a_refusal_on_a_cold_cache_is_one_line(tmp_path: Path) -> None:
     assert out.stderr.count("\n") == 1 and "pip install 'streamdedup[bench]'" in out.stderr, out.stderr
 
 
-def test_the_notice_comes_once_on_a_cold_run_and_never_on_a_warm_one(tmp_path: Path) -> None:
+#: a feed of the default shape, and one of the shape most news feeds have (a headline and a body,
+#: an event time): the kernel cache's sample lines must reach the kernels in either
+_FEEDS = {
+    "text": ("", [b'{"id": "a", "text": "the central bank left interest rates unchanged"}',
+                  b'{"id": "b", "text": "the central bank left interest rates unchanged"}']),
+    "headline-body": ("input:\n  text_fields: [headline, body]\n  time_field: ts\n",
+                      [b'{"id": "a", "headline": "Rates", "body": "the central bank left interest rates unchanged", "ts": 1}',
+                       b'{"id": "b", "headline": "Rates", "body": "the central bank left interest rates unchanged", "ts": 2}']),
+}
+
+
+@pytest.mark.parametrize("feed", sorted(_FEEDS))
+def test_the_notice_comes_once_on_a_cold_run_and_never_on_a_warm_one(feed: str, tmp_path: Path) -> None:
     """A file-mode run on an empty cache says it compiles (first line of stderr, once), fills the
     cache (in parallel processes) and decides; the next run compiles nothing, so says nothing."""
-    lines = [b'{"id": "a", "text": "the central bank left interest rates unchanged"}',
-             b'{"id": "b", "text": "the central bank left interest rates unchanged"}', b"not json"]
-    (tmp_path / "in.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    yaml_text, lines = _FEEDS[feed]
+    (tmp_path / "in.jsonl").write_bytes(b"\n".join([*lines, b"not json"]) + b"\n")
+    (tmp_path / "feed.yaml").write_text(yaml_text or "{}\n")
     env = _cold_env(tmp_path / "numba")
     runs = []
     for out_dir in ("out1", "out2"):
-        args = ["run", "--input", str(tmp_path / "in.jsonl"), "--output-dir", str(tmp_path / out_dir)]
+        args = ["run", "--input", str(tmp_path / "in.jsonl"), "--output-dir", str(tmp_path / out_dir),
+                "--config", str(tmp_path / "feed.yaml")]
         runs.append(subprocess.run([sys.executable, "-m", "streamdedup.cli", *args], capture_output=True, text=True,
                                    timeout=600, cwd=ROOT, env=env))
     cold, warm = runs
@@ -289,3 +302,13 @@ def test_warm_up_leaves_every_pipeline_kernel_cached() -> None:
     assert result.exit_code == 0, result.output
     assert cache.missing_kernels() == []
     assert "kernels" in result.stdout and " s" in result.stdout
+
+
+@pytest.mark.parametrize("feed", sorted(_FEEDS))
+def test_warm_up_runs_with_the_feeds_own_fields(feed: str, tmp_path: Path) -> None:
+    """Its sample records have the configured id, text and time fields (with samples of another
+    shape, every one was a dead letter and the warm-up crashed on an empty batch)."""
+    (tmp_path / "feed.yaml").write_text(_FEEDS[feed][0] or "{}\n")
+    result = _invoke(["warm-up", "--config", str(tmp_path / "feed.yaml")])
+    assert result.exit_code == 0, result.output
+    assert cache.missing_kernels() == []
