@@ -52,11 +52,12 @@ screenshots: $(STAMP) system-deps
 	$(BIN)/python scripts/ui_screenshots.py docs/screenshots
 
 # The main job: a real local Kafka broker, the topics, a news feed, the processor until idle.
-# KEEP=1 leaves the broker running for `streamdedup inspect` / `ui` on the demo's topics.
+# KEEP=1 leaves the broker running for `streamdedup inspect` / `ui` on the demo's topics;
+# KAFKA_PORT picks the broker's port; DEMO_ARGS adds options (e.g. --stories 500).
 demo: $(STAMP) system-deps
 	@BOOT=$$(scripts/kafka-local start | tail -n 1) && \
-	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT $(if $(KEEP),--broker-kept); rc=$$?; \
-	  $(if $(KEEP),echo "broker left running at $$BOOT (stop it: scripts/kafka-local stop)",scripts/kafka-local stop); exit $$rc
+	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT $(if $(KEEP),--broker-kept) $(DEMO_ARGS); rc=$$?; \
+	  $(if $(KEEP),echo "broker left running at $$BOOT; stop it with:"; echo "  KAFKA_PORT=$${BOOT##*:} $(CURDIR)/scripts/kafka-local stop",scripts/kafka-local stop); exit $$rc
 
 demo-file: $(STAMP)
 	$(BIN)/streamdedup demo --mode file

@@ -9,6 +9,9 @@ estimator says about a story and its typical variants, and the verdict under the
 from __future__ import annotations
 
 import random
+import shlex
+import shutil
+import sys
 from pathlib import Path
 
 import click
@@ -186,16 +189,32 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
 
 
 def _next_steps(console, conf: str, note: str, replay: str, extra: str = "") -> None:
+    """The commands to run next, as a new shell runs them: this program by a name that shell
+    finds, paths absolute (a user may paste them anywhere)."""
+    me = shell_command()
+    conf = shlex.quote(str(Path(conf).resolve()))
     console.print(f"\nlook at the duplicates{note}:\n"
-                  f"  streamdedup inspect --config {conf}{extra}    # in the terminal\n"
-                  f"  streamdedup ui --config {conf}{extra}    # in the browser, http://127.0.0.1:8765\n"
-                  f"  streamdedup tune --config {conf} --replay {replay} --set verify.jaccard_threshold=0.7"
+                  f"  {me} inspect --config {conf}{extra}    # in the terminal\n"
+                  f"  {me} ui --config {conf}{extra}    # in the browser, http://127.0.0.1:8765\n"
+                  f"  {me} tune --config {conf} --replay {replay} --set verify.jaccard_threshold=0.7"
                   "    # what a threshold change would flip", soft_wrap=True)
+
+
+def shell_command() -> str:
+    """``streamdedup`` when a shell's PATH finds this program by that name, else the path of the
+    program (a virtualenv's ``bin/streamdedup`` that nobody activated), else ``python -m``."""
+    candidates = [Path(sys.argv[0]), Path(sys.executable).parent / "streamdedup"]
+    script = next((c for c in candidates if c.name == "streamdedup" and c.is_file()), None)
+    if script is None:
+        return f"{shlex.quote(sys.executable)} -m streamdedup.cli"
+    found = shutil.which("streamdedup")
+    if found and Path(found).resolve() == script.resolve():
+        return "streamdedup"
+    return shlex.quote(str(script.absolute()))
 
 
 def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     import json
-    import shutil
 
     from ..filemode import run_file
 
@@ -228,7 +247,8 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
         console.print("dead-letter examples: " + "; ".join(f"line {json.loads(x)['line']}: {json.loads(x)['reason']}" for x in dead[:3]))
     console.print(f"outputs: {out}/unique.jsonl, duplicates.jsonl, dead_letter.jsonl; state in {out}/state")
     conf = write_demo_config(out / "demo-file.yaml", {"input": DEMO_INPUT})
-    _next_steps(console, conf, "", str(feed), f" --output-dir {out} --input {feed}")
+    feed_arg, out_arg = (shlex.quote(str(p.resolve())) for p in (feed, out))
+    _next_steps(console, conf, "", feed_arg, f" --output-dir {out_arg} --input {feed_arg}")
 
 
 def _flat(text: str, n: int = 110) -> str:

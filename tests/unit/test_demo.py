@@ -3,17 +3,33 @@
 from __future__ import annotations
 
 import shlex
+import sys
 
 from click.testing import CliRunner
 
 from streamdedup import load_config
 from streamdedup.cli import main
+from streamdedup.cli.demo import shell_command
 
 
 def _next_commands(output: str) -> list[list[str]]:
-    """The ``streamdedup ...`` command lines the demo printed (their comments dropped)."""
-    lines = [line.split("#")[0].strip() for line in output.splitlines()]
-    return [shlex.split(line)[1:] for line in lines if line.startswith("streamdedup ")]
+    """The arguments of the command lines the demo printed (their comments and the program's
+    name, ``streamdedup`` or a path to it, dropped)."""
+    lines = [shlex.split(line.split("#")[0]) for line in output.splitlines() if line.startswith("  ") and " --config " in line]
+    return [words[next(i for i, w in enumerate(words) if w in ("inspect", "ui", "tune")):] for words in lines]
+
+
+def test_the_program_is_named_as_a_new_shell_finds_it(monkeypatch, tmp_path) -> None:
+    """On PATH: its name; a virtualenv nobody activated: the path of its script."""
+    script = tmp_path / "bin" / "streamdedup"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(sys, "argv", [str(script), "demo"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert shell_command() == str(script)
+    monkeypatch.setenv("PATH", f"{script.parent}:/usr/bin")
+    assert shell_command() == "streamdedup"
 
 
 def test_the_file_demo_writes_a_config_and_its_next_commands_work(tmp_path) -> None:
