@@ -14,7 +14,7 @@ RUN pip install --no-cache-dir . && \
     useradd --create-home --uid 10001 streamdedup && \
     mkdir -p /state "$NUMBA_CACHE_DIR" && chown streamdedup /state "$NUMBA_CACHE_DIR"
 USER streamdedup
-# Compile the kernels once here, not for 30-50 s in every new container. The cache stays valid
+# Compile the kernels once here, not for ~10-20 s in every new container. The cache stays valid
 # in the containers: Numba keys it by the installed kernel source's directory and its contents
 # (Numba 0.68 hashes them; older releases use the file's mtime and size), and the image layers
 # keep paths, contents and mtimes as they were at build. It is also keyed by the CPU: on a host

@@ -12,8 +12,15 @@ from streamdedup import load_config
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _compose(environ: dict[str, str] | None = None) -> dict:
+    """docker-compose.yml with ``${VAR:-default}`` interpolated as compose does (``environ``)."""
+    environ = environ or {}
+    text = re.sub(r"\$\{(\w+):-([^}]*)\}", lambda m: environ.get(m[1], m[2]), (ROOT / "docker-compose.yml").read_text())
+    return yaml.safe_load(text)
+
+
 def test_compose_parses_and_matches_the_local_setup() -> None:
-    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    compose = _compose()
     services = compose["services"]
     assert {"kafka", "topics", "processor"} <= set(services)
     kafka = services["kafka"]
@@ -23,7 +30,7 @@ def test_compose_parses_and_matches_the_local_setup() -> None:
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == 1  # exactly-once on one broker
     assert "9093" in env["KAFKA_CONTROLLER_QUORUM_VOTERS"]
-    for name in ("topics", "processor", "topics-staged", "decider", "decider-standby", "fingerprint"):
+    for name in ("topics", "processor", "processor-standby", "topics-staged", "decider", "decider-standby", "fingerprint"):
         svc = services[name]
         assert svc["build"] == "."
         # every override the compose file sets must be a real setting
@@ -39,8 +46,9 @@ def test_compose_profiles_keep_the_topologies_apart() -> None:
 
     from streamdedup.cli import main
 
-    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
-    assert services["processor"]["profiles"] == ["single"]
+    services = _compose()["services"]
+    assert services["processor"]["profiles"] == services["processor-standby"]["profiles"] == ["single"]
+    assert services["processor"]["volumes"] == services["processor-standby"]["volumes"]
     staged = [n for n, s in services.items() if s.get("profiles") == ["staged"]]
     assert set(staged) == {"topics-staged", "decider", "decider-standby", "fingerprint"}
     assert services["decider"]["volumes"] == services["decider-standby"]["volumes"]
@@ -51,6 +59,41 @@ def test_compose_profiles_keep_the_topologies_apart() -> None:
             cmd, args = cmd.commands[args[0]], args[1:]
         cmd.make_context(name, args)
     assert "--topology" in services["topics-staged"]["command"]
+
+
+def _host_ports(svc: dict) -> list[str]:
+    """The fixed host addresses a service publishes (``127.0.0.1:9464`` of ``127.0.0.1:9464:9464``)."""
+    out = []
+    for entry in svc.get("ports", []):
+        parts = str(entry).split(":")
+        if len(parts) >= 2 and parts[-2]:
+            out.append(":".join(parts[:-1]))
+    return out
+
+
+def test_the_scale_advice_works_with_the_published_ports() -> None:
+    """A service the header says to scale publishes no fixed host port (a second replica could
+    not bind it), and no two services of one profile publish the same one."""
+    header = (ROOT / "docker-compose.yml").read_text().split("services:")[0]
+    services = _compose()["services"]
+    advice = [line for line in header.splitlines() if re.search(r"\bscale", line)]
+    assert any("--scale" in line for line in advice), "the header gives scale advice"
+    for line in advice:
+        for name in set(re.findall(r"[\w-]+", line)) & set(services):  # the services a line about scaling names
+            assert not _host_ports(services[name]), f"{name}: {line.strip()!r}, but it publishes {_host_ports(services[name])}"
+    for profile in ("single", "staged"):
+        up = [s for s in services.values() if s.get("profiles", [profile]) == [profile]]
+        published = [p for s in up for p in _host_ports(s)]
+        assert len(published) == len(set(published)), (profile, published)
+
+
+def test_compose_runs_the_config_a_user_mounts() -> None:
+    """Every streamdedup service reads ``STREAMDEDUP_CONFIG_FILE`` from the mounted ./config."""
+    for name, svc in _compose({"STREAMDEDUP_CONFIG_FILE": "config/feed.yaml"})["services"].items():
+        if svc.get("build") != ".":
+            continue
+        assert "./config:/app/config:ro" in svc["volumes"], name
+        assert svc["command"][svc["command"].index("--config") + 1] == "config/feed.yaml", name
 
 
 def _instructions() -> list[tuple[str, str]]:
