@@ -256,6 +256,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "decider": ("fingerprint", "fprecords", "engine"),
     "decider+restore": ("fingerprint", "fprecords", "engine+restore"),
     "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence"),
+    # the demo's run and the commands it prints next (inspect, ui: explain and evidence;
+    # tune --replay: file mode's scan), so that none of them compiles again
+    "demo": ("scan", "fingerprint", "engine", "explain", "evidence"),
 }
 #: a worker process's start in seconds, a new interpreter's (imports) and a fork's: this
 #: process has it behind it

@@ -121,6 +121,8 @@ class ReplayReport:
     current: Counter = field(default_factory=Counter)  # status -> records, current configuration
     candidate: Counter = field(default_factory=Counter)
     flips: list[Flip] = field(default_factory=list)
+    #: duplicates the candidate did not flip, by the rule that accepted them (:data:`RULES`)
+    kept: Counter = field(default_factory=Counter)
 
     def counts(self) -> Counter:
         """Flipped records per kind (unique->duplicate, duplicate->unique, duplicate changed, ...)."""
@@ -130,6 +132,7 @@ class ReplayReport:
         return {"records": self.records, "current": dict(self.current), "candidate": dict(self.candidate),
                 "flips": {k: self.counts().get(k, 0) for k in (UNIQUE_TO_DUPLICATE, DUPLICATE_TO_UNIQUE, DUPLICATE_CHANGED)}
                 | dict(self.counts()),
+                "kept_by_rule": dict(self.kept),
                 "flipped": [{"record": f.record, "name": f.name, "id": f.id, "kind": f.kind,
                              "current": asdict(f.current), "candidate": asdict(f.candidate)} for f in self.flips]}
 
@@ -239,6 +242,34 @@ def flip_kind(a: Outcome, b: Outcome) -> str | None:
     return None
 
 
+#: the rules that accept a pair as a duplicate, each with the settings that tighten it
+RULES = {
+    "exact": "equal canonical texts (only verify.duplicate_relations drops them)",
+    "character evidence": "verify.exact_gram_jaccard, verify.exact_min_ld (verify.exact_evidence=false turns it off)",
+    "Jaccard": "verify.jaccard_threshold",
+    "LD similarity": "verify.ld_similarity_threshold and verify.ld_min_jaccard (the Jaccard the LD rule needs)",
+    "containment": "verify.containment_threshold, verify.contained_min_estimate",
+}
+
+
+def accepted_by(o: Outcome) -> str | None:
+    """The rule of :data:`RULES` that made ``o`` a duplicate (None: not a duplicate).
+
+    >>> accepted_by(Outcome("duplicate", relation="near_duplicate", reason="LD similarity 0.810 >= 0.65 with Jaccard 0.450"))
+    'LD similarity'
+    """
+    if o.status != DUPLICATE_S:
+        return None
+    if o.relation == "exact":
+        return "exact"
+    if o.relation in ("contains", "contained_in"):
+        return "containment"
+    why = o.reason or ""
+    if "character noise" in why:
+        return "character evidence"
+    return "LD similarity" if "LD similarity" in why else "Jaccard"
+
+
 def diff(current: list[Outcome], candidate: list[Outcome], name_of: Callable[[int], str]) -> ReplayReport:
     """Record-by-record differences between two runs over the same input."""
     if len(current) != len(candidate):
@@ -248,4 +279,6 @@ def diff(current: list[Outcome], candidate: list[Outcome], name_of: Callable[[in
         kind = flip_kind(a, b)
         if kind is not None:
             report.flips.append(Flip(k, name_of(k), kind, a, b))
+        elif a.status == DUPLICATE_S:
+            report.kept[accepted_by(b)] += 1
     return report

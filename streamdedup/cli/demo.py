@@ -131,6 +131,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
     from confluent_kafka import Consumer
 
     from ..kafka.admin import create_topics, produce_all
+    from ..kafka.clientlog import client_settings
     from ..kafka.processor import Processor
     from ..logs import setup_logging
 
@@ -143,20 +144,20 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
     demo_cfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update=DEMO_INPUT)})
     for topic, outcome in create_topics(kcfg).items():
         console.print(f"topic {topic}: {outcome}")
+    setup_logging()  # before the first client: librdkafka's lines go through the JSON logger
     lines, n = build_feed(n_stories, seed)
     # idempotent (produce_all): the feed's order decides which copy is the original, and a plain
     # producer may land a retried request (a new topic's leader not yet known) after later ones
     produce_all(bootstrap, kcfg.input_topics[0], [(None, line) for line in lines], timeout=60)
     console.print(f"produced {len(lines):,} records ({n:,} Reuters stories, wire variants, broken records) to {kcfg.input_topics[0]}")
-    setup_logging()
-    fill_kernel_cache(demo_cfg, "kafka")
+    fill_kernel_cache(demo_cfg, "demo")
     with tempfile.TemporaryDirectory() as state:
         processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()
     console.print(f"processor: {s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
                   f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed"})
+    consumer = Consumer(client_settings(kcfg, {"group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
+                                               "isolation.level": "read_committed"}))
     consumer.subscribe([kcfg.unique_topic, kcfg.duplicates_topic, kcfg.dead_letter_topic])
     per_topic: dict[str, list] = {}
     idle = 0
@@ -196,8 +197,8 @@ def _next_steps(console, conf: str, note: str, replay: str, extra: str = "") -> 
     console.print(f"\nlook at the duplicates{note}:\n"
                   f"  {me} inspect --config {conf}{extra}    # in the terminal\n"
                   f"  {me} ui --config {conf}{extra}    # in the browser, http://127.0.0.1:8765\n"
-                  f"  {me} tune --config {conf} --replay {replay} --set verify.jaccard_threshold=0.7"
-                  "    # what a threshold change would flip", soft_wrap=True)
+                  f"  {me} tune --config {conf} --replay {replay} --set verify.jaccard_threshold=0.7 --set verify.ld_min_jaccard=0.7"
+                  "    # what stricter thresholds would flip", soft_wrap=True)
 
 
 def shell_command() -> str:
@@ -227,7 +228,7 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     feed.write_bytes(b"\n".join(lines) + b"\n")
     demo_cfg = cfg.model_copy(update={"input": cfg.input.model_copy(update=DEMO_INPUT)})
     console.print(f"feed: {len(lines):,} records ({n:,} Reuters stories in date order, wire variants, broken records) -> {feed}")
-    fill_kernel_cache(demo_cfg, "run")
+    fill_kernel_cache(demo_cfg, "demo")
     summary = run_file(demo_cfg, str(feed), str(out))
     console.print(
         f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "

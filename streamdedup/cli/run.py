@@ -10,6 +10,10 @@ from ..errors import StreamdedupError
 from ._common import config_option, fill_kernel_cache, get_config, make_console
 
 
+#: a run of fewer lines says no rate
+RATE_FROM_LINES = 10_000
+
+
 @click.command()
 @config_option
 @click.option("--input", "input_path", type=str, default=None, help="JSONL file to deduplicate, or - for stdin (file mode).")
@@ -77,8 +81,10 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         raise click.ClickException(str(exc)) from None
     if summary.skipped_resumed:
         console.print(f"resumed: skipped {summary.skipped_resumed:,} lines already done with this state")
+    # a short run's rate is its start-up (kernels loaded, state opened), not the speed of the filter
+    rate = f" ({summary.docs_per_s:,.0f} docs/s, start-up included)" if summary.lines >= RATE_FROM_LINES else ""
     console.print(
-        f"{summary.lines:,} lines in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): "
+        f"{summary.lines:,} lines in {summary.seconds:.2f} s{rate}: "
         f"unique {summary.unique:,}, duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,}"
     )
     if summary.relations:
@@ -130,6 +136,12 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
                        "replayed": s.replayed, "batches": s.batches, "aborted_batches": s.aborted_batches,
                        "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
     )
+    # the same totals for the person at the terminal (the log line is for machines)
+    replayed = f", {s.replayed:,} replayed (decided before a restart)" if s.replayed else ""
+    click.echo(f"{s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
+               f"dead-letter {s.dead_letter:,}{replayed}")
+    if s.by_relation:
+        click.echo("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.by_relation.items(), key=lambda kv: -kv[1])))
     if not s.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
 

@@ -18,7 +18,7 @@ from rich.table import Table
 from .._optional import require
 from ..config import Config, with_settings
 from ..errors import ConfigError
-from ..replay import DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
+from ..replay import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
 from ._common import fill_kernel_cache, make_console
 
 SWEEP_POINTS = 11
@@ -130,6 +130,13 @@ def _print(report: ReplayReport, where: str, sets: tuple[str, ...], seconds: flo
     main = (UNIQUE_TO_DUPLICATE, DUPLICATE_TO_UNIQUE, DUPLICATE_CHANGED)
     console.print("would flip: " + ", ".join(f"{k} {flips.get(k, 0):,}" for k in main)
                   + "".join(f", {k} {v:,}" for k, v in flips.items() if k not in main))
+    if report.kept:
+        # where a tighter setting did not flip a duplicate, the rule that still accepts it
+        # names what to tighten (raising one threshold leaves the other rules accepting)
+        kept = Table("rule", "duplicates", "tightened by", title="duplicates the candidate keeps, by the rule that accepts them")
+        for rule, n in report.kept.most_common():
+            kept.add_row(rule, f"{n:,}", RULES[rule])
+        console.print(kept)
     if not report.flips:
         return
     table = Table("record", "id", "flip", "current", "candidate", title=f"flipped records (first {min(show, len(report.flips))} of {len(report.flips):,})",

@@ -54,7 +54,9 @@ def produce_all(bootstrap: str, topic: str, records: list[tuple[bytes | None, by
 
     from ..errors import StreamdedupError
 
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, **conf})
+    from .clientlog import client_logger
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, "logger": client_logger(), **conf})
     for key, value in records:
         while True:
             try:

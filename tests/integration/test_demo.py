@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -63,6 +64,8 @@ def test_make_demo_prints_next_steps_that_a_new_shell_runs(tmp_path) -> None:
                                f"DEMO_ARGS=--stories 200 --output-dir {out}"], cwd=REPO, env=env, capture_output=True,
                               text=True, timeout=900)
         assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+        raw = [line for line in made.stderr.splitlines() if re.match(r"%\d\|", line)]
+        assert not raw, f"librdkafka lines outside the JSON logger: {raw}"
         steps = [line.split("#")[0].strip() for line in made.stdout.splitlines() if line.startswith("  ")]
         run_next = [s for s in steps if " --config " in s and " ui " not in s]
         stop = [s for s in steps if s.startswith("KAFKA_PORT=")]

@@ -266,9 +266,11 @@ def test_a_headline_body_feed_runs_on_an_empty_kernel_cache(topics, tmp_path) ->
     produce(topics.bootstrap, topics.input, [(None, v) for v in values])
     env = {k: v for k, v in topics.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[headline, body]").items() if not k.startswith("NUMBA_")}
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "numba")
-    proc = run_processor(env, str(tmp_path / "state"), stderr=subprocess.PIPE)
-    _, err = proc.communicate(timeout=600)
+    proc = run_processor(env, str(tmp_path / "state"), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err.decode()[-3000:]
+    # the totals on stdout, for the person who started it (the JSON log line is on stderr)
+    assert "4 records in " in said.decode() and "unique 2, duplicates 1, dead-letter 1" in said.decode(), said.decode()
     out = consume_all(topics.bootstrap, list(topics.outputs.values()), len(values))
     statuses = sorted(h["dedup.status"].decode() for *_, h in out)
     assert statuses == ["dead_letter", "duplicate", "unique", "unique"], statuses

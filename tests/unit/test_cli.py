@@ -226,6 +226,7 @@ def test_the_notice_comes_once_on_a_cold_run_and_never_on_a_warm_one(feed: str, 
     assert COMPILE_NOTICE not in warm.stderr, warm.stderr
     for out in (cold, warm):
         assert "unique 1, duplicates 1, dead-letter 1" in out.stdout, out.stdout
+        assert "docs/s" not in out.stdout  # three lines' rate would be the start-up's
 
 
 @pytest.mark.parametrize("args", [

@@ -270,3 +270,17 @@ def test_placeholder_fingerprints_have_the_arrays_of_real_ones(n: int) -> None:
             other = getattr(fake, name)
             assert (other.dtype, other.ndim, other.flags.c_contiguous) == (value.dtype, value.ndim, value.flags.c_contiguous), name
     assert not fake.empty.any()
+
+
+def test_the_demo_fills_what_its_next_steps_call() -> None:
+    """inspect and ui, tune --replay (file mode's kernels) and both demo runs: after the demo's
+    fill none of them compiles (their notice came again after the demo)."""
+    import importlib
+
+    inspect, ui = (importlib.import_module(f"streamdedup.cli.{m}") for m in ("inspect", "ui"))
+
+    demo = set(kernel_cache.NEEDS["demo"])
+    assert set(inspect._UNITS) <= demo and set(ui._UNITS) <= demo
+    assert set(kernel_cache.NEEDS["run"]) <= demo
+    kernels = {k for u in demo for k in kernel_cache.UNITS[u].kernels}
+    assert {k for u in kernel_cache.NEEDS["kafka"] for k in kernel_cache.UNITS[u].kernels} <= kernels

@@ -269,3 +269,32 @@ def test_a_file_is_read_only_as_far_as_asked(tmp_path) -> None:
     path.write_bytes(b"one\ntwo\r\nthree\nfour")
     for skip, limit in ((0, None), (1, 2), (3, None), (9, 1)):
         assert ReplayInput.from_file(str(path), skip, limit) == ReplayInput.from_lines(path.read_bytes(), skip, limit)
+
+
+def test_the_duplicates_a_candidate_keeps_are_counted_by_the_rule_that_accepts_them(replayed) -> None:
+    """The close copies (one word changed) stay duplicates at 0.7, accepted by the Jaccard rule;
+    every duplicate of both runs is either kept (counted once by its rule) or changed."""
+    from streamdedup.replay import RULES, accepted_by
+
+    replayer, about, cur, cand = replayed
+    report = diff(cur, cand, replayer.source.name)
+    assert set(report.kept) <= set(RULES)
+    assert report.kept["Jaccard"] >= len(about["close"])
+    both = sum(a.status == b.status == "duplicate" for a, b in zip(cur, cand))
+    assert sum(report.kept.values()) + report.counts()[DUPLICATE_CHANGED] == both
+    assert all(accepted_by(cand[k]) == "Jaccard" for k in about["close"])
+    assert report.to_json()["kept_by_rule"] == dict(report.kept)
+
+
+@pytest.mark.parametrize(("relation", "reason", "rule"), [
+    ("exact", "equal canonical digests", "exact"),
+    ("contained_in", "containment of new in earlier 0.950, signature embeds at 0.900", "containment"),
+    ("near_duplicate", "Jaccard 0.800 >= 0.55", "Jaccard"),
+    ("near_duplicate", "boilerplate bands ignored; LD similarity 0.810 >= 0.65 with Jaccard 0.450", "LD similarity"),
+    ("near_duplicate", "character noise: exact 8-gram Jaccard 0.700 >= 0.58 (...), LD similarity 0.950 >= 0.9", "character evidence"),
+])
+def test_a_duplicate_is_accepted_by_one_rule(relation, reason, rule) -> None:
+    from streamdedup.replay import accepted_by
+
+    assert accepted_by(Outcome("duplicate", relation=relation, duplicate_of="x", reason=reason)) == rule
+    assert accepted_by(Outcome("unique")) is None
