@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from ..config import Config
 from ..errors import InspectError
 from ..kafka.clientlog import client_settings
+from .kafka_counts import RecordCounter
 from ..pipeline.tags import parse_headers
 from .pair import Doc
 from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, newest, parse_since
@@ -53,8 +54,9 @@ class KafkaDuplicates:
         lookup_window: records per partition searched for an original by id (see module doc).
     """
 
-    #: what totals() counts: offsets, transaction markers included (exact counts need a full read)
-    totals_exact = False
+    #: whether the last totals() counted every record (see :mod:`.kafka_counts`); False when
+    #: a read ran out of its time budget and the rest was counted as offsets
+    totals_exact = True
 
     def __init__(self, cfg: Config, topic: str | None = None, timeout_s: float = 15.0, lookup_window: int = 10_000):
         self.cfg = cfg
@@ -70,6 +72,7 @@ class KafkaDuplicates:
             "fetch.wait.max.ms": 20}))
         self.partitions = self._partitions(self.topic)
         self._cache: OrderedDict[Wanted, Doc | str] = OrderedDict()
+        self._counts: RecordCounter | None = None
 
     def _partitions(self, topic: str) -> list[int]:
         try:
@@ -145,15 +148,26 @@ class KafkaDuplicates:
         return next((e for e in page.entries if e.offset == offset), None)
 
     def totals(self) -> dict[str, int | None]:
+        """Committed records per output, read (incrementally: only what was added since the last
+        call; :mod:`.kafka_counts`)."""
         k = self.cfg.kafka
         out: dict[str, int | None] = {}
+        exact = True
         for status, topic in (("unique", k.unique_topic), ("duplicate", self.topic), ("dead_letter", k.dead_letter_topic)):
             meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 out[status] = None
                 continue
-            out[status] = sum(hi - lo for lo, hi in self.watermarks(topic, sorted(meta.partitions)).values())
+            counted = self._counter().count(topic, sorted(meta.partitions))
+            out[status] = counted.records
+            exact = exact and counted.exact
+        self.totals_exact = exact
         return out
+
+    def _counter(self) -> RecordCounter:
+        if self._counts is None:
+            self._counts = RecordCounter(self.cfg, self.timeout_s)
+        return self._counts
 
     def _scan(self, topic: str, start: Cursor, stop: Cursor, limit: int, filt: Filter | None, max_scan: int,
               wm: dict[int, tuple[int, int]]) -> Page:
@@ -302,4 +316,6 @@ class KafkaDuplicates:
         return docs
 
     def close(self) -> None:
+        if self._counts is not None:
+            self._counts.close()
         self.consumer.close()

@@ -89,7 +89,7 @@ class Wanted:
 class DuplicateSource(Protocol):
     """What a source of duplicates offers (file mode and Kafka alike)."""
 
-    #: whether :meth:`totals` counts records exactly (False: Kafka offsets, markers included)
+    #: whether the last :meth:`totals` counted records exactly (False: some counted as offsets)
     totals_exact: bool
 
     def start(self, since: str | None) -> Cursor:
@@ -114,7 +114,8 @@ class DuplicateSource(Protocol):
 
     def totals(self) -> dict[str, int | None]:
         """Records per output (``unique``, ``duplicate``, ``dead_letter``) now; None for an
-        output that does not exist. Kafka counts offsets (transaction markers included)."""
+        output that does not exist. Kafka reads the committed records (not offsets, which
+        count transaction markers too); :attr:`totals_exact` says whether it read them all."""
 
     def fetch(self, wanted: Sequence[Wanted]) -> dict[Wanted, Doc | str]:
         """The documents ``wanted``, each a :class:`Doc` or why it could not be fetched."""
