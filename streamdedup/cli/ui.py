@@ -39,12 +39,16 @@ def _loopback(host: str) -> bool:
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. The inspector has no login: keep it on the loopback unless the network is yours.")
 @click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests for this host name (repeatable; a name in front of it, such as a proxy's). "
+                   "It answers the loopback's names and the --host address; other Host headers get a 400.")
 @click.option("--page-size", type=click.IntRange(1, 1000), default=25, show_default=True, help="Duplicates per list page.")
 @click.option("--scan", "max_scan", type=click.IntRange(100, None), default=10_000, show_default=True,
               help="Records read at most for one list or search page (the 'older' link goes on from there).")
 @click.option("--lookup-window", type=click.IntRange(1, None), default=10_000, show_default=True,
               help="Kafka: records per partition searched for an original that has no position tag (older records).")
-def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port, page_size, max_scan, lookup_window) -> None:
+def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port, allow_hosts, page_size, max_scan,
+       lookup_window) -> None:
     """A local web inspector: recent duplicates with counts, clusters, each pair side by side
     with its word diff and why it matched, search by id, and a what-if replay of thresholds."""
     for module in ("starlette", "jinja2", "uvicorn"):
@@ -54,6 +58,7 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
     from ..fingerprint import Fingerprinter
     from ..kernel_cache import fill
     from ..ui.app import Inspector, create_app
+    from ..ui.guard import allowed_hosts
     from ..ui.whatif import WhatIfInput
     from .run import kafka_overrides
 
@@ -74,6 +79,6 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
         if not _loopback(host):
             console.print(f"listening on {host}: anyone who reaches it reads the records (there is no login)", style="yellow")
         console.print(f"streamdedup ui on http://{host}:{port}/ ({label}); Ctrl-C stops it")
-        uvicorn.run(create_app(inspector), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(inspector, allowed_hosts(host, allow_hosts)), host=host, port=port, log_level="warning")
     finally:
         source.close()

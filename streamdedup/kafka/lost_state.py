@@ -92,15 +92,20 @@ def parse_since(text: str, now: datetime | None = None, option: str = "--rebuild
     if text == "earliest":
         return Since("earliest")
     if text.isdigit():
+        if int(text) >= 2**63:  # Kafka offsets are 64-bit
+            raise ValueError(f"{option} {text!r}: an offset beyond any partition's (at most 2^63 - 1)")
         return Since("offset", int(text))
     age = _AGE.fullmatch(text)
     if age:
         now = now or datetime.now(timezone.utc)
-        start = now - timedelta(seconds=float(age.group(1)) * _UNIT_S[age.group(2)])
+        try:
+            start = now - timedelta(seconds=float(age.group(1)) * _UNIT_S[age.group(2)])
+        except (OverflowError, ValueError):
+            raise ValueError(f"{option} {text!r}: an age longer than the calendar") from None
         return Since("time", int(start.timestamp() * 1000))
     try:
         when = datetime.fromisoformat(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(f"{option} {text!r}: give earliest, an offset, an ISO time "
                          f"(2026-11-20T06:00) or an age (48h, 7d)") from None
     if when.tzinfo is None:

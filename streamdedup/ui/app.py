@@ -13,10 +13,15 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Sequence
+from urllib.parse import parse_qs
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Mount, Route
@@ -29,12 +34,15 @@ from ..fingerprint import Fingerprinter
 from ..inspect.pair import ELIDED, Doc, side
 from ..inspect.reader import DuplicateSource, Filter, clusters, pairs
 from . import views
+from .guard import LOOPBACK_NAMES, FormGuard
 from .views import BadQuery, ListQuery, cursor_text, parse_cursor
 from .whatif import MAIN_FLIPS, WhatIfInput, run_whatif
 
 HERE = Path(__file__).parent
 #: windows the clusters page offers (duplicates read, newest first)
 CLUSTER_WINDOWS = (1_000, 5_000, 10_000)
+#: a what-if form is a few settings: a larger body is cut here
+MAX_FORM_BYTES = 64 * 1024
 
 
 def templates() -> Jinja2Templates:
@@ -126,19 +134,18 @@ def _has_time(entries) -> bool:
 
 
 def _int(request: Request, name: str, default: int) -> int:
-    v = request.query_params.get(name, "").strip()
-    if not v:
-        return default
-    try:
-        return int(v)
-    except ValueError:
-        raise BadQuery(f"{name} {v!r} is not a whole number") from None
+    return views.whole_number(name, request.query_params.get(name, ""), default)
 
 
-def create_app(inspector: Inspector) -> Starlette:
-    """The application: ``/`` list (and search by id), ``/pair``, ``/clusters``, ``/whatif``."""
+def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guard: FormGuard | None = None) -> Starlette:
+    """The application: ``/`` list (and search by id), ``/pair``, ``/clusters``, ``/whatif``.
+
+    ``hosts``: the Host names it answers (others get a 400: DNS rebinding); ``guard``: the
+    what-if form's token (a replay runs only on a POST from a page this server rendered).
+    """
     tpl = templates()
     ins = inspector
+    guard = guard or FormGuard()
 
     def render(request: Request, name: str, ctx: dict, status: int = 200) -> HTMLResponse:
         t0 = time.perf_counter()
@@ -168,18 +175,29 @@ def create_app(inspector: Inspector) -> Starlette:
             raise BadQuery(f"window: one of {', '.join(map(str, CLUSTER_WINDOWS))}")
         return render(request, "clusters.html", {"_load": lambda: ins.clusters(window)})
 
-    def whatif(request: Request):
-        qp = request.query_params
+    def whatif_page(request: Request, fields: dict[str, str], run: bool):
         targets = ins.whatif.targets()
-        form = {"settings": qp.get("settings", "verify.jaccard_threshold=0.7"), "limit": qp.get("limit", "5000"),
-                "since": qp.get("since", ""), "target": qp.get("target", targets[0] if targets else "")}
-        ctx = {"form": form, "targets": targets, "result": None, "error": None, "file_mode": ins.whatif.input_path}
-        if "run" in qp:
+        form = {"settings": fields.get("settings", "verify.jaccard_threshold=0.7"), "limit": fields.get("limit", "5000"),
+                "since": fields.get("since", ""), "target": fields.get("target", targets[0] if targets else "")}
+        ctx = {"form": form, "targets": targets, "result": None, "error": None, "file_mode": ins.whatif.input_path,
+               "token": guard.token}
+        if run:
             lines = views.settings_lines(form["settings"])
-            limit = _int(request, "limit", 5000)
+            limit = views.whole_number("limit", form["limit"], 5000)
             with ins.replay_lock:  # one replay at a time: each holds its records and fingerprints
                 ctx["result"] = run_whatif(ins.cfg, ins.whatif, lines, form["target"], form["since"], limit)
         return render(request, "whatif.html", ctx)
+
+    async def whatif(request: Request):
+        if request.method != "POST":  # the form, filled from the query; a replay needs the POST
+            return await run_in_threadpool(whatif_page, request, dict(request.query_params), False)
+        body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace")
+        fields = {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
+        why = guard.refusal(request.headers.get("origin"), request.headers.get("host"), request.url.scheme,
+                            fields.get("token"))
+        if why is not None:
+            raise HTTPException(403, why)
+        return await run_in_threadpool(whatif_page, request, fields, True)
 
     async def bad_query(request: Request, exc: Exception):
         return tpl.TemplateResponse(request, "error.html", {"label": ins.label, "page": "error", "message": str(exc),
@@ -193,7 +211,8 @@ def create_app(inspector: Inspector) -> Starlette:
         return tpl.TemplateResponse(request, "error.html", {"label": ins.label, "page": "error", "message": str(exc),
                                                             "server_ms": 0}, status_code=502)
 
-    routes = [Route("/", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif),
+    routes = [Route("/", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
               Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     return Starlette(routes=routes, exception_handlers={BadQuery: bad_query, HTTPException: not_found,
-                                                        StreamdedupError: failed})
+                                                        StreamdedupError: failed},
+                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])

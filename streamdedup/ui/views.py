@@ -34,7 +34,7 @@ def parse_cursor(text: str) -> Cursor:
     out: Cursor = {}
     for part in text.split(","):
         p, _, o = part.strip().partition(":")
-        if not (p.isdigit() and o.isdigit()):
+        if not (p.isdigit() and o.isdigit()) or max(int(p), int(o)) > MAX_WHOLE_NUMBER:
             raise BadQuery(f"cursor {text!r}: expected partition:offset pairs such as 0:120,1:98")
         out[int(p)] = int(o)
     return out
@@ -148,3 +148,25 @@ def threshold_checks(verify, why) -> list[tuple[str, str, str, bool | None]]:
         ("verify.duplicate_relations", ", ".join(verify.duplicate_relations), why.relation,
          why.relation in verify.duplicate_relations),
     ]
+
+
+#: page and size parameters beyond this are refused (a 64-bit overflow was a 500)
+MAX_WHOLE_NUMBER = 2**53
+
+
+def whole_number(name: str, text: str, default: int) -> int:
+    """A whole-number parameter (``default`` when blank).
+
+    Raises:
+        BadQuery: not a whole number, or beyond :data:`MAX_WHOLE_NUMBER`.
+    """
+    v = text.strip()
+    if not v:
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        raise BadQuery(f"{name} {v!r} is not a whole number") from None
+    if abs(n) > MAX_WHOLE_NUMBER:
+        raise BadQuery(f"{name} {v!r} is out of range")
+    return n

@@ -15,10 +15,42 @@ from pathlib import Path
 from ..config import Config, with_settings
 from ..errors import ConfigError, StreamdedupError
 from ..replay import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Replayer, ReplayInput
-from .views import BadQuery
+from .views import BadQuery, whole_number
 
 #: records a form may replay at most (a replay holds them and their fingerprints in memory)
 MAX_RECORDS = 200_000
+#: settings that size a replay's memory or work, and the most a form may set each to (or the
+#: running config's own value, if higher): engine.max_documents 2**31-1 took 17 GB in 38 s
+SIZE_BOUNDS = {
+    "engine.max_documents": 2_000_000,
+    "engine.batch_size": 10_000,
+    "engine.max_candidates": 64,
+    "engine.max_verified": 64,
+    "input.max_record_bytes": 10_000_000,
+    "fingerprint.max_text_bytes": 10_000_000,
+    "fingerprint.minhash.num_perm": 512,
+    "fingerprint.chars.num_perm": 512,
+    "fingerprint.lead.shingles": 10_000,
+}
+
+
+def _setting(cfg: Config, dotted: str):
+    node = cfg
+    for part in dotted.split("."):
+        node = getattr(node, part)
+    return node
+
+
+def check_sizes(current: Config, candidate: Config) -> None:
+    """Refuse a candidate that sizes memory or work past :data:`SIZE_BOUNDS`.
+
+    Raises:
+        BadQuery: names the setting and its bound.
+    """
+    for dotted, bound in SIZE_BOUNDS.items():
+        limit = max(bound, _setting(current, dotted))
+        if _setting(candidate, dotted) > limit:
+            raise BadQuery(f"{dotted}: at most {limit:,} in a what-if (it sizes the replay's memory)")
 MAIN_FLIPS = (UNIQUE_TO_DUPLICATE, DUPLICATE_TO_UNIQUE, DUPLICATE_CHANGED)
 
 
@@ -46,7 +78,7 @@ def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) 
     if where.input_path is not None:
         if since and not since.isdigit():
             raise BadQuery("for the input file, 'since' is a number of lines to skip")
-        return ReplayInput.from_file(where.input_path, int(since or 0), limit)
+        return ReplayInput.from_file(where.input_path, whole_number("since", since, 0), limit)
     if target not in where.topics:
         raise BadQuery(f"topic {target!r} is not one of the config's input topics ({', '.join(where.topics)})")
     from ..kafka.lost_state import parse_since
@@ -54,8 +86,8 @@ def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) 
 
     try:
         start = parse_since(since, option="since") if since else None
-    except ValueError as exc:
-        raise BadQuery(str(exc)) from None
+    except (ValueError, OverflowError) as exc:
+        raise BadQuery(f"since {since!r}: {exc}") from None
     return read_recent(cfg, target, start, limit)
 
 
@@ -72,6 +104,7 @@ def run_whatif(cfg: Config, where: WhatIfInput, lines: list[str], target: str, s
         candidate = with_settings(cfg, lines)
     except ConfigError as exc:
         raise BadQuery(str(exc).removeprefix("--set: ")) from None
+    check_sizes(cfg, candidate)
     if where.input_path is not None and not Path(where.input_path).is_file():
         raise StreamdedupError(f"input file {where.input_path} not found")
     if not where.targets():

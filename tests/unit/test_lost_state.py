@@ -6,6 +6,7 @@ tests/integration/test_hostile.py).
 
 from __future__ import annotations
 
+import re
 import shutil
 from datetime import datetime, timezone
 
@@ -108,3 +109,10 @@ def test_a_missing_topic_stops_the_start_naming_its_setting(tmp_path) -> None:
         b.create(t)
     with pytest.raises(StartupError, match=r"topic 'out.dead' \(kafka.dead_letter_topic\) does not exist.*kafka.create_topics"):
         _run(b, str(tmp_path / "s"))
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999", "9223372036854775808", "999999999999d", "9999999999999999999h"])
+def test_since_beyond_what_kafka_or_the_calendar_holds_is_a_value_error(text) -> None:
+    """Not an OverflowError (a 500 in the web inspector's what-if)."""
+    with pytest.raises(ValueError, match=re.escape(repr(text))):
+        parse_since(text, option="--since")
