@@ -124,6 +124,9 @@ def render_pair(p: Pair, verify: VerifyConfig, context: int = 12) -> Group:
     parts: list = [head]
     if t.reason:
         parts.append(Text(f"engine's reason: {t.reason}", style="dim"))
+    if t.malformed:
+        parts.append(Text(f"malformed tags (not numbers or text; ignored): {', '.join('dedup.' + m for m in t.malformed)}",
+                          style="yellow"))
     parts.append(_side_by_side("original", p.original, t.duplicate_of, p, p.diff, context))
     if not p.matched_is_root:
         parts.append(Text("matched a later copy of the original, not the original itself:", style="yellow"))

@@ -243,7 +243,12 @@ class KafkaDuplicates:
 
     def _at(self, w: Wanted) -> Doc | str:
         topic, p, offset = _position(w.position)  # type: ignore[misc]
-        lo, hi = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s, cached=False)
+        if offset >= 2**63 or p >= 2**31:
+            return f"original not found: {w.position} is no Kafka position"
+        try:
+            lo, hi = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s, cached=False)
+        except KafkaException as exc:  # a tag naming a topic or partition that does not exist
+            return f"original not found: {w.position} ({exc.args[0].str()})"
         if not lo <= offset < hi:
             why = "deleted by retention" if offset < lo else "not written yet"
             return f"{w.position} is outside {topic}[{p}]'s offsets {lo}..{hi - 1} ({why})"

@@ -266,7 +266,7 @@ class Pair:
             "matched": None if self.matched is None else asdict(self.matched), "matched_is_root": self.matched_is_root,
             "tags": {"duplicate_of": t.duplicate_of, "relation": t.relation, "similarity": t.similarity,
                      "ld_similarity": t.ld_similarity, "matched": t.matched, "reason": t.reason,
-                     "original": t.original, "matched_source": t.matched_source},
+                     "original": t.original, "matched_source": t.matched_source, "malformed": list(t.malformed)},
             "diff": diff(self.diff), "matched_diff": diff(self.matched_diff),
             "why": why(self.why), "why_original": why(self.why_original), "missing": list(self.missing),
         }

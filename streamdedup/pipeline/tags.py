@@ -26,6 +26,8 @@ True
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import orjson
@@ -76,6 +78,8 @@ class Tags:
     #: a duplicate's root (original) and matched document: their input positions
     original: str | None = None
     matched_source: str | None = None
+    #: tags present but unreadable (not a number, not text): shown as malformed, never trusted
+    malformed: tuple[str, ...] = ()
 
 
 def _num(x: float | None) -> bytes:
@@ -160,10 +164,27 @@ def with_tags(headers: list | None, tags: list) -> list:
     return tags if not own else own + tags
 
 
-def _float(b: bytes | str | None) -> float | None:
+def _float(b: object, name: str, malformed: list[str]) -> float | None:
+    """A numeric tag; one that is not a finite number (a hostile or broken upstream wrote it)
+    is None and its name goes to ``malformed``."""
     if b is None or b in (b"", ""):
         return None
-    return float(b)
+    try:
+        x = float(b)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        x = math.nan
+    if not math.isfinite(x):
+        malformed.append(name)
+        return None
+    return x
+
+
+def _text(v: object, name: str, malformed: list[str]) -> str | None:
+    """A text tag of a file-mode object (JSON: any type); not a string is malformed."""
+    if v is None or isinstance(v, str):
+        return v or None
+    malformed.append(name)
+    return None
 
 
 def parse_headers(headers: list | dict | None) -> Tags | None:
@@ -176,10 +197,12 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
     if "status" not in h:
         return None
     size = h.get("original_bytes")
-    return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, _float(h.get("similarity")),
-                _float(h.get("ld_similarity")), h.get("matched") or None, h.get("reason") or None, h.get("stage") or None,
-                h.get("source") or None, int(size) if size and size.isdigit() else None, h.get("original") or None,
-                h.get("matched_source") or None)
+    bad: list[str] = []
+    sim, ld = _float(h.get("similarity"), "similarity", bad), _float(h.get("ld_similarity"), "ld_similarity", bad)
+    return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, sim, ld, h.get("matched") or None,
+                h.get("reason") or None, h.get("stage") or None, h.get("source") or None,
+                int(size) if size and size.isdigit() else None, h.get("original") or None, h.get("matched_source") or None,
+                tuple(bad))
 
 
 def parse_file_tags(obj: dict | bytes) -> Tags | None:
@@ -191,6 +214,11 @@ def parse_file_tags(obj: dict | bytes) -> Tags | None:
         if "stage" in obj and "reason" in obj and "line" in obj:
             return Tags("dead_letter", reason=obj["reason"], stage=obj["stage"], source=f"line:{obj['line']}")
         return None
-    return Tags(d["status"], d.get("duplicate_of"), d.get("relation"), d.get("similarity"), d.get("ld_similarity"),
-                d.get("matched"), d.get("reason"), d.get("stage"), d.get("source"), None, d.get("original"),
-                d.get("matched_source"))
+    if not isinstance(d, dict) or not isinstance(d.get("status"), str):
+        return Tags("?", malformed=("_dedup",))
+    bad: list[str] = []
+    text = {k: _text(d.get(k), k, bad) for k in ("duplicate_of", "relation", "matched", "reason", "stage", "source", "original",
+                                                  "matched_source")}
+    sim, ld = _float(d.get("similarity"), "similarity", bad), _float(d.get("ld_similarity"), "ld_similarity", bad)
+    return Tags(d["status"], text["duplicate_of"], text["relation"], sim, ld, text["matched"], text["reason"], text["stage"],
+                text["source"], None, text["original"], text["matched_source"], tuple(bad))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import urllib.request
 
 import orjson
 import pytest
@@ -153,3 +154,43 @@ def test_totals_count_committed_records_not_offsets(topics) -> None:
         assert (counted.records, counted.exact) == (14, False)
     finally:
         counter.close()
+
+
+def test_hostile_tags_are_shown_as_such_by_inspect_and_the_web_pages(topics) -> None:
+    """A tag that is not a number, an original in a partition or topic that does not exist, an
+    offset beyond 64 bits: ``inspect`` and the list and clusters pages show the rest (the
+    malformed tags named, the original not found), in the terminal too, with no exit 1 or 500."""
+    from streamdedup import load_config
+    from streamdedup.inspect.kafka_source import KafkaDuplicates
+    from streamdedup.ui.app import Inspector
+    from streamdedup.ui.whatif import WhatIfInput
+    from tests.browser.harness import serve
+
+    records, _ = _feed(1)
+    base = {"dedup.status": b"duplicate", "dedup.relation": b"near_duplicate", "dedup.duplicate_of": b"s0",
+            "dedup.matched": b"s0", "dedup.reason": b"test"}
+    hostile = [
+        [*base.items(), ("dedup.ld_similarity", b"abc"), ("dedup.similarity", b"nan")],
+        [*base.items(), ("dedup.similarity", b"0.9"), ("dedup.original", f"{topics.input}:99:0".encode())],
+        [*base.items(), ("dedup.similarity", b"0.9"), ("dedup.original", b"no-such-topic:0:5")],
+        [*base.items(), ("dedup.similarity", b"0.9"), ("dedup.original", f"{topics.input}:0:99999999999999999999".encode())],
+    ]
+    _produce_tagged(topics, records[1][1], hostile)
+    shown = _inspect(topics, "--since", "0")
+    assert len(shown) == 4
+    assert sorted(p["tags"].get("malformed", []) for p in shown)[-1] == ["similarity", "ld_similarity"]
+    assert sum(any("original not found" in m for m in p["missing"]) for p in shown) == 3
+    terminal = subprocess.run([sys.executable, "-m", "streamdedup.cli", "inspect", "--since", "0"], env=topics.env(),
+                              cwd=str(REPO), capture_output=True, timeout=300)
+    assert terminal.returncode == 0, terminal.stderr.decode()[-3000:]
+    assert b"malformed" in terminal.stdout
+
+    cfg = load_config(environ=topics.env())
+    source = KafkaDuplicates(cfg)
+    try:
+        with serve(Inspector(cfg, source, "kafka", WhatIfInput(None, (topics.input,)))) as site:
+            for page in ("/", "/clusters", "/pair?p=0&o=0"):
+                with urllib.request.urlopen(site + page, timeout=120) as resp:
+                    assert resp.status == 200, page
+    finally:
+        source.close()

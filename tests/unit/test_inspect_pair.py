@@ -192,3 +192,16 @@ def test_follow_yields_lines_appended_after_the_start(tmp_path) -> None:
         assert next(pages, None) is None  # idle: the tail ends
     finally:
         src.close()
+
+
+@pytest.mark.parametrize("value", [b"abc", b"nan", b"inf", b"-inf", b"1e999"])
+def test_a_numeric_tag_that_is_no_finite_number_is_named_malformed(value) -> None:
+    t = parse_headers([("dedup.status", b"duplicate"), ("dedup.similarity", b"0.9"), ("dedup.ld_similarity", value)])
+    assert (t.similarity, t.ld_similarity, t.malformed) == (0.9, None, ("ld_similarity",))
+
+
+def test_file_tags_of_the_wrong_json_types_are_named_malformed() -> None:
+    t = parse_file_tags({"_dedup": {"status": "duplicate", "similarity": "abc", "duplicate_of": [1], "relation": "exact"}})
+    assert (t.similarity, t.duplicate_of, t.relation) == (None, None, "exact")
+    assert set(t.malformed) == {"similarity", "duplicate_of"}
+    assert parse_file_tags({"_dedup": "not an object"}).malformed == ("_dedup",)
