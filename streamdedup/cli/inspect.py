@@ -11,7 +11,7 @@ import orjson
 from ..errors import InspectError
 from ..inspect.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
 from ._common import compile_notice, config_option, get_config, make_console
-from .inspect_view import clusters_table, render_pair
+from .inspect_view import clusters_table, render_pair, safe
 
 RELATIONS = ("exact", "near_duplicate", "contains", "contained_in")
 #: the kernels pairing calls (fingerprints and the full comparison): compiled before, with the notice
@@ -64,7 +64,7 @@ class _Out:
         for e in entries:
             if not isinstance(e.doc, str):
                 continue
-            self._say(f"undecodable duplicate at {e.partition}:{e.offset}: {e.doc}")
+            self._say(safe(f"undecodable duplicate at {e.partition}:{e.offset}: {e.doc}"))
         for p in pairs(source, entries, self.cfg, self.fp):
             if self.as_json:
                 click.echo(orjson.dumps(p.to_json()).decode())

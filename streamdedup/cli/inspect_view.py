@@ -3,6 +3,7 @@ why-matched table, and the clusters table (``streamdedup inspect``)."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Sequence
 
@@ -19,6 +20,24 @@ from ..inspect.reader import Cluster
 DELETED = "bold red strike"
 INSERTED = "bold green"
 ELIDED = "dim italic"
+
+
+#: characters a terminal acts on instead of showing: C0 controls (ESC starts colour, title,
+#: hyperlink and clear-screen sequences), DEL, C1 controls, and the bidirectional overrides
+#: that make a text read differently from what it holds
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe(text: str | None) -> str:
+    r"""``text`` with every character a terminal would act on shown as its escape; ids and texts
+    are untrusted input (a record id ``\x1b[2J`` cleared the operator's screen).
+
+    >>> safe("a\x1b[2Jb\u202e")
+    'a\\x1b[2Jb\\u202e'
+    """
+    if not text:
+        return text or ""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def _when(ms: int | None) -> str:
@@ -40,15 +59,15 @@ def diff_text(diff: Sequence[Segment], side: str, context: int = 12) -> Text:
         if s.op == ELIDED_RUN:
             out.append(f"[... {len(s.words)} words ...]", style=ELIDED)
         else:
-            out.append(" ".join(s.words), style={DELETE: DELETED, INSERT: INSERTED}.get(s.op, ""))
+            out.append(safe(" ".join(s.words)), style={DELETE: DELETED, INSERT: INSERTED}.get(s.op, ""))
     return out
 
 
 def _doc_title(role: str, doc, fallback_id: str | None) -> str:
     if doc is None:
-        return f"{role} {fallback_id or '?'} (not fetched)"
-    where = f" @ {doc.position}" if doc.position else ""
-    return f"{role} {doc.id}{where}" + (f"\n{_when(doc.time_ms)}" if doc.time_ms else "")
+        return f"{role} {safe(fallback_id) or '?'} (not fetched)"
+    where = f" @ {safe(doc.position)}" if doc.position else ""
+    return f"{role} {safe(doc.id)}{where}" + (f"\n{_when(doc.time_ms)}" if doc.time_ms else "")
 
 
 def _side_by_side(earlier_role: str, earlier, earlier_id: str | None, p: Pair, diff, context: int) -> Table:
@@ -56,7 +75,7 @@ def _side_by_side(earlier_role: str, earlier, earlier_id: str | None, p: Pair, d
     table.add_column(_doc_title(earlier_role, earlier, earlier_id), ratio=1)
     table.add_column(_doc_title("copy", p.copy, None), ratio=1)
     if diff is None:
-        table.add_row(Text("(no text)", style=ELIDED), Text(" ".join(p.copy.text.split()[: 2 * context + 1])))
+        table.add_row(Text("(no text)", style=ELIDED), Text(safe(" ".join(p.copy.text.split()[: 2 * context + 1]))))
     else:
         table.add_row(diff_text(diff, "earlier", context), diff_text(diff, "copy", context))
     return table
@@ -117,13 +136,13 @@ def render_pair(p: Pair, verify: VerifyConfig, context: int = 12) -> Group:
     """A duplicate, its original (and matched document) side by side with the word diff, why
     it matched and the thresholds that applied."""
     t = p.tags
-    head = Text.assemble(("duplicate ", "bold"), (p.copy.id, "bold cyan"), f" @ {p.copy.position}  ",
-                         (t.relation or "?", "bold magenta"),
+    head = Text.assemble(("duplicate ", "bold"), (safe(p.copy.id), "bold cyan"), f" @ {safe(p.copy.position)}  ",
+                         (safe(t.relation) or "?", "bold magenta"),
                          f"  recorded: Jaccard {_fmt(t.similarity)}, LD similarity {_fmt(t.ld_similarity)}, "
-                         f"matched {t.matched or '?'}")
+                         f"matched {safe(t.matched) or '?'}")
     parts: list = [head]
     if t.reason:
-        parts.append(Text(f"engine's reason: {t.reason}", style="dim"))
+        parts.append(Text(f"engine's reason: {safe(t.reason)}", style="dim"))
     if t.malformed:
         parts.append(Text(f"malformed tags (not numbers or text; ignored): {', '.join('dedup.' + m for m in t.malformed)}",
                           style="yellow"))
@@ -133,7 +152,7 @@ def render_pair(p: Pair, verify: VerifyConfig, context: int = 12) -> Group:
         parts.append(_side_by_side("matched", p.matched, t.matched, p, p.matched_diff, context))
     parts.append(why_table(p))
     parts.append(thresholds_line(verify))
-    parts += [Text(m, style="yellow") for m in p.missing]
+    parts += [Text(safe(m), style="yellow") for m in p.missing]
     return Group(*parts)
 
 
@@ -146,6 +165,6 @@ def clusters_table(found: Sequence[Cluster], scanned: int, limit: int) -> Table:
     for col in ("root", "copies", "relations", "lowest Jaccard", "first copy", "last copy", "root position"):
         table.add_column(col)
     for c in shown:
-        table.add_row(c.root, str(c.copies), ", ".join(f"{k} {v}" for k, v in c.relations.most_common()),
-                      _fmt(c.min_similarity), _when(c.first_ms), _when(c.last_ms), c.position or "")
+        table.add_row(safe(c.root), str(c.copies), safe(", ".join(f"{k} {v}" for k, v in c.relations.most_common())),
+                      _fmt(c.min_similarity), _when(c.first_ms), _when(c.last_ms), safe(c.position))
     return table

@@ -111,3 +111,20 @@ def test_cli_refusals_are_one_line(tmp_path) -> None:
         res = _invoke(args)
         assert res.exit_code != 0 and says in res.output, (args, res.output)
         assert "Traceback" not in res.output
+
+
+def test_control_characters_in_ids_and_texts_reach_the_terminal_escaped() -> None:
+    """A clear-screen, a window title, a hyperlink, a bidi override in a record: shown, not run."""
+    hostile = ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://evil.example\x1b\\link", "\u202e", "\x9b31m"]
+    base = story(6, 120)
+    copy = base + " " + " ".join(hostile)
+    p = Pair(Doc("c\x1b[2J", copy, "dups:0:4\x1b[31m"), Tags("duplicate", duplicate_of="o\x07", relation="near\x1b[5m",
+                                                           matched="o\x07", reason="why\x1b[8m"), Doc("o\x07", base, "in:0:1"))
+    p.matched = p.original
+    complete([p], load_config(environ={}))
+    p.missing.append("missing \x1b[2J")
+    console = Console(width=200, record=True, color_system=None, force_terminal=False)
+    console.print(render_pair(p, load_config(environ={}).verify))
+    out = console.export_text()
+    assert not any(c in out for c in "\x1b\x07\x9b\u202e"), repr(out)
+    assert "c\\x1b[2J" in out and "\\x1b]0;owned\\x07" in out and "\\u202e" in out
