@@ -6,6 +6,7 @@ Stages named in dead-letter output: ``size``, ``utf8``, ``json``, ``fields``, ``
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple
@@ -65,6 +66,13 @@ def _check_string(s: str, what: str, limit: int, stage: str, limit_text: str) ->
     return None
 
 
+def _exact_int(raw: bytes, field: str) -> str | None:
+    """``field``'s digits when the JSON gives it an integer too large for 64 bits (the standard
+    library's parser keeps it whole); None when it is a real float."""
+    value = json.loads(raw).get(field)
+    return str(value) if type(value) is int else None
+
+
 class RecordDecoder:
     """Decodes records with one configuration; file mode and Kafka call it once per record the
     JSON fast path (``scan.LineScanner``) leaves to it.
@@ -112,6 +120,8 @@ class RecordDecoder:
             doc_id = fallback_id if isinstance(fallback_id, str) else fallback_id()
         elif type(doc_id) is int:
             doc_id = str(doc_id)
+        elif type(doc_id) is float and _exact_int(raw, self.id_field) is not None:
+            doc_id = _exact_int(raw, self.id_field)  # an integer beyond 64 bits, which orjson reads as a float
         elif type(doc_id) is not str:
             return Rejected("fields", f"{self.id_field} must be a string or integer, got {type(doc_id).__name__}")
         elif len(doc_id) * 4 > MAX_ID_BYTES or not doc_id.isascii():

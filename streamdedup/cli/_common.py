@@ -44,7 +44,9 @@ def get_config(path: str | None) -> Config:
     try:
         return load_config(path)
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from None
+        # a fatal error like any other (exit 1, one line), not a usage error: the command line
+        # was right, the configuration it names is not
+        raise click.ClickException(str(exc)) from None
 
 
 def make_console() -> Console:

@@ -156,6 +156,9 @@ class Processor:
                         "those records in the index (--accept-empty-state)", self.kcfg.group_id, len(gaps))
             return
         r = rebuild(self.cfg, engine, self.clients.consumer, gaps, self.lost_state, self.watchdog.touch)
+        if r.records == 0:  # a SINCE at or past the committed offsets: as good as --accept-empty-state
+            log.warning("--rebuild-from-input found no records between its SINCE and the offsets group %r committed: "
+                        "the index holds none of them, so copies of those records pass as unique", self.kcfg.group_id)
         log.info("index rebuilt from the input: %d records (%d indexed, %d duplicates among them) in %.1f s",
                  r.records, r.indexed, r.duplicates, r.seconds,
                  extra={"rebuilt_records": r.records, "rebuilt_indexed": r.indexed, "rebuilt_duplicates": r.duplicates})

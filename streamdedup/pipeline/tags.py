@@ -153,9 +153,15 @@ def passthrough_headers(headers: list | None) -> list | None:
     """A record's own headers, with any ``dedup.*`` renamed ``dedup.upstream.*`` (None if none)."""
     if not headers:
         return None
-    if not any(k.startswith(PREFIX) for k, _ in headers):
+    if not any(_ours(k) for k, _ in headers):
         return headers
-    return [(UPSTREAM + k[len(PREFIX):] if k.startswith(PREFIX) else k, v) for k, v in headers]
+    return [(UPSTREAM + k[len(PREFIX):] if _ours(k) else k, v) for k, v in headers]
+
+
+def _ours(name: str) -> bool:
+    # in any case: a reader that matches header names case-insensitively must not take an
+    # upstream DEDUP.STATUS for ours
+    return name[:len(PREFIX)].lower() == PREFIX
 
 
 def with_tags(headers: list | None, tags: list) -> list:

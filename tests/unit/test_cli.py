@@ -313,3 +313,11 @@ def test_warm_up_runs_with_the_feeds_own_fields(feed: str, tmp_path: Path) -> No
     result = _invoke(["warm-up", "--config", str(tmp_path / "feed.yaml")])
     assert result.exit_code == 0, result.output
     assert cache.missing_kernels() == []
+
+
+def test_a_config_error_is_a_fatal_error_of_one_line(tmp_path) -> None:
+    """Exit 1 and one ``Error:`` line naming the setting, not a usage error with its preamble."""
+    (tmp_path / "bad.yaml").write_text("verify:\n  jaccard_threshold: 2\n")
+    result = _invoke(["run", "--input", "x.jsonl", "--output-dir", str(tmp_path / "o"), "--config", str(tmp_path / "bad.yaml")])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("Error: ") and "verify.jaccard_threshold" in result.stderr

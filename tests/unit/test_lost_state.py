@@ -116,3 +116,13 @@ def test_since_beyond_what_kafka_or_the_calendar_holds_is_a_value_error(text) ->
     """Not an OverflowError (a 500 in the web inspector's what-if)."""
     with pytest.raises(ValueError, match=re.escape(repr(text))):
         parse_since(text, option="--since")
+
+
+def test_a_rebuild_that_finds_nothing_says_so_as_a_warning(lost, caplog) -> None:
+    """A SINCE at or past the committed offsets indexes nothing: as good as accepting the empty
+    state, so it is a warning, not an info line about 0 records."""
+    b, state, n = lost
+    with caplog.at_level("INFO", logger="streamdedup"):
+        _run(b, state, lost_state=Since("offset", n + 1000))
+    warned = [r for r in caplog.records if r.levelname == "WARNING" and "found no records" in r.getMessage()]
+    assert len(warned) == 1 and "pass as unique" in warned[0].getMessage()

@@ -107,3 +107,25 @@ def test_the_processor_hands_secrets_to_librdkafka_only(tmp_path, caplog) -> Non
         assert conf["sasl.password"] == "0123:pw*{x" and type(conf["sasl.password"]) is str
         assert conf["security.protocol"] == "SASL_PLAINTEXT" and conf["bootstrap.servers"] == "127.0.0.1:9092"
     assert "pw*{x" not in repr(cfg) and "pw*{x" not in str(cfg.kafka.redacted_conf())
+
+
+def test_upstream_tags_are_renamed_whatever_their_case() -> None:
+    spoofed = [("DEDUP.STATUS", b"unique"), ("Dedup.Duplicate_Of", b"x"), ("trace", b"1")]
+    headers = with_tags(spoofed, duplicate_headers(DuplicateTags("orig", "exact", 1.0, 1.0, "orig", "equal")))
+    names = [k for k, _ in headers]
+    assert "DEDUP.STATUS" not in names and "Dedup.Duplicate_Of" not in names
+    assert ("dedup.upstream.STATUS", b"unique") in headers and ("trace", b"1") in headers
+    assert [k.lower() for k in names].count("dedup.status") == 1
+
+
+def test_an_integer_id_beyond_64_bits_keeps_its_digits(tmp_path) -> None:
+    """orjson reads it as a float; the id is the integer as written, not a dead letter."""
+    big = "123456789012345678901234567890"
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(b'{"id": %s, "text": "%s"}\n{"id": 1.5, "text": "%s"}\n{"id": "c", "text": "%s"}\n'
+                     % (big.encode(), STORY.encode(), STORY.encode(), STORY.encode()))
+    s = run_file(config(), str(feed), str(tmp_path / "out"))
+    assert (s.unique, s.duplicates, s.dead_letter) == (1, 1, 1)
+    assert parse_file_tags((tmp_path / "out" / "duplicates.jsonl").read_bytes()).duplicate_of == big
+    dead = orjson.loads((tmp_path / "out" / "dead_letter.jsonl").read_bytes())
+    assert dead["reason"] == "id must be a string or integer, got float"
