@@ -40,7 +40,7 @@ from .decode import Decoded
 from .engine import Deduplicator, Source
 from .pipeline import Prepared, Preparer
 from .pipeline.route import duplicate_tags, rejected_tags
-from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags
+from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from .scan import LineScanner, Scanned
 from .state import open_store
 from .state.pipelined import PipelinedStore
@@ -159,6 +159,8 @@ class _Writer:
                         self.summary.relations[dup.relation] += 1
                         kinds[j] = 1
                     if line in slow:
+                        if slow[line].time_invalid is not None:
+                            tags = with_time_invalid(tags, slow[line].time_invalid)
                         piece = _splice(data[s.starts[line]:s.ends[line]], slow[line], tags) + b"\n"
                         kinds[j] = 2
                     else:
