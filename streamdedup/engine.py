@@ -243,15 +243,16 @@ class Deduplicator:
             IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
             EngineStoppedError: an earlier batch failed.
         """
+        # a batch refused for its arguments changed nothing: the engine goes on
+        self.fp.params.require_same(batch.params)
+        self._check_shapes(len(ids), batch)
         with self._stops_on_failure():
             return self._run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
 
     def _run_fingerprinted(self, ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray, sources: np.ndarray,
                            offsets: np.ndarray, positions: dict[Source, int] | None,
                            before_commit: BeforeCommit | None) -> Checkpoint:
-        self.fp.params.require_same(batch.params)
         n = len(ids)
-        self._check_shapes(n, batch)
         if n == 0:
             return self._run_empty(positions, before_commit)
         meta = self.meta
