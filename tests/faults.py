@@ -27,7 +27,7 @@ ROUTE = {
     "processor": ("streamdedup.kafka.batch", "KafkaPipeline.route"),
     "filemode": ("streamdedup.filemode", "_Writer.batch"),
     "decider": ("streamdedup.kafka.staged.decider", "Decider._emit"),
-    "worker": ("streamdedup.kafka.staged.worker", "Worker._emit"),
+    "worker": ("streamdedup.kafka.staged.worker", "Worker._transaction"),  # _emit runs every loop, even idle
 }
 
 

@@ -19,10 +19,12 @@ from streamdedup.bench.feeds import news_records
 from streamdedup.engine import Deduplicator, Source
 from streamdedup.kafka.processor import Processor
 from streamdedup.kafka.staged.decider import Decider
+from streamdedup.kafka.staged.worker import Worker
 from streamdedup.state import open_store
 from tests.faults import STAGES, InjectedFault, arm
 
-from .kafka_helpers import Topics, committed_offsets, consume_all, decisions, produce, stop_processors, wait_for
+from .kafka_helpers import (Topics, committed_offsets, consume_all, decisions, produce, run_processor, stop_processors,
+                            wait_for)
 from .test_staged import SETTINGS, Staged, _decisions, _exactly_once, _worker
 
 N = 600
@@ -139,6 +141,34 @@ def test_staged_decider_stops_at_a_failed_batch_and_the_restart_equals_a_clean_r
     _decider_committed_nothing_later(cfg, state, Source(t.fingerprints, 0), Source(t.input, 0))
     Decider(cfg, state, stop_when_idle=8.0, watchdog=False).run()
     assert worker.wait(300) == 0
+    got = consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))
+    _exactly_once(got, len(records))
+    assert _decisions(got, t) == reference
+
+
+@pytest.mark.parametrize("stage", ["prepare", "fingerprint", "route"])
+def test_staged_worker_stops_at_a_failed_batch_and_the_restart_equals_a_clean_run(kafka_bootstrap, records, reference,
+                                                                                  tmp_path, monkeypatch, stage) -> None:
+    """The worker in this process (prepare and fingerprint are its stages, route its emit), the
+    decider as a process: the restarted worker re-reads from its committed offsets and the
+    decider answers the re-sent fingerprints with the stored decisions."""
+    t = Staged(kafka_bootstrap)
+    t.create()
+    produce(kafka_bootstrap, t.input, records)
+    env = {**t.staged_env(), **ENV}
+    dec = run_processor(env, str(tmp_path / "decider"), 25.0, None, ("--topology", "staged", "--role", "decider"))
+    cfg = load_config(environ=env)
+    arm(monkeypatch, stage, "worker", at=2 if stage == "route" else 3)
+    with pytest.raises(InjectedFault):
+        Worker(cfg, stop_when_idle=20.0, instance="w0", watchdog=False).run()
+    monkeypatch.undo()
+    out = consume_all(t.bootstrap, list(t.outputs.values()), 0, timeout=20)
+    offset_of = {k: i for i, (k, _) in enumerate(records)}
+    emitted = sorted(offset_of[k] for _, k, _, _ in out)
+    committed = committed_offsets(t.bootstrap, f"group-{t.run_id}.workers", t.input)
+    assert emitted == list(range(len(emitted))) and committed == len(emitted) < len(records)
+    Worker(cfg, stop_when_idle=6.0, instance="w0", watchdog=False).run()
+    assert dec.wait(300) == 0
     got = consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))
     _exactly_once(got, len(records))
     assert _decisions(got, t) == reference
