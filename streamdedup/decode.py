@@ -70,7 +70,7 @@ def _event_time(value: object, field: str) -> int | float | Rejected:
             dt = dt.replace(tzinfo=timezone.utc)
         try:
             return dt.timestamp() * 1000
-        except (OverflowError, OSError, ValueError):  # a year-1 or year-9999 time with an offset
+        except (OverflowError, OSError, ValueError):  # defensive: near datetime's bounds; never an exception
             return math.inf if dt.year > 1970 else -math.inf
     return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got {type(value).__name__}")
 

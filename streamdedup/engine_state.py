@@ -1,6 +1,7 @@
 """What the engine keeps about the stream besides its records (pure core): the sources it
 reads, the metadata committed with every micro-batch, the checkpoint a runtime holds for a
-decided batch, the guard that stops it after a failed batch, and the restore of the in-memory index and arena from the stored records.
+decided batch, the guard that stops the engine after a failed batch, and the restore of the
+in-memory index and arena from the stored records.
 
 The records themselves are ``engine_record``; the deciding is ``engine``.
 """

@@ -12,6 +12,8 @@ were done; running again on the *same* file resumes after them. Outputs of a mic
 written before its state commit (and fsynced first when ``state.sync`` is on), so a crash, or
 with ``state.sync`` a power loss, can repeat the last batches' output lines but never lose one
 (at-least-once). The commit itself runs on a worker thread while the next batch is decided.
+A batch that fails stops the run before anything later is written or committed (the rule of
+a failed batch: ``kafka.processor``); running again resumes after the last committed line.
 
 Speed: input is read in chunks of up to 8 MB (what is available, for pipes). The JSON fast
 path (``scan.LineScanner``) checks and splits the chunk's lines in Numba; the plain lines

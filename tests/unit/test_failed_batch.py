@@ -20,8 +20,9 @@ from streamdedup import load_config
 from streamdedup.engine import Deduplicator, Source
 from streamdedup.errors import EngineStoppedError
 from streamdedup.filemode import input_key, run_file
-from streamdedup.state import open_store
+from streamdedup.state import MemoryStore, open_store
 from tests.faults import STAGES, InjectedFault, arm
+from tests.unit.test_engine import story, typo
 
 from .test_kafka_delivery import broker, decisions, feed, run
 
@@ -75,9 +76,7 @@ def test_processor_stops_at_a_failed_batch_and_the_restart_equals_a_clean_run(re
 
 
 def test_a_stopped_engine_refuses_every_later_batch(monkeypatch) -> None:
-    from tests.unit.test_engine import story
-
-    engine = Deduplicator(load_config(environ={}), __import__("streamdedup.state", fromlist=["MemoryStore"]).MemoryStore())
+    engine = Deduplicator(load_config(environ={}), MemoryStore())
     arm(monkeypatch, "decide", "processor", at=1)
     args = (["a"], [story(1)], np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64))
     with pytest.raises(InjectedFault):
@@ -88,8 +87,6 @@ def test_a_stopped_engine_refuses_every_later_batch(monkeypatch) -> None:
 
 
 def _lines(n: int) -> list[bytes]:
-    from tests.unit.test_engine import story, typo
-
     out = []
     for k in range(n):
         base = story(900 + k // 3)
