@@ -240,6 +240,11 @@ class InputConfig(_Frozen):
     time_field: str | None = None
     #: records larger than this many bytes go to dead-letter
     max_record_bytes: int = Field(1_000_000, ge=16)
+    #: hours an event time may lie past the wall clock (the window follows the latest event time)
+    max_future_skew_hours: float = Field(24.0, gt=0.0, le=87_600.0)
+    #: event time not finite, before 1970, out of range or past the skew: ``arrival`` decides the
+    #: record with its arrival time, tagged ``dedup.time_invalid``; ``dead_letter``: stage ``time``
+    invalid_time: Literal["arrival", "dead_letter"] = "arrival"
 
 
 class StateConfig(_Frozen):

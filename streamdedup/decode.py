@@ -1,12 +1,22 @@
 """Turning one raw input record into (id, text, event time), or a dead-letter reason (pure).
 
 Shared by file mode and the Kafka runtime, so a record is judged the same way everywhere.
-Stages named in dead-letter output: ``size``, ``utf8``, ``json``, ``fields``, ``text``.
+Stages named in dead-letter output: ``size``, ``utf8``, ``json``, ``fields``, ``text``, ``time``.
+
+Event times (issue 26): the index forgets documents by event time, relative to the latest
+event time it has seen, so one far-future time would expire the whole index and keep detection
+off until the clock caught up; and a time beyond 64 bits stopped the pipeline. A time that is
+not finite, before 1970, out of range or more than ``input.max_future_skew_hours`` past the
+wall clock is therefore not used: the record is decided with its arrival time and tagged
+``time_invalid`` with the reason (``input.invalid_time: arrival``), or is a dead letter of
+stage ``time`` (``dead_letter``). Never an exception.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple
@@ -21,6 +31,8 @@ class Decoded(NamedTuple):
     text: str
     event_time_ms: int
     obj: dict | None  # the parsed JSON object (None for text input)
+    #: why the record's own event time was not used (arrival time instead); None when it was
+    time_invalid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -37,11 +49,19 @@ MAX_ID_BYTES = 1024
 _ID_LIMIT = f"{MAX_ID_BYTES} bytes"
 
 
-def _event_time(value: object, field: str) -> int | Rejected:
+HOUR_MS = 3_600_000
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _event_time(value: object, field: str) -> int | float | Rejected:
+    """Epoch milliseconds as given (unchecked: see :func:`time_problem`), or why the value is no time."""
     if isinstance(value, bool):
         return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got a boolean")
     if isinstance(value, (int, float)):
-        return int(value)
+        return value
     if isinstance(value, str):
         try:
             dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
@@ -49,8 +69,22 @@ def _event_time(value: object, field: str) -> int | Rejected:
             return Rejected("fields", f"{field} {value[:40]!r} is not an ISO-8601 time")
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=timezone.utc)
-        return int(dt.timestamp() * 1000)
+        try:
+            return dt.timestamp() * 1000
+        except (OverflowError, OSError, ValueError):  # defensive: near datetime's bounds; never an exception
+            return math.inf if dt.year > 1970 else -math.inf
     return Rejected("fields", f"{field} must be epoch milliseconds or an ISO-8601 string, got {type(value).__name__}")
+
+
+def time_problem(ms: int | float, limit_ms: int) -> str | None:
+    """Why ``ms`` cannot be a record's event time (None: it can). ``limit_ms``: the latest allowed."""
+    if isinstance(ms, float) and not math.isfinite(ms):
+        return "is not a finite time"
+    if ms < 0:
+        return "is before 1970"
+    if ms > limit_ms:
+        return "is too far in the future (past the wall clock plus input.max_future_skew_hours)"
+    return None
 
 
 def _check_string(s: str, what: str, limit: int, stage: str, limit_text: str) -> Rejected | None:
@@ -93,6 +127,8 @@ class RecordDecoder:
         self.single_field = cfg.text_fields[0] if len(cfg.text_fields) == 1 else None
         self.separator = cfg.text_separator
         self.time_field = cfg.time_field
+        self.max_future_skew_ms = int(cfg.max_future_skew_hours * HOUR_MS)
+        self.invalid_time_dead = cfg.invalid_time == "dead_letter"
 
     def blank(self) -> Rejected:
         """Why an empty or whitespace-only record is a dead letter (the same in every runtime)."""
@@ -151,13 +187,23 @@ class RecordDecoder:
             bad = self._check_text(text)
             if bad is not None:
                 return bad
-        event_time = now_ms
         if self.time_field is not None and obj.get(self.time_field) is not None:
-            t = _event_time(obj[self.time_field], self.time_field)
-            if isinstance(t, Rejected):
-                return t
-            event_time = t
-        return Decoded(doc_id, text, event_time, obj)
+            return self._with_time(doc_id, text, obj, now_ms)
+        return Decoded(doc_id, text, now_ms, obj)
+
+    def _with_time(self, doc_id: str, text: str, obj: dict, now_ms: int) -> Decoded | Rejected:
+        value = obj[self.time_field]
+        t = _event_time(value, self.time_field)
+        if isinstance(t, Rejected):
+            return t
+        problem = time_problem(t, wall_clock_ms() + self.max_future_skew_ms)
+        if problem is None:
+            return Decoded(doc_id, text, int(t), obj)
+        shown = value[:40] if isinstance(value, str) else value
+        reason = f"{self.time_field} {shown!r} {problem}"
+        if self.invalid_time_dead:
+            return Rejected("time", reason)
+        return Decoded(doc_id, text, now_ms, obj, reason + ": decided with its arrival time")
 
     def _check_text(self, text: str) -> Rejected | None:
         if not text or text.isspace():

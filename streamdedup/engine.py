@@ -34,7 +34,8 @@ from .arena import Arena
 from .config import Config
 from .decisions import BatchDecisions, Decision
 from .engine_evidence import Evidence
-from .engine_state import Checkpoint, Source, StateMeta, restore
+from .engine_state import Checkpoint, Source, StateMeta, StopsOnFailure, restore
+from .errors import EngineStoppedError
 from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
 from .ids import Ids, id_arrays, sparse_utf8
 from .index import CandidateIndex
@@ -104,6 +105,7 @@ class Deduplicator:
         self._source_ids = {src: i for i, src in enumerate(self.meta.sources)}
         #: every document below this seq has durable outputs (replays start here)
         self._confirmed_through = self.meta.last_batch_seq
+        self._stops_on_failure = StopsOnFailure()
 
     def warm_up(self) -> None:
         """Load every kernel this engine calls per batch (Numba's cache load is ~1 s on the first call).
@@ -203,10 +205,11 @@ class Deduplicator:
         ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.fingerprint.PreparedTexts`
         (both made without a Python object per document by the JSON fast path).
         """
-        if len(ids) == 0:
-            return self._run_empty(positions, before_commit)
-        batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
-        return self.run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
+        with self._stops_on_failure():
+            if len(ids) == 0:
+                return self._run_empty(positions, before_commit)
+            batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
+            return self._run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
 
     def _run_empty(self, positions: dict[Source, int] | None,
                    before_commit: BeforeCommit | None) -> Checkpoint:
@@ -238,10 +241,18 @@ class Deduplicator:
 
         Raises:
             IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
+            EngineStoppedError: an earlier batch failed.
         """
+        # a batch refused for its arguments changed nothing: the engine goes on
         self.fp.params.require_same(batch.params)
+        self._check_shapes(len(ids), batch)
+        with self._stops_on_failure():
+            return self._run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
+
+    def _run_fingerprinted(self, ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray, sources: np.ndarray,
+                           offsets: np.ndarray, positions: dict[Source, int] | None,
+                           before_commit: BeforeCommit | None) -> Checkpoint:
         n = len(ids)
-        self._check_shapes(n, batch)
         if n == 0:
             return self._run_empty(positions, before_commit)
         meta = self.meta
@@ -386,4 +397,4 @@ class Deduplicator:
         self.store.close()
 
 
-__all__ = ["BatchDecisions", "Checkpoint", "Decision", "Deduplicator", "Document", "Ids", "Source"]
+__all__ = ["BatchDecisions", "Checkpoint", "Decision", "Deduplicator", "Document", "EngineStoppedError", "Ids", "Source"]

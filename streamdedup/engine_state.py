@@ -1,6 +1,7 @@
 """What the engine keeps about the stream besides its records (pure core): the sources it
 reads, the metadata committed with every micro-batch, the checkpoint a runtime holds for a
-decided batch, and the restore of the in-memory index and arena from the stored records.
+decided batch, the guard that stops the engine after a failed batch, and the restore of the
+in-memory index and arena from the stored records.
 
 The records themselves are ``engine_record``; the deciding is ``engine``.
 """
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
 from ._kernels import records as KR
 from .decisions import BatchDecisions
-from .errors import IncompatibleFingerprintError
+from .errors import EngineStoppedError, IncompatibleFingerprintError
 
 if TYPE_CHECKING:
     from .arena import Arena
@@ -86,6 +88,28 @@ class StateMeta:
                 f"configuration has {params_key:08x}; use a new state directory"
             )
         return meta
+
+
+class StopsOnFailure:
+    """``with guard():`` around a batch. A batch that raises leaves the engine's in-memory
+    index, arena and metadata part-way through it, and a later batch decided on them would
+    commit input positions past records that have no decision (issue 26: a restart then
+    dead-lettered 512 good records as empty). So the first failure stops the engine: every
+    later batch raises before it commits anything; a restart rebuilds from the last commit."""
+
+    def __init__(self) -> None:
+        self.failed: BaseException | None = None
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        if self.failed is not None:
+            raise EngineStoppedError(f"an earlier batch failed ({type(self.failed).__name__}: {self.failed}); "
+                                     "this engine decides nothing more: restart from the state")
+        try:
+            yield
+        except BaseException as exc:
+            self.failed = exc
+            raise
 
 
 class Checkpoint:

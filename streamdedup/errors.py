@@ -34,6 +34,10 @@ class FingerprintRecordError(StreamdedupError, ValueError):
         self.index = index
 
 
+class EngineStoppedError(StreamdedupError):
+    """An earlier batch of this engine failed: it decides nothing more (restart from the state)."""
+
+
 class StateError(StreamdedupError):
     """The state store cannot be opened or written."""
 

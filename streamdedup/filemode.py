@@ -12,6 +12,8 @@ were done; running again on the *same* file resumes after them. Outputs of a mic
 written before its state commit (and fsynced first when ``state.sync`` is on), so a crash, or
 with ``state.sync`` a power loss, can repeat the last batches' output lines but never lose one
 (at-least-once). The commit itself runs on a worker thread while the next batch is decided.
+A batch that fails stops the run before anything later is written or committed (the rule of
+a failed batch: ``kafka.processor``); running again resumes after the last committed line.
 
 Speed: input is read in chunks of up to 8 MB (what is available, for pipes). The JSON fast
 path (``scan.LineScanner``) checks and splits the chunk's lines in Numba; the plain lines
@@ -40,7 +42,7 @@ from .decode import Decoded
 from .engine import Deduplicator, Source
 from .pipeline import Prepared, Preparer
 from .pipeline.route import duplicate_tags, rejected_tags
-from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags
+from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from .scan import LineScanner, Scanned
 from .state import open_store
 from .state.pipelined import PipelinedStore
@@ -159,6 +161,8 @@ class _Writer:
                         self.summary.relations[dup.relation] += 1
                         kinds[j] = 1
                     if line in slow:
+                        if slow[line].time_invalid is not None:
+                            tags = with_time_invalid(tags, slow[line].time_invalid)
                         piece = _splice(data[s.starts[line]:s.ends[line]], slow[line], tags) + b"\n"
                         kinds[j] = 2
                     else:

@@ -16,7 +16,7 @@ from ._kernels import jsonscan as K
 from ._kernels import readonly
 from .canonical import prepare_batch
 from .config import CanonicalConfig, InputConfig
-from .decode import MAX_ID_BYTES, Decoded
+from .decode import HOUR_MS, MAX_ID_BYTES, Decoded, wall_clock_ms
 from .ids import Ids
 from .fingerprint import PreparedTexts
 
@@ -69,6 +69,7 @@ class LineScanner:
         self.sep = _bytes(cfg.text_separator)
         self.time_key = _bytes(cfg.time_field or "")
         self.has_time = cfg.time_field is not None
+        self.max_future_skew_ms = int(cfg.max_future_skew_hours * HOUR_MS)
         self.dedup_key = _bytes("_dedup")
         self.max_record = cfg.max_record_bytes
         self.max_text = max_text_bytes
@@ -92,8 +93,9 @@ class LineScanner:
         text_off = np.zeros(n + 1, dtype=np.int64)
         times = np.full(n, -1, dtype=np.int64)
         if self.enabled:
+            time_max = wall_clock_ms() + self.max_future_skew_ms
             K.scan_lines(buf, starts, ends, n, self.id_key, self.text_keys, self.text_key_len, self.sep, self.time_key,
-                         self.has_time, self.dedup_key, self.max_record, self.max_text, MAX_ID_BYTES, self.check_html,
+                         self.has_time, time_max, self.dedup_key, self.max_record, self.max_text, MAX_ID_BYTES, self.check_html,
                          status, id_lo, id_hi, close_at, text_buf, text_off, times)
         else:
             K.mark_blank(buf, starts, ends, n, status)

@@ -365,7 +365,7 @@ def _text_key(buf, k_lo, k_hi, text_keys, text_key_len):
 # hot path. The JSON grammar itself is in the helpers above.
 @njit(cache=True, nogil=True)
 def scan_lines(
-    buf, starts, ends, n_lines, id_key, text_keys, text_key_len, sep, time_key, has_time, dedup_key,
+    buf, starts, ends, n_lines, id_key, text_keys, text_key_len, sep, time_key, has_time, time_max, dedup_key,
     max_record, max_text, max_id, check_html,
     status, id_lo, id_hi, close_at, text_buf, text_off, times,
 ):
@@ -375,7 +375,9 @@ def scan_lines(
     lines are written one after another into ``text_buf`` (``text_off[i]:text_off[i + 1]``,
     empty for other lines), unescaped while the line is validated; ``close_at`` is the
     position of the top-level closing brace; ``times`` the event time when ``has_time`` and
-    the line has one (-1 otherwise).
+    the line has one (-1 otherwise). An event time over ``time_max`` (epoch ms: the wall clock
+    plus ``input.max_future_skew_hours``) makes the line SLOW: the Python decoder tags it, or
+    dead-letters it, with the reason.
     """
     n_text = text_keys.shape[0]
     stack = np.empty(MAX_DEPTH, dtype=np.uint8)
@@ -484,6 +486,8 @@ def scan_lines(
                         t_value = 0
                         for d in range(v, p):
                             t_value = t_value * 10 + (buf[d] - 48)
+                        if t_value > time_max:
+                            ok = False  # too far in the future: the Python decoder says why
                     else:
                         ok = False  # ISO-8601 strings, floats, negative: the Python decoder
                     if not ok:

@@ -7,6 +7,15 @@ replay). Three batches are in flight: batch k + 1 is consumed and decoded on thi
 while k is decided on the decide thread (the engine's kernels release the GIL) and k - 1's
 transaction commits on the delivery's worker.
 
+The rule of a failed batch (issue 26), for every runtime (this one, the staged worker and
+decider, file mode): a batch is committed (state or outputs) only after every earlier batch of
+the same partitions was decided and committed; an exception in any stage (prepare,
+fingerprint, decide, state encode, route) stops the pipeline with its one-line error before
+anything later is committed, and a restart replays from the last committed position. Here the
+batch already queued behind a failed decide is refused by the engine
+(``engine_state.StopsOnFailure``), so its state commit never moves the positions past the
+failed one.
+
 Single owner: the RocksDB lock on the state directory admits one processor; a second instance
 started with the same state directory waits as a standby (``state.rocks.open_waiting``) and
 takes over when the owner dies (static group membership gets it the partitions at once, the
@@ -16,6 +25,7 @@ process when a client call never returns.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 import time
@@ -283,7 +293,11 @@ class _Loop:
             if self.pending is not None and clean:
                 self.emit_pending()
             elif self.pending is not None:
-                self.pending[1].result()  # let the engine finish its batch before the store closes
+                # let the engine finish its batch before the store closes; that batch's own
+                # failure (or the engine's refusal after an earlier one) must not replace the
+                # error that stopped the loop
+                with contextlib.suppress(Exception):
+                    self.pending[1].result()
             self.delivery.settle()
         except KafkaException as exc:
             log.warning("last transaction did not commit (%s); its batch is replayed on restart", exc.args[0])

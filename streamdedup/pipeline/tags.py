@@ -10,10 +10,12 @@ tests and the operator tools agree on it:
   were read: ``topic:partition:offset`` of the input, ``line:N`` in file mode, empty when the
   engine no longer holds that document), for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
   A dead letter too large to produce whole (its value cut to a prefix, its own headers
-  dropped) adds ``dedup.original_bytes``: the size of the original value.
+  dropped) adds ``dedup.original_bytes``: the size of the original value. A record decided
+  with its arrival time because its own event time was unusable adds ``dedup.time_invalid``:
+  the reason (``decode``).
   Numbers are written with four decimals; an absent value is an empty header.
 - File mode: the same fields as a JSON object spliced into the output line under ``"_dedup"``
-  (absent values are ``null``); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
+  (absent values are ``null``; ``time_invalid`` only when set); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
 
 Incoming headers named ``dedup.*`` are renamed ``dedup.upstream.*`` before the tags are added
 (:func:`passthrough_headers`): an upstream stage (or an attacker) cannot make a record look
@@ -78,6 +80,8 @@ class Tags:
     #: a duplicate's root (original) and matched document: their input positions
     original: str | None = None
     matched_source: str | None = None
+    #: why the record's own event time was not used (it was decided with its arrival time)
+    time_invalid: str | None = None
     #: tags present but unreadable (not a number, not text): shown as malformed, never trusted
     malformed: tuple[str, ...] = ()
 
@@ -124,6 +128,18 @@ def truncated_dead_letter_headers(t: DeadLetterTags, original_bytes: int, reason
     return [("dedup.status", b"dead_letter"), ("dedup.stage", t.stage.encode()),
             ("dedup.reason", t.reason.encode("utf-8", "replace")[:reason_bytes]), ("dedup.source", t.source.encode()),
             ("dedup.original_bytes", str(original_bytes).encode())]
+
+
+TIME_INVALID_HEADER = "dedup.time_invalid"
+
+
+def time_invalid_header(reason: str) -> tuple[str, bytes]:
+    return (TIME_INVALID_HEADER, reason.encode("utf-8", "replace")[:MAX_REASON_BYTES])
+
+
+def with_time_invalid(spliced: bytes, reason: str) -> bytes:
+    """``"_dedup":{...}}`` (file mode's tags) with ``"time_invalid": reason`` added to the object."""
+    return spliced[:-2] + b',"time_invalid":' + orjson.dumps(reason) + b"}}"
 
 
 def duplicate_object(t: DuplicateTags) -> dict:
@@ -208,7 +224,7 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
     return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, sim, ld, h.get("matched") or None,
                 h.get("reason") or None, h.get("stage") or None, h.get("source") or None,
                 int(size) if size and size.isdigit() else None, h.get("original") or None, h.get("matched_source") or None,
-                tuple(bad))
+                h.get("time_invalid") or None, tuple(bad))
 
 
 def parse_file_tags(obj: dict | bytes) -> Tags | None:
@@ -227,4 +243,5 @@ def parse_file_tags(obj: dict | bytes) -> Tags | None:
                                                   "matched_source")}
     sim, ld = _float(d.get("similarity"), "similarity", bad), _float(d.get("ld_similarity"), "ld_similarity", bad)
     return Tags(d["status"], text["duplicate_of"], text["relation"], sim, ld, text["matched"], text["reason"], text["stage"],
-                text["source"], None, text["original"], text["matched_source"], tuple(bad))
+                text["source"], None, text["original"], text["matched_source"],
+                _text(d.get("time_invalid"), "time_invalid", bad), tuple(bad))

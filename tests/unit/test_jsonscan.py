@@ -62,7 +62,7 @@ def _check(line: bytes) -> str:
         assert (res.event_time_ms if s.times[0] >= 0 else 7) == res.event_time_ms
         assert s.times[0] == -1 or s.times[0] == res.event_time_ms
         assert line.rstrip()[-1:] == b"}" and s.close_at[0] == len(line.rstrip()) - 1
-        assert "_dedup" not in res.obj
+        assert "_dedup" not in res.obj and res.time_invalid is None
         return "fast"
     return "slow"
 
@@ -113,6 +113,15 @@ def test_edge_cases() -> None:
         b'{"id":"a","text":"x \\u003cbr>"}': "slow",
         b'{"id":"a","text":"ok","ts":"2024-01-01"}': "slow",
         b'{"id":"a","text":"ok","ts":1.5}': "slow",
+        # event times the decoder does not use (issue 26): never fast, whatever their form
+        b'{"id":"a","text":"ok","ts":1700000000000}': "fast",
+        b'{"id":"a","text":"ok","ts":999999999999999999}': "slow",  # 18 digits: parsed, too far in the future
+        b'{"id":"a","text":"ok","ts":18446744073709551615}': "slow",
+        b'{"id":"a","text":"ok","ts":1e30}': "slow",
+        b'{"id":"a","text":"ok","ts":-1e30}': "slow",
+        b'{"id":"a","text":"ok","ts":9.3e18}': "slow",
+        b'{"id":"a","text":"ok","ts":-1}': "slow",
+        b'{"id":"a","text":"ok","ts":"9999-12-31T23:59:59Z"}': "slow",
         b'{"id":"a","text":"ok","n":1e5}': "slow",
         b'{"id":"a","text":"ok"} x': "slow",
         b'{"id":"a","text":"ok"}\x0c': "slow",

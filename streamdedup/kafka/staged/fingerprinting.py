@@ -19,14 +19,20 @@ from ..batch import source_name
 from ..oversize import OutputGuard
 
 
-def fingerprint_messages(msgs: list, preparer: Preparer, guard: OutputGuard, codec: FingerprintCodec) -> list[bytes]:
-    """The fingerprint records of ``msgs`` (messages with the confluent-kafka accessors)."""
+def fingerprint_messages(msgs: list, preparer: Preparer, guard: OutputGuard, codec: FingerprintCodec,
+                         time_invalid: dict[int, str] | None = None) -> list[bytes]:
+    """The fingerprint records of ``msgs`` (messages with the confluent-kafka accessors).
+
+    ``time_invalid``, when given, receives message index -> why its event time was not used
+    (``decode``): the decider does not need it, the record's output carries it."""
     n = len(msgs)
     values = [m.value() or b"" for m in msgs]
     data, scan = preparer.scan_values(values)
     now_ms = int(time.time() * 1000)
     times = np.array([ts if ts_type else now_ms for ts_type, ts in (m.timestamp() for m in msgs)], np.int64)
     prep = preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times)
+    if time_invalid is not None:
+        time_invalid.update((k, d.time_invalid) for k, d in prep.slow.items() if d.time_invalid is not None)
     base = guard.base_sizes(msgs, values)
     out = guard.screen(base)
     if len(out):

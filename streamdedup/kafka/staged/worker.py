@@ -23,7 +23,8 @@ from ...config import Config
 from ...fingerprint import Fingerprinter
 from ...pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from ...pipeline.fingerprints import FingerprintCodec
-from ...pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
+from ...pipeline.tags import (UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, time_invalid_header,
+                              with_tags)
 from ..batch import consume_good
 from ..clientlog import client_settings
 from ..metrics import Metrics
@@ -222,9 +223,10 @@ class Worker:
     def _fingerprint(self, msgs: list) -> None:
         consumed = time.perf_counter()
         n = len(msgs)
-        values = fingerprint_messages(msgs, self.preparer, self.guard, self.codec)
-        for m in msgs:
-            self.pending.add((m.topic(), m.partition()), m.offset(), (m, consumed))
+        time_invalid: dict[int, str] = {}
+        values = fingerprint_messages(msgs, self.preparer, self.guard, self.codec, time_invalid)
+        for k, m in enumerate(msgs):
+            self.pending.add((m.topic(), m.partition()), m.offset(), (m, consumed, time_invalid.get(k)))
         topic = self.kcfg.staged.fingerprints_topic
         produce = self.fp_producer.produce
         for value in values:
@@ -264,7 +266,7 @@ class Worker:
             if not released:
                 continue
             oldest = min(oldest or released[0][0][1], released[0][0][1])
-            for (m, _), rec in released:
+            for (m, _, why_time), rec in released:
                 tags = rec.tags
                 if tags is None:
                     dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
@@ -273,6 +275,8 @@ class Worker:
                     relations[tags.relation] = relations.get(tags.relation, 0) + 1
                 else:
                     dest, headers = DEAD_LETTER_DEST, dead_letter_headers(tags)
+                if why_time is not None and dest != DEAD_LETTER_DEST:
+                    headers = [*headers, time_invalid_header(why_time)]
                 counts[dest] += 1
                 outputs.append((self.topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
             offsets.append(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))

@@ -1,0 +1,130 @@
+"""Hostile event times (issue 26, items 2 and 3): never an exception, never a window that
+expires the whole index.
+
+A time beyond 64 bits stopped every runtime with OverflowError; one far-future time expired
+every document (the window follows the latest event time) and kept detection off after a
+restart. Now such a record is decided with its arrival time and tagged ``time_invalid``, or is
+a dead letter of stage ``time`` by policy, on both decode paths alike.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+
+from streamdedup import ConfigError, load_config
+from streamdedup.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.filemode import run_file
+from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.tags import parse_file_tags, parse_headers
+from tests.unit.test_engine import story
+
+from .test_kafka_delivery import TOPICS, broker, decisions, run
+
+#: raw JSON values of ``ts``: beyond 64 bits, not finite after conversion, before 1970, far future
+HOSTILE = [b"1e30", b"-1e30", b"18446744073709551615", b"9.3e18", b"999999999999999999", b"-1", b"1e308",
+           b'"9999-12-31T23:59:59Z"', b'"0001-01-01T00:00:00+01:00"', b'"1969-12-31T23:59:59Z"']
+NOW = 1_700_000_000_000
+
+
+def _env(**extra: str) -> dict:
+    return {"STREAMDEDUP_INPUT__TIME_FIELD": "ts", **extra}
+
+
+def _record(ts: bytes, k: int = 0) -> bytes:
+    return b'{"id":"r%d","text":"a plain story about the harbour","ts":%s}' % (k, ts)
+
+
+@pytest.mark.parametrize("ts", HOSTILE)
+def test_the_decoder_uses_the_arrival_time_and_says_why(ts) -> None:
+    cfg = load_config(environ=_env())
+    res = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)(_record(ts), "f", NOW)
+    assert isinstance(res, Decoded) and res.event_time_ms == NOW
+    assert res.time_invalid.startswith("ts ") and "arrival time" in res.time_invalid
+
+
+@pytest.mark.parametrize("ts", HOSTILE)
+def test_the_dead_letter_policy_names_stage_time(ts) -> None:
+    cfg = load_config(environ=_env(STREAMDEDUP_INPUT__INVALID_TIME="dead_letter"))
+    res = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)(_record(ts), "f", NOW)
+    assert isinstance(res, Rejected) and res.stage == "time" and res.reason.startswith("ts ")
+
+
+def test_usable_times_are_kept() -> None:
+    cfg = load_config(environ=_env())
+    decode = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)
+    for ts, want in ((b"0", 0), (b"1700000000000", 1_700_000_000_000), (b'"2023-11-14T22:13:20Z"', 1_700_000_000_000)):
+        res = decode(_record(ts), "f", NOW)
+        assert res.event_time_ms == want and res.time_invalid is None
+
+
+def test_both_decode_paths_give_every_record_an_int64_time() -> None:
+    """The batch step that raised OverflowError: a scan of fast and slow records, gathered."""
+    cfg = load_config(environ=_env())
+    prep = Preparer(cfg)
+    values = [_record(ts, k) for k, ts in enumerate([b"1700000000000", *HOSTILE])]
+    data, scan = prep.scan_values(values)
+    assert int(scan.status[0]) == 0 and all(int(s) == 1 for s in scan.status[1:])  # only the usable one is fast
+    p = prep.prepare(data, scan, 0, len(values), str, NOW)
+    assert not p.dead
+    ids, _, times = p.gather()
+    assert times.dtype == np.int64 and times.tolist() == [1_700_000_000_000] + [NOW] * len(HOSTILE)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "87601", "soon"])
+def test_the_skew_setting_is_validated_by_name(value) -> None:
+    with pytest.raises(ConfigError, match="max_future_skew_hours"):
+        load_config(environ=_env(STREAMDEDUP_INPUT__MAX_FUTURE_SKEW_HOURS=value))
+
+
+def _recent() -> int:
+    """An hour ago: a record decided with its arrival time stays inside the stories' window."""
+    return int(time.time() * 1000) - 3_600_000
+
+
+def _stories(n: int, k0: int = 0) -> list[bytes]:
+    return [orjson.dumps({"id": f"s{k0 + k}", "text": story(3000 + k), "ts": _recent() + k}) for k in range(n)]
+
+
+def _resends(n: int, tag: str) -> list[bytes]:
+    return [orjson.dumps({"id": f"{tag}{k}", "text": story(3000 + k), "ts": _recent() + 60_000 + k}) for k in range(n)]
+
+
+def _read(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_file_mode_a_far_future_time_neither_stops_nor_blinds_detection(tmp_path) -> None:
+    far = orjson.dumps({"id": "far", "text": story(9999), "ts": "9999-12-31T23:59:59Z"})
+    huge = b'{"id":"huge","text":"' + story(9998).encode() + b'","ts":1e30}'
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"\n".join(_stories(60) + [far, huge] + _resends(60, "a")) + b"\n")
+    cfg = load_config(environ=_env(STREAMDEDUP_ENGINE__BATCH_SIZE="16"))
+    s = run_file(cfg, str(inp), str(tmp_path / "out"))
+    assert s.reconciles() and s.dead_letter == 0
+    dups = _read(tmp_path / "out" / "duplicates.jsonl")
+    assert len(dups) == 60
+    unique = {d["id"]: d for d in _read(tmp_path / "out" / "unique.jsonl")}
+    for rid in ("far", "huge"):
+        assert parse_file_tags(unique[rid]).time_invalid.startswith("ts ")
+    assert parse_file_tags(unique["s0"]).time_invalid is None
+    # the state remembers no far-future time: a second run on more resends still finds them
+    more = tmp_path / "more.jsonl"
+    more.write_bytes(b"\n".join(_resends(30, "b")) + b"\n")
+    s2 = run_file(cfg, str(more), str(tmp_path / "out"))
+    assert s2.duplicates == 30
+
+
+def test_kafka_a_time_beyond_64_bits_in_the_last_batch_is_decided_and_tagged(tmp_path) -> None:
+    values = _stories(40) + [b'{"id":"huge","text":"' + story(9998).encode() + b'","ts":1e30}'] + _resends(40, "a")
+    b = broker([(f"k{i}".encode(), v) for i, v in enumerate(values)])
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_INPUT__TIME_FIELD="ts")
+    assert s.reconciles() and s.records == len(values) and s.duplicates == 40 and s.dead_letter == 0
+    got = {k: parse_headers(h) for _, k, _, h in b.read_committed(list(TOPICS.values()))}
+    assert got[b"k40"].status == "unique" and got[b"k40"].time_invalid.startswith("ts 1e+30")
+    assert got[b"k0"].time_invalid is None and len(decisions(b)) == len(values)
