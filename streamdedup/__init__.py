@@ -4,9 +4,9 @@ The public API is stable: :func:`load_config` and :class:`Fingerprinter` (with
 :class:`FingerprintBatch`); later layers (engine, Kafka runtime) build on them.
 """
 
-from .config import Config, load_config
-from .errors import ConfigError, IncompatibleFingerprintError, InputError, StreamdedupError
-from .fingerprint import FingerprintBatch, Fingerprinter, FingerprintParams
+from streamdedup.config import Config, load_config
+from streamdedup.errors import ConfigError, IncompatibleFingerprintError, InputError, StreamdedupError
+from streamdedup.fingerprint import FingerprintBatch, Fingerprinter, FingerprintParams
 
 __all__ = [
     "Config",

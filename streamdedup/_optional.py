@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import MissingExtraError
+from streamdedup.errors import MissingExtraError
 
 
 def require(module: str, extra: str, feature: str) -> ModuleType:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import arena as K
+from streamdedup._kernels import arena as K
 
 
 def _slot_dtype(bits: int):

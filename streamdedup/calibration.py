@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _kernels
-from .config import SignatureConfig
+from streamdedup import _kernels
+from streamdedup.config import SignatureConfig
 
 #: runs of at least this many signature edits are treated as block edits (k * C characters)
 LONG_RUN = 5

@@ -27,12 +27,12 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._kernels import readonly
-from ._kernels.fingerprint import SCAN_KANA, SCAN_TRADITIONAL, SCAN_UNSAFE, unicode_scan
-from ._script_ranges import MARK_RANGES
-from .config import CanonicalConfig
-from .errors import ConfigError
-from .unicode_map import tables
+from streamdedup._kernels import readonly
+from streamdedup._kernels.fingerprint import SCAN_KANA, SCAN_TRADITIONAL, SCAN_UNSAFE, unicode_scan
+from streamdedup._script_ranges import MARK_RANGES
+from streamdedup.config import CanonicalConfig
+from streamdedup.errors import ConfigError
+from streamdedup.unicode_map import tables
 
 # Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
 # (3,759 of 19,043 Reuters bodies) and those words must stay. So tags are stripped only from a

@@ -17,8 +17,8 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from .config_sources import AutoOnOff, env_overrides, format_error, is_secret_property, read_file, set_overrides, set_path
-from .errors import ConfigError
+from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, is_secret_property, read_file, set_overrides, set_path
+from streamdedup.errors import ConfigError
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

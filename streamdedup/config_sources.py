@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 import yaml
 from pydantic import BaseModel, BeforeValidator, ValidationError
 
-from .errors import ConfigError
+from streamdedup.errors import ConfigError
 
 ENV_PREFIX = "STREAMDEDUP_"
 

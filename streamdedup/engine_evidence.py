@@ -15,9 +15,9 @@ from collections import deque
 
 import numpy as np
 
-from . import engine_record
-from .state.base import Store
-from .verify import EvidenceTables
+from streamdedup import engine_record
+from streamdedup.state.base import Store
+from streamdedup.verify import EvidenceTables
 
 #: canonical text bytes of recent batches kept in memory (a copy's original is usually minutes
 #: or hours old: older ones are read from their records)

@@ -15,10 +15,10 @@ from typing import Sequence
 
 import numpy as np
 
-from . import engine_record
-from .engine_state import Source
-from .errors import StreamdedupError
-from .state.base import Store
+from streamdedup import engine_record
+from streamdedup.engine_state import Source
+from streamdedup.errors import StreamdedupError
+from streamdedup.state.base import Store
 
 FILE_PREFIX = "file:"
 

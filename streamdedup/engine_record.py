@@ -51,8 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import IncompatibleFingerprintError
-from .estimate import unpack_bbit
+from streamdedup.errors import IncompatibleFingerprintError
+from streamdedup.estimate import unpack_bbit
 
 ENGINE_RECORD_VERSION = 5
 HEAD = struct.Struct("<BBBB16s")

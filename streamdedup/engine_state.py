@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from ._kernels import records as KR
-from .decisions import BatchDecisions
-from .errors import EngineStoppedError, IncompatibleFingerprintError
+from streamdedup._kernels import records as KR
+from streamdedup.decisions import BatchDecisions
+from streamdedup.errors import EngineStoppedError, IncompatibleFingerprintError
 
 if TYPE_CHECKING:
-    from .arena import Arena
-    from .index import CandidateIndex
-    from .state.base import Store
+    from streamdedup.arena import Arena
+    from streamdedup.index import CandidateIndex
+    from streamdedup.state.base import Store
 
 #: 4: input positions and the source table as lists of (topic, partition[, offset])
 META_VERSION = 4

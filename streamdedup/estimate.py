@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import EMPTY_SLOT
+from streamdedup._kernels import EMPTY_SLOT
 
 
 def _check_pair(a: np.ndarray, b: np.ndarray) -> None:

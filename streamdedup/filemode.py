@@ -35,17 +35,17 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 import orjson
 
-from ._kernels.jsonscan import assemble
-from .config import Config
-from .decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecisions
-from .decode import Decoded
-from .engine import Deduplicator, Source
-from .pipeline import Prepared, Preparer
-from .pipeline.route import duplicate_tags, rejected_tags
-from .pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
-from .scan import LineScanner, Scanned
-from .state import open_store
-from .state.pipelined import PipelinedStore
+from streamdedup._kernels.jsonscan import assemble
+from streamdedup.config import Config
+from streamdedup.decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecisions
+from streamdedup.decode import Decoded
+from streamdedup.engine import Deduplicator, Source
+from streamdedup.pipeline import Prepared, Preparer
+from streamdedup.pipeline.route import duplicate_tags, rejected_tags
+from streamdedup.pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
+from streamdedup.scan import LineScanner, Scanned
+from streamdedup.state import open_store
+from streamdedup.state.pipelined import PipelinedStore
 
 _UNIQUE_TAIL = b"," + UNIQUE_SPLICE + b"\n"
 _TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)

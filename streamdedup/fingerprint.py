@@ -19,13 +19,13 @@ from typing import Sequence
 
 import numpy as np
 
-from . import _kernels
-from .canonical import check_fold, prepare_batch
-from .config import FingerprintConfig
-from .errors import IncompatibleFingerprintError, InputError
-from .lsh import LSHChoice, choose
-from .scripts import token_classes
-from .unicode_map import UnicodeTables, built_tables, tables
+from streamdedup import _kernels
+from streamdedup.canonical import check_fold, prepare_batch
+from streamdedup.config import FingerprintConfig
+from streamdedup.errors import IncompatibleFingerprintError, InputError
+from streamdedup.lsh import LSHChoice, choose
+from streamdedup.scripts import token_classes
+from streamdedup.unicode_map import UnicodeTables, built_tables, tables
 
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
 FORMAT_VERSION = 3

@@ -7,9 +7,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ._kernels import readonly
-from .decode import MAX_ID_BYTES
-from .errors import InputError
+from streamdedup._kernels import readonly
+from streamdedup.decode import MAX_ID_BYTES
+from streamdedup.errors import InputError
 
 
 class Ids(Sequence[str]):

@@ -24,7 +24,7 @@ import threading
 
 import numpy as np
 
-from ._kernels import index as K
+from streamdedup._kernels import index as K
 
 
 def _zeros(n: int, dtype) -> np.ndarray:

@@ -43,9 +43,9 @@ from typing import Callable, Iterable
 import numpy as np
 import orjson
 
-from ._kernels import cache
-from .config import Config, InputConfig
-from . import kernel_workers
+from streamdedup._kernels import cache
+from streamdedup.config import Config, InputConfig
+from streamdedup import kernel_workers
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +90,9 @@ def _small(cfg: Config) -> Config:
 
 
 def _scan(cfg: Config) -> None:
-    from .decisions import BatchDecisions
-    from .filemode import Summary, _Writer
-    from .pipeline import Preparer
+    from streamdedup.decisions import BatchDecisions
+    from streamdedup.filemode import Summary, _Writer
+    from streamdedup.pipeline import Preparer
 
     prep = Preparer(cfg)
     data = b"\n".join(sample_lines(cfg.input)) + b"\n"
@@ -120,7 +120,7 @@ def _scan(cfg: Config) -> None:
 def _scan_values(cfg: Config) -> None:
     """Kafka's record values: scanned one by one, then gathered; not file mode's lines and output
     (``split_lines``, ``assemble``: ~0.4 s of a cold Kafka start)."""
-    from .pipeline import Preparer
+    from streamdedup.pipeline import Preparer
 
     for fmt in ("json", "text"):  # raw-text input (input.format: text) takes another scan kernel
         prep = Preparer(cfg.model_copy(update={"input": cfg.input.model_copy(update={"format": fmt})}))
@@ -129,8 +129,8 @@ def _scan_values(cfg: Config) -> None:
 
 
 def _fingerprint(cfg: Config) -> None:
-    from . import _kernels as K
-    from .fingerprint import _NO_TABLES, Fingerprinter
+    from streamdedup import _kernels as K
+    from streamdedup.fingerprint import _NO_TABLES, Fingerprinter
 
     Fingerprinter(cfg.fingerprint).fingerprint_batch([_STORY, _STORY + " again"])
     # the pre-scan of non-ASCII batches, compiled for the tables' types without building them
@@ -158,8 +158,8 @@ class _Placeholders:
 
 
 def _engine(cfg: Config, restore: bool = False) -> None:
-    from .engine import Deduplicator, Document
-    from .state import MemoryStore
+    from streamdedup.engine import Deduplicator, Document
+    from streamdedup.state import MemoryStore
 
     cfg = _small(cfg)
     engine = Deduplicator(cfg, MemoryStore())
@@ -172,9 +172,9 @@ def _engine(cfg: Config, restore: bool = False) -> None:
 def _evidence(cfg: Config) -> None:
     """The exact-evidence kernels, through the engine's face (its answer to the decide loop's
     question) and explain's (``exact_grams``): one compiled specialization serves both."""
-    from .engine import Deduplicator
-    from .state import MemoryStore
-    from .verify import exact_grams
+    from streamdedup.engine import Deduplicator
+    from streamdedup.state import MemoryStore
+    from streamdedup.verify import exact_grams
 
     text = np.frombuffer(_STORY.encode(), np.uint8)
     n = text.shape[0]
@@ -185,8 +185,8 @@ def _evidence(cfg: Config) -> None:
 
 def _growth(cfg: Config) -> None:
     """A long stream rehashes the index and grows the signature ring."""
-    from .arena import Arena
-    from .index import CandidateIndex
+    from streamdedup.arena import Arena
+    from streamdedup.index import CandidateIndex
 
     index = CandidateIndex(4, 8, 3, 8)
     index.grow(1, 0)
@@ -199,9 +199,9 @@ def _fprecords(cfg: Config) -> None:
     """A staged topology's fingerprint records of placeholder fingerprints: encoded as a worker
     does, decoded as the decider does. The decoded batch has the arrays of a fingerprinted one
     (``run_fingerprinted`` decides either with one compiled kernel: the engine's unit)."""
-    from .engine_state import Source
-    from .fingerprint import Fingerprinter
-    from .pipeline.fingerprints import FingerprintCodec
+    from streamdedup.engine_state import Source
+    from streamdedup.fingerprint import Fingerprinter
+    from streamdedup.pipeline.fingerprints import FingerprintCodec
 
     fp = Fingerprinter(cfg.fingerprint)
     codec = FingerprintCodec(fp)
@@ -211,8 +211,8 @@ def _fprecords(cfg: Config) -> None:
 
 
 def _explain(cfg: Config) -> None:
-    from .fingerprint import Fingerprinter
-    from .verify import Fingerprint, compare
+    from streamdedup.fingerprint import Fingerprinter
+    from streamdedup.verify import Fingerprint, compare
 
     batch = Fingerprinter(cfg.fingerprint).placeholder_batch(2)
     compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature,

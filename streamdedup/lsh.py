@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .config import LSHConfig
+from streamdedup.config import LSHConfig
 
 _GRID = 2001
 

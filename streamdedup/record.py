@@ -38,9 +38,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import IncompatibleFingerprintError
-from .estimate import pack_bbit, unpack_bbit
-from .fingerprint import FingerprintBatch
+from streamdedup.errors import IncompatibleFingerprintError
+from streamdedup.estimate import pack_bbit, unpack_bbit
+from streamdedup.fingerprint import FingerprintBatch
 
 RECORD_VERSION = 2
 _HEAD = struct.Struct("<BBBBB3xI16sIIIqiq")

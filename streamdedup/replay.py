@@ -23,13 +23,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .config import Config, with_settings
-from .decisions import DUPLICATE, REJECTED
-from .engine import Deduplicator
-from .fingerprint import FingerprintBatch, Fingerprinter
-from .ids import Ids
-from .pipeline import Prepared, Preparer
-from .state.base import MemoryStore
+from streamdedup.config import Config, with_settings
+from streamdedup.decisions import DUPLICATE, REJECTED
+from streamdedup.engine import Deduplicator
+from streamdedup.fingerprint import FingerprintBatch, Fingerprinter
+from streamdedup.ids import Ids
+from streamdedup.pipeline import Prepared, Preparer
+from streamdedup.state.base import MemoryStore
 
 UNIQUE_S, DUPLICATE_S, DEAD_LETTER_S = "unique", "duplicate", "dead_letter"
 UNIQUE_TO_DUPLICATE, DUPLICATE_TO_UNIQUE, DUPLICATE_CHANGED = "unique->duplicate", "duplicate->unique", "duplicate changed"

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._kernels import jsonscan as K
-from ._kernels import readonly
-from .canonical import prepare_batch
-from .config import CanonicalConfig, InputConfig
-from .decode import HOUR_MS, MAX_ID_BYTES, Decoded, wall_clock_ms
-from .ids import Ids
-from .fingerprint import PreparedTexts
+from streamdedup._kernels import jsonscan as K
+from streamdedup._kernels import readonly
+from streamdedup.canonical import prepare_batch
+from streamdedup.config import CanonicalConfig, InputConfig
+from streamdedup.decode import HOUR_MS, MAX_ID_BYTES, Decoded, wall_clock_ms
+from streamdedup.ids import Ids
+from streamdedup.fingerprint import PreparedTexts
 
 FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK
 _NONE = readonly(np.zeros(1, dtype=np.uint8))

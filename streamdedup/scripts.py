@@ -36,7 +36,7 @@ TABLE_SIZE = 0x40000
 @lru_cache(maxsize=1)
 def token_classes() -> np.ndarray:
     """``uint8[TABLE_SIZE]``: the class of each code point (read-only)."""
-    from ._script_ranges import MARK_RANGES, UNSPACED_RANGES
+    from streamdedup._script_ranges import MARK_RANGES, UNSPACED_RANGES
 
     table = np.zeros(TABLE_SIZE, dtype=np.uint8)
     for ranges, cls in ((UNSPACED_RANGES, UNSPACED), (MARK_RANGES, MARK)):

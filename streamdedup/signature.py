@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _kernels, calibration
-from .config import SignatureConfig
+from streamdedup import _kernels, calibration
+from streamdedup.config import SignatureConfig
 
 
 def _arr(sig: bytes) -> np.ndarray:

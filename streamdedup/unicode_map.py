@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .scripts import TABLE_SIZE
+from streamdedup.scripts import TABLE_SIZE
 
 #: ``first_ccc`` value of a character whose text goes through Python: it may compose with the
 #: one before it, or its canonical form is longer than it
@@ -78,7 +78,7 @@ def built_tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: b
 
 
 def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -> UnicodeTables:
-    from .canonical import _NON_WORD
+    from streamdedup.canonical import _NON_WORD
 
     chars = _all_chars()
     forms = _per_char(chars, "NFKC") if nfkc else list(chars)
@@ -115,7 +115,7 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
         # the fold runs before the kernel's NFKC and the reference folds after it: a character
         # that NFKC turns into Han or kana (compatibility ideographs, Kangxi radicals, "㍻",
         # circled katakana) would be folded, or make "auto" skip, differently
-        from .canonical import _HAN, _KANA
+        from streamdedup.canonical import _HAN, _KANA
 
         makes = [ord(c) for c, f in zip(chars, forms) if f != c and (_HAN.search(f) or _KANA.search(f))]
         first[makes] = PYTHON
@@ -126,7 +126,7 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
 
 
 def _fold_bits() -> np.ndarray:
-    from .canonical import KANA_RANGES, traditional_chars
+    from streamdedup.canonical import KANA_RANGES, traditional_chars
 
     bits = np.zeros(TABLE_SIZE, dtype=np.uint8)
     bits[[ord(c) for c in traditional_chars()]] = 1

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import calibration, signature
-from ._kernels import evidence as KE
-from ._kernels import readonly
-from ._kernels import verify as K
-from .config import SignatureConfig, VerifyConfig
-from .fingerprint import FingerprintBatch
-from .record import FingerprintRecord
+from streamdedup import calibration, signature
+from streamdedup._kernels import evidence as KE
+from streamdedup._kernels import readonly
+from streamdedup._kernels import verify as K
+from streamdedup.config import SignatureConfig, VerifyConfig
+from streamdedup.fingerprint import FingerprintBatch
+from streamdedup.record import FingerprintRecord
 
 
 @dataclass(frozen=True)

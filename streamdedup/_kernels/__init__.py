@@ -48,8 +48,8 @@ multiplies or inflates that work without changing the machine code's speed:
 
 import numpy as np
 
-from .align import edit_runs, levenshtein_bounded, semi_global, semi_global_distance
-from .fingerprint import (
+from streamdedup._kernels.align import edit_runs, levenshtein_bounded, semi_global, semi_global_distance
+from streamdedup._kernels.fingerprint import (
     band_keys,
     canonical_byte_map,
     char_shingles,
@@ -58,7 +58,7 @@ from .fingerprint import (
     fingerprint_batch,
     oph_minhash,
 )
-from .hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64
+from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64
 
 
 def readonly(a: np.ndarray) -> np.ndarray:

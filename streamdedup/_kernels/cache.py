@@ -70,7 +70,7 @@ def missing_kernels(names: tuple[str, ...] = PIPELINE_KERNELS) -> list[str]:
 
 def cache_dir() -> str:
     """The directory Numba keeps the kernels' cache in (the same for every kernel module)."""
-    from . import decide
+    from streamdedup._kernels import decide
 
     try:
         return decide.decide_batch._cache._cache_path

@@ -17,13 +17,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import arena
-from .index import insert, lookup
-from .verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from .evidence import accepts, lengths_close
-from .verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_JACCARD
-from .verify import REL_EXACT, REL_NEAR
-from .verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
+from streamdedup._kernels import arena
+from streamdedup._kernels.index import insert, lookup
+from streamdedup._kernels.verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
+from streamdedup._kernels.evidence import accepts, lengths_close
+from streamdedup._kernels.verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_JACCARD
+from streamdedup._kernels.verify import REL_EXACT, REL_NEAR
+from streamdedup._kernels.verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
 D_JACCARD = 0

@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .hashing import fmix64
-from .verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_NEAR_WORDS
+from streamdedup._kernels.hashing import fmix64
+from streamdedup._kernels.verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_NEAR_WORDS
 
 GRAM = 8
 # table states

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
-from .hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
+from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
 
 #: seeds the lead MinHash and its band keys apart from the main ones
 LEAD_SALT = np.uint64(0x5DEECE66D)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
+from streamdedup._kernels.records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
 
 CODEC_VERSION = 3
 KIND_FINGERPRINT = 0

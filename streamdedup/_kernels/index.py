@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, uint32, uint64
 
-from .hashing import GOLDEN
+from streamdedup._kernels.hashing import GOLDEN
 
 NO_SLOT = np.int64(-1)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import int64, njit, uint8, uint64, void
 
-from . import arena
-from .index import restore
+from streamdedup._kernels import arena
+from streamdedup._kernels.index import restore
 
 ENGINE_VERSION = 5
 #: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)

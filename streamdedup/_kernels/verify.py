@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .align import edit_runs, semi_global_distance
+from streamdedup._kernels.align import edit_runs, semi_global_distance
 
 # relation codes; the engine stores them in records, so their values are fixed
 REL_NONE = 0

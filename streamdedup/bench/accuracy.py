@@ -34,13 +34,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Callable
 
-from .._optional import require
-from ..canonical import canonicalize
-from ..config import Config
-from ..corpus import load_reuters
-from ..engine import Deduplicator, Document
-from ..state import MemoryStore
-from .synthetic import EDIT_KINDS, LONG_FOOTERS, with_footer
+from streamdedup._optional import require
+from streamdedup.canonical import canonicalize
+from streamdedup.config import Config
+from streamdedup.corpus import load_reuters
+from streamdedup.engine import Deduplicator, Document
+from streamdedup.state import MemoryStore
+from streamdedup.bench.synthetic import EDIT_KINDS, LONG_FOOTERS, with_footer
 
 DUP_J, DUP_C = 0.6, 0.8
 UNIQUE_J, UNIQUE_C = 0.4, 0.5
@@ -278,11 +278,11 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
     lang = suite in LANG_SUITES
     truth_sets = None
     if suite == "hard":
-        from . import hard_suite
+        from streamdedup.bench import hard_suite
 
         stream = hard_suite.build_stream(per_kind, seed, stories)
     elif lang:
-        from . import lang_suite
+        from streamdedup.bench import lang_suite
 
         stream = lang_suite.build_stream(suite, per_kind, seed, stories)
         truth_sets = lang_suite.truth_shingles
@@ -323,7 +323,7 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
         for it, f in zip(stream, flagged) if it.truth is False and f
     ][:20]
     if suite != "standard":
-        from . import hard_report
+        from streamdedup.bench import hard_report
 
         res["overlap_per_kind"] = lang_suite.overlap_summary(stream) if lang else hard_suite.overlap_summary(stream)
         res["missed_per_kind"] = hard_report.misses(cfg, stream, flagged)

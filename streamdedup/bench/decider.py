@@ -21,16 +21,16 @@ import time
 
 import numpy as np
 
-from ..config import Config
-from ..decisions import DUPLICATE, REJECTED, UNIQUE
-from ..engine import Deduplicator
-from ..engine_state import Source
-from ..fingerprint import Fingerprinter
-from ..pipeline import Preparer
-from ..pipeline.fingerprints import FingerprintCodec, decide
-from ..state.pipelined import PipelinedStore
-from ..state.rocks import RocksStore
-from .feeds import long_records, mixed_records
+from streamdedup.config import Config
+from streamdedup.decisions import DUPLICATE, REJECTED, UNIQUE
+from streamdedup.engine import Deduplicator
+from streamdedup.engine_state import Source
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
+from streamdedup.state.pipelined import PipelinedStore
+from streamdedup.state.rocks import RocksStore
+from streamdedup.bench.feeds import long_records, mixed_records
 
 INPUT = Source("news", 0)
 FINGERPRINTS = Source("fingerprints", 0)

@@ -21,14 +21,14 @@ import time
 import numpy as np
 import orjson
 
-from .._optional import require
-from ..canonical import canonicalize
-from ..config import Config
-from ..corpus import load_reuters
-from ..engine import Deduplicator
-from ..filemode import run_file
-from ..state.pipelined import PipelinedStore
-from ..state.rocks import RocksStore
+from streamdedup._optional import require
+from streamdedup.canonical import canonicalize
+from streamdedup.config import Config
+from streamdedup.corpus import load_reuters
+from streamdedup.engine import Deduplicator
+from streamdedup.filemode import run_file
+from streamdedup.state.pipelined import PipelinedStore
+from streamdedup.state.rocks import RocksStore
 
 
 def _rss_bytes() -> int:

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import calibration
-from .._optional import require
-from ..canonical import canonicalize
-from ..config import Config
-from ..corpus import load_reuters
-from ..estimate import jaccard
-from ..fingerprint import Fingerprinter
-from .edits import blocks, exact_jaccard, scattered, word_shingles
+from streamdedup import calibration
+from streamdedup._optional import require
+from streamdedup.canonical import canonicalize
+from streamdedup.config import Config
+from streamdedup.corpus import load_reuters
+from streamdedup.estimate import jaccard
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.bench.edits import blocks, exact_jaccard, scattered, word_shingles
 
 EDIT_KINDS = {
     "scattered 0.5%": lambda t, d, r: scattered(t, 0.005, r),

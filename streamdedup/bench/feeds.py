@@ -6,8 +6,8 @@ import random
 
 import orjson
 
-from ..corpus import load_reuters
-from .synthetic import EDIT_KINDS
+from streamdedup.corpus import load_reuters
+from streamdedup.bench.synthetic import EDIT_KINDS
 
 
 def news_records(n: int, seed: int = 1, variant_every: int = 7) -> list[tuple[bytes, bytes]]:

@@ -15,11 +15,11 @@ from typing import Callable
 
 import numpy as np
 
-from .._optional import require
-from ..config import Config
-from ..corpus import load_reuters
-from ..fingerprint import Fingerprinter
-from .. import record
+from streamdedup._optional import require
+from streamdedup.config import Config
+from streamdedup.corpus import load_reuters
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup import record
 
 
 def python_shingles(text: str, w: int) -> list[str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import re
 
-from .synthetic import _paragraphs
+from streamdedup.bench.synthetic import _paragraphs
 
 #: OCR confusions (seen -> read as); other characters get a random letter of their class
 OCR_CONFUSIONS = {

@@ -20,12 +20,12 @@ from collections import defaultdict
 
 import numpy as np
 
-from .._optional import require
-from ..config import Config
-from ..fingerprint import Fingerprinter
-from ..verify import Fingerprint, compare
-from .accuracy import Item
-from .hard_suite import overlap
+from streamdedup._optional import require
+from streamdedup.config import Config
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.verify import Fingerprint, compare
+from streamdedup.bench.accuracy import Item
+from streamdedup.bench.hard_suite import overlap
 
 
 def diagnose(cfg: Config, source_text: str, copy_text: str, fp: Fingerprinter | None = None) -> dict:

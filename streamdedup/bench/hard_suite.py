@@ -28,11 +28,11 @@ import statistics
 from collections import defaultdict
 from typing import Callable
 
-from ..corpus import Story, load_reuters
-from ..errors import StreamdedupError
-from . import hard_edits as H
-from .accuracy import HARD_NEGATIVE_MIN_BODY, UNIQUE_C, UNIQUE_J, Item, _isolated, _shingles
-from .synthetic import LONG_FOOTERS, with_footer
+from streamdedup.corpus import Story, load_reuters
+from streamdedup.errors import StreamdedupError
+from streamdedup.bench import hard_edits as H
+from streamdedup.bench.accuracy import HARD_NEGATIVE_MIN_BODY, UNIQUE_C, UNIQUE_J, Item, _isolated, _shingles
+from streamdedup.bench.synthetic import LONG_FOOTERS, with_footer
 
 NOISE_RATES = (0.005, 0.01, 0.015, 0.02, 0.03)
 TEASER_BODY_WORDS = (400, 800)

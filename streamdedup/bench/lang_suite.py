@@ -27,14 +27,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .._optional import require
-from ..canonical import canonicalize
-from ..corpus import Story
-from ..errors import StreamdedupError
-from . import hard_suite
-from . import zh_edits as Z
-from .accuracy import UNIQUE_C, UNIQUE_J, Item, _isolated
-from .hard_suite import NEAR_MISS_MIN_SHARE, _Placer, _slug
+from streamdedup._optional import require
+from streamdedup.canonical import canonicalize
+from streamdedup.corpus import Story
+from streamdedup.errors import StreamdedupError
+from streamdedup.bench import hard_suite
+from streamdedup.bench import zh_edits as Z
+from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J, Item, _isolated
+from streamdedup.bench.hard_suite import NEAR_MISS_MIN_SHARE, _Placer, _slug
 
 TRUTH_NGRAM = 5
 BASELINE_NGRAM = 3
@@ -57,14 +57,14 @@ class Lang:
 
 
 def _load_zh() -> list[Story]:
-    from ..corpus_cjk import load_peoples_daily
+    from streamdedup.corpus_cjk import load_peoples_daily
 
     return load_peoples_daily()
 
 
 def _udhr(lang: str) -> Callable[[], list[Story]]:
     def load() -> list[Story]:
-        from ..corpus_cjk import load_udhr
+        from streamdedup.corpus_cjk import load_udhr
 
         return load_udhr(lang)
 

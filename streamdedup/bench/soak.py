@@ -30,11 +30,11 @@ from typing import Callable
 
 from confluent_kafka import Consumer, Producer
 
-from ..config import Config
-from ..errors import StreamdedupError
-from . import soak_probe as probe
-from .kafka import _processor_env, _topics, feed
-from .soak_stats import delivery_check, latency_windows, percentiles, rss_trend, slope_per_min
+from streamdedup.config import Config
+from streamdedup.errors import StreamdedupError
+from streamdedup.bench import soak_probe as probe
+from streamdedup.bench.kafka import _processor_env, _topics, feed
+from streamdedup.bench.soak_stats import delivery_check, latency_windows, percentiles, rss_trend, slope_per_min
 
 SENT_HEADER = "soak.sent_ns"
 STATUSES = ("unique", "duplicate", "dead_letter")

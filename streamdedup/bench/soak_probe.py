@@ -16,7 +16,7 @@ from typing import Iterator
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from ..errors import StreamdedupError
+from streamdedup.errors import StreamdedupError
 
 KAFKA_LOCAL = Path(__file__).resolve().parents[2] / "scripts" / "kafka-local"
 _CLK_TCK = os.sysconf("SC_CLK_TCK")

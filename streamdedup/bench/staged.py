@@ -23,9 +23,9 @@ import uuid
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..kafka.admin import produce_all
-from .feeds import long_records, mixed_records
-from .kafka import passthrough
+from streamdedup.kafka.admin import produce_all
+from streamdedup.bench.feeds import long_records, mixed_records
+from streamdedup.bench.kafka import passthrough
 
 
 def _create(bootstrap: str, topics: dict[str, int]) -> None:

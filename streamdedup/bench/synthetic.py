@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import re
 
-from .edits import scattered
+from streamdedup.bench.edits import scattered
 
 BOILERPLATES = [
     "(c) Copyright Wire Services Ltd. All rights reserved. Republication or redistribution of this "

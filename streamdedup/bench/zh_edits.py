@@ -204,7 +204,7 @@ _OPENCC: dict[str, object] = {}
 
 def traditional(title: str, body: str) -> str | None:
     """The story in Traditional characters (OpenCC's s2t tables); None if nothing changes."""
-    from .._optional import require
+    from streamdedup._optional import require
 
     if "s2t" not in _OPENCC:
         _OPENCC["s2t"] = require("opencc", "bench", "the Traditional-script copies of streamdedup bench accuracy --suite zh").OpenCC("s2t.json")

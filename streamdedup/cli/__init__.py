@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import click
 
-from .._kernels.cache import on_first_compile
-from ._common import COMPILE_NOTICE, compile_notice, reset_compile_notice
-from ._fatal import fatal_message
-from .bench import bench
-from .demo import demo
-from .explain import explain
-from .inspect import inspect
-from .run import run, topics
-from .tune import tune
-from .ui import ui
-from .warmup import warm_up
+from streamdedup._kernels.cache import on_first_compile
+from streamdedup.cli._common import COMPILE_NOTICE, compile_notice, reset_compile_notice
+from streamdedup.cli._fatal import fatal_message
+from streamdedup.cli.bench import bench
+from streamdedup.cli.demo import demo
+from streamdedup.cli.explain import explain
+from streamdedup.cli.inspect import inspect
+from streamdedup.cli.run import run, topics
+from streamdedup.cli.tune import tune
+from streamdedup.cli.ui import ui
+from streamdedup.cli.warmup import warm_up
 
 #: commands that say what they compile themselves
 _OWN_NOTICE = frozenset({"warm-up"})

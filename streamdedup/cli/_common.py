@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from ..config import Config, load_config
-from ..errors import ConfigError
+from streamdedup.config import Config, load_config
+from streamdedup.errors import ConfigError
 
 COMPILE_NOTICE = (
     "compiling the Numba kernels into their on-disk cache (once after an install or upgrade, ~10-20 s; "
@@ -29,7 +29,7 @@ def reset_compile_notice() -> None:
 def fill_kernel_cache(cfg: Config, need: str) -> None:
     """Compile the kernels a run of kind ``need`` (``kernel_cache.NEEDS``) calls and the cache
     lacks, in parallel processes, after the notice; nothing when they are cached."""
-    from ..kernel_cache import NEEDS, fill
+    from streamdedup.kernel_cache import NEEDS, fill
 
     fill(cfg, NEEDS[need], announce=compile_notice)
 

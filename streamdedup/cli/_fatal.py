@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from ..errors import StreamdedupError
+from streamdedup.errors import StreamdedupError
 
 log = logging.getLogger("streamdedup")
 

@@ -8,8 +8,8 @@ import random
 import click
 from rich.table import Table
 
-from .._optional import require
-from ._common import config_option, get_config, make_console
+from streamdedup._optional import require
+from streamdedup.cli._common import config_option, get_config, make_console
 
 
 @click.group()
@@ -30,7 +30,7 @@ def _require_baselines(command: str, *modules: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_json: bool) -> None:
     """streamdedup fingerprint_batch vs rensa vs datasketch, single core, same run."""
-    from ..bench.fingerprint import run
+    from streamdedup.bench.fingerprint import run
 
     _require_baselines("fingerprint", "datasketch", "rensa")
     res = run(get_config(config_path), rounds=rounds, batch_size=batch_size)
@@ -61,7 +61,7 @@ def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_
 @click.option("--json", "as_json", is_flag=True)
 def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit: bool, seed: int, as_json: bool) -> None:
     """Jaccard and LD estimate accuracy on held-out Reuters documents."""
-    from ..bench import estimates as est
+    from streamdedup.bench import estimates as est
 
     _require_baselines("estimates", "rapidfuzz")
     cfg = get_config(config_path)
@@ -116,7 +116,7 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
 def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, hard_negatives: int | None, stories: int | None,
                    seed: int, no_datasketch: bool, as_json: bool) -> None:
     """Precision/recall on a news stream with synthetic copies and hard negatives (Reuters; People's Daily for zh)."""
-    from ..bench.accuracy import run as run_accuracy
+    from streamdedup.bench.accuracy import run as run_accuracy
 
     if suite != "standard" and hard_negatives is not None:
         raise click.UsageError(f"--hard-negatives is for the standard suite; the {suite} suite makes --per-kind of each negative kind")
@@ -134,7 +134,7 @@ def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, ha
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
         return
-    from ._accuracy_report import print_accuracy
+    from streamdedup.cli._accuracy_report import print_accuracy
 
     print_accuracy(make_console(), res)
 
@@ -147,7 +147,7 @@ def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, ha
 @click.option("--json", "as_json", is_flag=True)
 def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: bool) -> None:
     """File mode end to end vs a datasketch streaming filter; throughput and memory at scale."""
-    from ..bench import engine as eb
+    from streamdedup.bench import engine as eb
 
     _require_baselines("engine", "datasketch")
     cfg = get_config(config_path)
@@ -187,7 +187,7 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
 def bench_decider(config_path: str | None, documents: int, long_documents: int, rounds: int, as_json: bool) -> None:
     """The staged topology's decider on pre-computed fingerprint records (its ceiling), and the
     per-record cost of the fingerprint workers."""
-    from ..bench.decider import run as run_decider
+    from streamdedup.bench.decider import run as run_decider
 
     res = run_decider(get_config(config_path), documents, long_documents, rounds)
     if as_json:
@@ -229,15 +229,15 @@ def bench_decider(config_path: str | None, documents: int, long_documents: int, 
 def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool,
                 latency_rate: float | None, topology: str, rounds: int, workers: int, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
-    from ..bench.kafka import latency
-    from ..bench.kafka import run as run_kafka
-    from ..logs import setup_logging
+    from streamdedup.bench.kafka import latency
+    from streamdedup.bench.kafka import run as run_kafka
+    from streamdedup.logs import setup_logging
 
     setup_logging(30)
     cfg = get_config(config_path)
     bootstrap = bootstrap_servers or cfg.kafka.bootstrap_servers
     if topology in ("staged", "faust"):
-        from ..bench.staged import run as run_staged
+        from streamdedup.bench.staged import run as run_staged
 
         if topology == "faust":
             require("faust", "faust", "streamdedup bench kafka --topology faust")
@@ -303,8 +303,8 @@ def _latency_line(lat: dict, at: str) -> str:
 def bench_soak(config_path: str | None, bootstrap_servers: str | None, rate: float, seconds: float, partitions: int,
                max_documents: int | None, sample_every: float, window_s: float, seed: int, json_path: str | None) -> None:
     """The Kafka processor (own process) under a steady load: latency, lag, RSS over time, nothing lost."""
-    from ..bench import soak
-    from ..bench.soak_probe import broker
+    from streamdedup.bench import soak
+    from streamdedup.bench.soak_probe import broker
 
     cfg = get_config(config_path)
     with broker(bootstrap_servers) as bootstrap:

@@ -17,12 +17,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..bench.edits import scattered
-from ..corpus import load_reuters
-from ..fingerprint import Fingerprinter
-from ..pipeline.tags import parse_file_tags, parse_headers
-from ..verify import Fingerprint, compare
-from ._common import config_option, fill_kernel_cache, get_config, make_console
+from streamdedup.bench.edits import scattered
+from streamdedup.corpus import load_reuters
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline.tags import parse_file_tags, parse_headers
+from streamdedup.verify import Fingerprint, compare
+from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, make_console
 
 
 def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
@@ -65,7 +65,7 @@ def build_feed(n_stories: int, seed: int) -> tuple[list[bytes], int]:
     """A news feed: Reuters stories in date order, wire variants of some, a few broken records."""
     import orjson
 
-    from ..bench.synthetic import EDIT_KINDS
+    from streamdedup.bench.synthetic import EDIT_KINDS
 
     rng = random.Random(seed)
     stories = sorted((s for s in load_reuters() if s.date is not None), key=lambda s: s.date)[:n_stories]
@@ -130,10 +130,10 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
 
     from confluent_kafka import Consumer
 
-    from ..kafka.admin import create_topics, produce_all
-    from ..kafka.clientlog import client_settings
-    from ..kafka.processor import Processor
-    from ..logs import setup_logging
+    from streamdedup.kafka.admin import create_topics, produce_all
+    from streamdedup.kafka.clientlog import client_settings
+    from streamdedup.kafka.processor import Processor
+    from streamdedup.logs import setup_logging
 
     console = make_console()
     run = uuid.uuid4().hex[:6]
@@ -217,7 +217,7 @@ def shell_command() -> str:
 def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     import json
 
-    from ..filemode import run_file
+    from streamdedup.filemode import run_file
 
     console = make_console()
     lines, n = build_feed(n_stories, seed)

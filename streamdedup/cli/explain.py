@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from .._optional import require
-from ..bench.edits import word_shingles
-from ..errors import InputError
-from ..fingerprint import Fingerprinter
-from ..verify import Fingerprint, compare, exact_grams
-from ._common import config_option, get_config, make_console
+from streamdedup._optional import require
+from streamdedup.bench.edits import word_shingles
+from streamdedup.errors import InputError
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.verify import Fingerprint, compare, exact_grams
+from streamdedup.cli._common import config_option, get_config, make_console
 
 #: true Levenshtein is O(n*m); beyond this many characters per text it is skipped
 TRUE_LD_LIMIT = 100_000

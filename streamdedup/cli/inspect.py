@@ -8,10 +8,10 @@ from datetime import datetime
 import click
 import orjson
 
-from ..errors import InspectError
-from ..inspect.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
-from ._common import compile_notice, config_option, get_config, make_console
-from .inspect_view import clusters_table, render_pair, safe
+from streamdedup.errors import InspectError
+from streamdedup.inspect.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
+from streamdedup.cli._common import compile_notice, config_option, get_config, make_console
+from streamdedup.cli.inspect_view import clusters_table, render_pair, safe
 
 RELATIONS = ("exact", "near_duplicate", "contains", "contained_in")
 #: the kernels pairing calls (fingerprints and the full comparison): compiled before, with the notice
@@ -21,12 +21,12 @@ _UNITS = ("fingerprint", "explain", "evidence")
 def open_source(cfg, output_dir: str | None, input_path: str | None, topic: str | None, lookup_window: int) -> DuplicateSource:
     """A file-mode output directory when given, else the Kafka duplicates topic."""
     if output_dir is not None:
-        from ..inspect.file_source import FileDuplicates
+        from streamdedup.inspect.file_source import FileDuplicates
 
         return FileDuplicates(output_dir, cfg, input_path)
     if input_path is not None:
         raise click.UsageError("--input goes with --output-dir (file mode); in Kafka mode originals come from the input topic")
-    from ..inspect.kafka_source import KafkaDuplicates
+    from streamdedup.inspect.kafka_source import KafkaDuplicates
 
     return KafkaDuplicates(cfg, topic, lookup_window=lookup_window)
 
@@ -56,8 +56,8 @@ class _Out:
         if not entries:
             return 0
         if self.fp is None:
-            from ..fingerprint import Fingerprinter
-            from ..kernel_cache import fill
+            from streamdedup.fingerprint import Fingerprinter
+            from streamdedup.kernel_cache import fill
 
             fill(self.cfg, _UNITS, announce=compile_notice)
             self.fp = Fingerprinter(self.cfg.fingerprint)
@@ -109,7 +109,7 @@ class _Out:
 def inspect(config_path, output_dir, input_path, bootstrap_servers, topic, relations, min_similarity, max_similarity, ids,
             since, limit, max_scan, follow_, as_json, show_clusters, context, lookup_window) -> None:
     """Show duplicates next to their originals: word diff, why they matched, the thresholds."""
-    from .run import kafka_overrides
+    from streamdedup.cli.run import kafka_overrides
 
     cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
     filt = _filter(relations, min_similarity, max_similarity, ids, since)

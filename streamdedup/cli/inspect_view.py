@@ -11,11 +11,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..config import VerifyConfig
-from ..inspect.pair import DELETE, INSERT, Explanation, Pair, Segment
-from ..inspect.pair import ELIDED as ELIDED_RUN
-from ..inspect.pair import side as side_runs
-from ..inspect.reader import Cluster
+from streamdedup.config import VerifyConfig
+from streamdedup.inspect.pair import DELETE, INSERT, Explanation, Pair, Segment
+from streamdedup.inspect.pair import ELIDED as ELIDED_RUN
+from streamdedup.inspect.pair import side as side_runs
+from streamdedup.inspect.reader import Cluster
 
 DELETED = "bold red strike"
 INSERTED = "bold green"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import StreamdedupError
-from ._common import config_option, fill_kernel_cache, get_config, make_console
+from streamdedup.errors import StreamdedupError
+from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, make_console
 
 
 #: a run of fewer lines says no rate
@@ -45,14 +45,14 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         if input_path is not None or state_dir is not None or instance is not None:
             raise click.UsageError("--topology faust is a Kafka worker without state: it takes no --input, --state-dir "
                                    "or --instance (the decider is --topology staged --role decider)")
-        from .run_faust import run_faust
+        from streamdedup.cli.run_faust import run_faust
 
         run_faust(cfg, bootstrap_servers, input_topics, stop_when_idle)
         return
     if topology == "staged":
         if input_path is not None:
             raise click.UsageError("--topology staged is a Kafka topology: it takes no --input")
-        from .run_staged import run_staged
+        from streamdedup.cli.run_staged import run_staged
 
         run_staged(cfg, role, state_dir, bootstrap_servers, input_topics, stop_when_idle, instance)  # type: ignore[arg-type]
         return
@@ -65,7 +65,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         raise click.UsageError("--output-dir is required with --input")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ..filemode import run_file
+    from streamdedup.filemode import run_file
 
     console = make_console()
     fill_kernel_cache(cfg, "run+restore" if Path(state_dir or cfg.state.dir or Path(output_dir) / "state").exists() else "run")
@@ -97,7 +97,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
 
 
 def _lost_state(rebuild_since: str | None, accept: bool):
-    from ..kafka.lost_state import parse_since
+    from streamdedup.kafka.lost_state import parse_since
 
     if rebuild_since is not None and accept:
         raise click.UsageError("give --rebuild-from-input or --accept-empty-state, not both")
@@ -121,8 +121,8 @@ def kafka_overrides(cfg, bootstrap_servers: str | None, input_topics: tuple[str,
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:
     import logging
 
-    from ..kafka.processor import Processor
-    from ..logs import setup_logging
+    from streamdedup.kafka.processor import Processor
+    from streamdedup.logs import setup_logging
 
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
@@ -158,7 +158,7 @@ def topics() -> None:
               help="staged: also the fingerprints (1 partition) and decisions (one partition per input partition) topics.")
 def topics_create(config_path: str | None, bootstrap_servers: str | None, topology: str) -> None:
     """Create the input, unique, duplicates and dead-letter topics named in the config."""
-    from ..kafka.admin import create_topics
+    from streamdedup.kafka.admin import create_topics
 
     cfg = get_config(config_path)
     kcfg = cfg.kafka if not bootstrap_servers else cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})

@@ -9,20 +9,20 @@ import time
 
 import click
 
-from ._common import fill_kernel_cache
-from .run import kafka_overrides
+from streamdedup.cli._common import fill_kernel_cache
+from streamdedup.cli.run import kafka_overrides
 
 
 def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None) -> None:
-    from .._optional import require
-    from ..errors import StreamdedupError
-    from ..logs import setup_logging
+    from streamdedup._optional import require
+    from streamdedup.errors import StreamdedupError
+    from streamdedup.logs import setup_logging
 
     faust = require("faust", "faust", "streamdedup run --topology faust")
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     fill_kernel_cache(cfg, "worker")
-    from ..kafka.faust_agent import build_app
+    from streamdedup.kafka.faust_agent import build_app
 
     try:
         app = build_app(cfg)

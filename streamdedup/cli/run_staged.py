@@ -8,19 +8,19 @@ from pathlib import Path
 
 import click
 
-from ._common import fill_kernel_cache
-from .run import kafka_overrides
+from streamdedup.cli._common import fill_kernel_cache
+from streamdedup.cli.run import kafka_overrides
 
 
 def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | None, input_topics: tuple[str, ...],
                stop_when_idle: float | None, instance: str | None) -> None:
-    from ..logs import setup_logging
+    from streamdedup.logs import setup_logging
 
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     log = logging.getLogger("streamdedup")
     if role == "decider":
-        from ..kafka.staged.decider import Decider
+        from streamdedup.kafka.staged.decider import Decider
 
         state = state_dir or cfg.state.dir or "state"
         fill_kernel_cache(cfg, "decider+restore" if Path(state).exists() else "decider")
@@ -34,7 +34,7 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     if state_dir is not None:
         raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
     fill_kernel_cache(cfg, "worker")
-    from ..kafka.staged.worker import Worker
+    from streamdedup.kafka.staged.worker import Worker
 
     worker = Worker(cfg, stop_when_idle, instance=instance)
     _on_signals(worker.request_stop)

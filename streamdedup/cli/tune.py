@@ -9,9 +9,9 @@ from click.core import ParameterSource
 import numpy as np
 from rich.table import Table
 
-from .._optional import require
-from ..lsh import candidate_probability, optimal_params
-from ._common import config_option, get_config, make_console
+from streamdedup._optional import require
+from streamdedup.lsh import candidate_probability, optimal_params
+from streamdedup.cli._common import config_option, get_config, make_console
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
@@ -56,7 +56,7 @@ def tune(threshold: float | None, num_perm: int, fp_weight: float, fn_weight: fl
         if _given(_LSH_ONLY):
             raise click.UsageError(f"{_given(_LSH_ONLY)[0]} is for choosing LSH bands; with --replay give "
                                    "--set fingerprint.lsh.threshold=VALUE (or another setting)")
-        from .tune_replay import replay_main
+        from streamdedup.cli.tune_replay import replay_main
 
         replay_main(get_config(config_path), replay_target, replay_opts["set_items"], replay_opts["since"], replay_opts["limit"],
                     replay_opts["bootstrap_servers"], plot, replay_opts["sweep"], replay_opts["as_json"], replay_opts["show"])

@@ -15,11 +15,11 @@ import click
 import numpy as np
 from rich.table import Table
 
-from .._optional import require
-from ..config import Config, with_settings
-from ..errors import ConfigError
-from ..replay import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
-from ._common import fill_kernel_cache, make_console
+from streamdedup._optional import require
+from streamdedup.config import Config, with_settings
+from streamdedup.errors import ConfigError
+from streamdedup.replay import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
+from streamdedup.cli._common import fill_kernel_cache, make_console
 
 SWEEP_POINTS = 11
 
@@ -70,8 +70,8 @@ def _read(cfg: Config, target: str, since: str | None, limit: int) -> tuple[Repl
             skip = int(since)
         source = ReplayInput.from_file(str(path), skip, limit)
         return source, f"{target} from line {skip + 1}"
-    from ..kafka.lost_state import parse_since
-    from ..kafka.replay_read import read_recent
+    from streamdedup.kafka.lost_state import parse_since
+    from streamdedup.kafka.replay_read import read_recent
 
     try:
         start = None if since is None else parse_since(since, option="--since")

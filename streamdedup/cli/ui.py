@@ -7,10 +7,10 @@ import ipaddress
 
 import click
 
-from .._optional import require
-from ..errors import InspectError
-from ._common import compile_notice, config_option, get_config, make_console
-from .inspect import open_source
+from streamdedup._optional import require
+from streamdedup.errors import InspectError
+from streamdedup.cli._common import compile_notice, config_option, get_config, make_console
+from streamdedup.cli.inspect import open_source
 
 #: the kernels the pages call (fingerprints and the full comparison of the why-matched panel)
 _UNITS = ("fingerprint", "explain", "evidence")
@@ -55,12 +55,12 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
         require(module, "ui", "streamdedup ui")
     import uvicorn
 
-    from ..fingerprint import Fingerprinter
-    from ..kernel_cache import fill
-    from ..ui.app import Inspector, create_app
-    from ..ui.guard import allowed_hosts
-    from ..ui.whatif import WhatIfInput
-    from .run import kafka_overrides
+    from streamdedup.fingerprint import Fingerprinter
+    from streamdedup.kernel_cache import fill
+    from streamdedup.ui.app import Inspector, create_app
+    from streamdedup.ui.guard import allowed_hosts
+    from streamdedup.ui.whatif import WhatIfInput
+    from streamdedup.cli.run import kafka_overrides
 
     cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
     try:

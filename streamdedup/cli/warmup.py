@@ -7,7 +7,7 @@ import time
 
 import click
 
-from ._common import config_option, get_config
+from streamdedup.cli._common import config_option, get_config
 
 
 @click.command("warm-up")
@@ -16,8 +16,8 @@ from ._common import config_option, get_config
               help="Compile in this many processes at most (default: one per CPU).")
 def warm_up(config_path: str | None, processes: int | None) -> None:
     """Compile the Numba kernels into their on-disk cache (~20 s of CPU once; seconds when cached)."""
-    from .._kernels.cache import cache_dir, missing_kernels
-    from ..kernel_cache import NEEDS, fill
+    from streamdedup._kernels.cache import cache_dir, missing_kernels
+    from streamdedup.kernel_cache import NEEDS, fill
 
     cfg = get_config(config_path)
     cold = missing_kernels()

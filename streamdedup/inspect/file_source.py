@@ -15,11 +15,11 @@ from typing import Sequence
 import numpy as np
 import orjson
 
-from ..config import Config
-from ..errors import InspectError
-from ..pipeline.tags import parse_file_tags
-from .pair import Doc
-from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, parse_since
+from streamdedup.config import Config
+from streamdedup.errors import InspectError
+from streamdedup.pipeline.tags import parse_file_tags
+from streamdedup.inspect.pair import Doc
+from streamdedup.inspect.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, parse_since
 
 _CHUNK = 8 << 20
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from ..config import Config
-from ..kafka.clientlog import client_settings
+from streamdedup.config import Config
+from streamdedup.kafka.clientlog import client_settings
 
 
 @dataclass

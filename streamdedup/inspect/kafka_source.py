@@ -22,13 +22,13 @@ from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from ..config import Config
-from ..errors import InspectError
-from ..kafka.clientlog import client_settings
-from .kafka_counts import RecordCounter
-from ..pipeline.tags import parse_headers
-from .pair import Doc
-from .reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, newest, parse_since
+from streamdedup.config import Config
+from streamdedup.errors import InspectError
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.inspect.kafka_counts import RecordCounter
+from streamdedup.pipeline.tags import parse_headers
+from streamdedup.inspect.pair import Doc
+from streamdedup.inspect.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, newest, parse_since
 
 #: one consume call's wait: it returns at this timeout unless 500 records came sooner, so a short
 #: page (or the end of a partition) costs a few of these, not a long wait

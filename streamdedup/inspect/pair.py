@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field
 from difflib import SequenceMatcher
 from typing import NamedTuple, Sequence
 
-from ..config import Config, VerifyConfig
-from ..errors import InputError
-from ..fingerprint import Fingerprinter, FingerprintBatch
-from ..pipeline.tags import Tags
-from ..verify import Fingerprint, compare
+from streamdedup.config import Config, VerifyConfig
+from streamdedup.errors import InputError
+from streamdedup.fingerprint import Fingerprinter, FingerprintBatch
+from streamdedup.pipeline.tags import Tags
+from streamdedup.verify import Fingerprint, compare
 
 EQUAL, DELETE, INSERT = "equal", "delete", "insert"
 #: words per side above which a changed block is shown as deleted-then-inserted without a

@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Iterator, Protocol, Sequence
 
-from ..config import Config
-from ..decode import Decoded, RecordDecoder
-from ..fingerprint import Fingerprinter
-from ..pipeline.tags import Tags
-from .pair import Doc, Pair, complete
+from streamdedup.config import Config
+from streamdedup.decode import Decoded, RecordDecoder
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline.tags import Tags
+from streamdedup.inspect.pair import Doc, Pair, complete
 
 #: partition -> the next offset to read
 Cursor = dict[int, int]

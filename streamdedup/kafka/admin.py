@@ -5,7 +5,7 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from ..config import KafkaConfig
+from streamdedup.config import KafkaConfig
 
 
 def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None,
@@ -20,7 +20,7 @@ def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminCl
     if timeout is None:
         timeout = cfg.startup_timeout_s
     if admin is None:
-        from .clientlog import client_settings
+        from streamdedup.kafka.clientlog import client_settings
 
         admin = AdminClient(client_settings(cfg))
     names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]))
@@ -52,9 +52,9 @@ def produce_all(bootstrap: str, topic: str, records: list[tuple[bytes | None, by
     """Produce (key, value) records, waiting out a full local queue; raises if any is undelivered."""
     from confluent_kafka import Producer
 
-    from ..errors import StreamdedupError
+    from streamdedup.errors import StreamdedupError
 
-    from .clientlog import client_logger
+    from streamdedup.kafka.clientlog import client_logger
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, "logger": client_logger(), **conf})
     for key, value in records:

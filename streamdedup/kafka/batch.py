@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 import numpy as np
 from confluent_kafka import KafkaException
 
-from ..config import Config
-from ..decisions import Decision
-from ..decode import Rejected
-from ..engine import Checkpoint, Deduplicator, Source
-from ..pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
-from ..pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, time_invalid_header, with_tags
-from .limits import headers_bytes
+from streamdedup.config import Config
+from streamdedup.decisions import Decision
+from streamdedup.decode import Rejected
+from streamdedup.engine import Checkpoint, Deduplicator, Source
+from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, time_invalid_header, with_tags
+from streamdedup.kafka.limits import headers_bytes
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
 DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}

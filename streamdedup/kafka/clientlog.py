@@ -17,7 +17,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from ..config import KafkaConfig
+    from streamdedup.config import KafkaConfig
 
 LOGGER_NAME = "streamdedup.librdkafka"
 _NUMBERS = re.compile(r"\d+")

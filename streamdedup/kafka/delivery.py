@@ -39,9 +39,9 @@ from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from ..errors import StreamdedupError
-from .batch import OutBatch
-from .retry import retry
+from streamdedup.errors import StreamdedupError
+from streamdedup.kafka.batch import OutBatch
+from streamdedup.kafka.retry import retry
 
 log = logging.getLogger("streamdedup.kafka")
 

@@ -36,18 +36,18 @@ import time
 from collections import Counter
 from typing import Any
 
-from ..config import Config
-from ..fingerprint import Fingerprinter
-from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
-from ..pipeline.fingerprints import FingerprintCodec
-from ..pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
-from .clientlog import client_settings
-from .faust_decisions import DecisionReader
-from .oversize import OutputGuard
-from .staged.decision_record import DecisionRecord
-from .staged.fingerprinting import fingerprint_messages
-from .startup import StartupError, check_cluster
-from .staged.topics import check_staged_topics
+from streamdedup.config import Config
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.faust_decisions import DecisionReader
+from streamdedup.kafka.oversize import OutputGuard
+from streamdedup.kafka.staged.decision_record import DecisionRecord
+from streamdedup.kafka.staged.fingerprinting import fingerprint_messages
+from streamdedup.kafka.startup import StartupError, check_cluster
+from streamdedup.kafka.staged.topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.kafka.faust")
 #: seconds between "still waiting for decisions" warnings (the decider down or failing over)
@@ -226,7 +226,7 @@ def app_settings(cfg: Config, **overrides: Any) -> dict:
 
 def build_app(cfg: Config, **overrides: Any) -> Any:
     """A ``faust.App`` (settings: :func:`app_settings`) with the stage attached as ``app.streamdedup_stage``."""
-    from .._optional import require
+    from streamdedup._optional import require
 
     faust = require("faust", "faust", "the faust topology")
     settings = app_settings(cfg, **overrides)

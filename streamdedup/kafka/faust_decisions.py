@@ -20,7 +20,7 @@ import asyncio
 import logging
 from typing import Any
 
-from .staged.decision_record import BadDecisionRecord, DecisionRecord, decode
+from streamdedup.kafka.staged.decision_record import BadDecisionRecord, DecisionRecord, decode
 
 log = logging.getLogger("streamdedup.kafka.faust")
 

@@ -23,8 +23,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from ..config import Config
-from ..errors import ConfigError
+from streamdedup.config import Config
+from streamdedup.errors import ConfigError
 
 log = logging.getLogger("streamdedup.kafka")
 

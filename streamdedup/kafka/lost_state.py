@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
-from ..engine import Source
-from ..errors import StreamdedupError
+from streamdedup.engine import Source
+from streamdedup.errors import StreamdedupError
 
 
 class LostStateError(StreamdedupError):

@@ -41,14 +41,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 from confluent_kafka import KafkaError
 
-from ..config import Config, KafkaConfig
-from ..errors import StreamdedupError
-from ..pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST
-from ..pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
+from streamdedup.config import Config, KafkaConfig
+from streamdedup.errors import StreamdedupError
+from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST
+from streamdedup.pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
-from .batch import DEST_INDEX, OutBatch, source_name
-from .limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
+from streamdedup.kafka.batch import DEST_INDEX, OutBatch, source_name
+from streamdedup.kafka.limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
                      record_bytes)
 
 log = logging.getLogger("streamdedup.kafka")

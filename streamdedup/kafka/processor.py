@@ -36,21 +36,21 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from ..config import Config
-from ..engine import Deduplicator
-from ..state.pipelined import PipelinedStore
-from ..state.rocks import open_waiting
-from .batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
-from .clientlog import client_settings
-from .delivery import Delivery
-from .lost_state import Since, refusal, state_gaps
-from .rebuild import rebuild
-from .retry import retry
-from .startup import Cluster, check_cluster
-from .limits import check_size_settings
-from .metrics import Metrics
-from .oversize import OutputGuard
-from .supervisor import Watchdog
+from streamdedup.config import Config
+from streamdedup.engine import Deduplicator
+from streamdedup.state.pipelined import PipelinedStore
+from streamdedup.state.rocks import open_waiting
+from streamdedup.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.delivery import Delivery
+from streamdedup.kafka.lost_state import Since, refusal, state_gaps
+from streamdedup.kafka.rebuild import rebuild
+from streamdedup.kafka.retry import retry
+from streamdedup.kafka.startup import Cluster, check_cluster
+from streamdedup.kafka.limits import check_size_settings
+from streamdedup.kafka.metrics import Metrics
+from streamdedup.kafka.oversize import OutputGuard
+from streamdedup.kafka.supervisor import Watchdog
 
 log = logging.getLogger("streamdedup.kafka")
 

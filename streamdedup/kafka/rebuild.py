@@ -17,12 +17,12 @@ from typing import Callable
 import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from ..config import Config
-from ..decisions import DUPLICATE
-from ..engine import Deduplicator, Source
-from .batch import KafkaPipeline
-from .clientlog import client_settings
-from .lost_state import Gap, Since
+from streamdedup.config import Config
+from streamdedup.decisions import DUPLICATE
+from streamdedup.engine import Deduplicator, Source
+from streamdedup.kafka.batch import KafkaPipeline
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.lost_state import Gap, Since
 
 log = logging.getLogger("streamdedup.kafka")
 

@@ -18,11 +18,11 @@ from typing import Callable
 import numpy as np
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from ..config import Config
-from ..errors import StreamdedupError
-from ..replay import ReplayInput
-from .clientlog import client_settings
-from .lost_state import Since
+from streamdedup.config import Config
+from streamdedup.errors import StreamdedupError
+from streamdedup.replay import ReplayInput
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.lost_state import Since
 
 
 class ReplayReadError(StreamdedupError):

@@ -16,9 +16,9 @@ from typing import Callable
 
 from confluent_kafka import KafkaError, KafkaException
 
-from ..config import KafkaConfig
-from ..errors import StreamdedupError
-from .clientlog import client_settings
+from streamdedup.config import KafkaConfig
+from streamdedup.errors import StreamdedupError
+from streamdedup.kafka.clientlog import client_settings
 
 log = logging.getLogger("streamdedup.kafka")
 
@@ -70,7 +70,7 @@ def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None 
     metadata = _metadata(admin, kcfg, errors, clock)
     missing = _missing(metadata, kcfg, staged)
     if missing and kcfg.create_topics:
-        from .admin import create_topics
+        from streamdedup.kafka.admin import create_topics
 
         for topic, outcome in create_topics(kcfg, admin=admin, staged=staged).items():
             if outcome == "created":

@@ -12,7 +12,7 @@ File mode (``streamdedup.filemode``) and the Kafka runtime (``streamdedup.kafka`
 and add only their I/O.
 """
 
-from .prepare import Prepared, Preparer
-from .route import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Routed, route
+from streamdedup.pipeline.prepare import Prepared, Preparer
+from streamdedup.pipeline.route import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Routed, route
 
 __all__ = ["DEAD_LETTER_DEST", "DESTINATIONS", "DUPLICATE_DEST", "UNIQUE_DEST", "Prepared", "Preparer", "Routed", "route"]

@@ -51,16 +51,16 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from .._kernels import fprecords as K
-from ..decode import MAX_ID_BYTES, Rejected
-from ..engine_state import Checkpoint, Source
-from ..errors import FingerprintRecordError, IncompatibleFingerprintError
-from ..fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
-from ..ids import Ids, id_arrays
-from .prepare import Prepared
+from streamdedup._kernels import fprecords as K
+from streamdedup.decode import MAX_ID_BYTES, Rejected
+from streamdedup.engine_state import Checkpoint, Source
+from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
+from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
+from streamdedup.ids import Ids, id_arrays
+from streamdedup.pipeline.prepare import Prepared
 
 if TYPE_CHECKING:
-    from ..engine import BeforeCommit, Deduplicator
+    from streamdedup.engine import BeforeCommit, Deduplicator
 
 KIND_FINGERPRINT, KIND_DEAD, KIND_PARAMS = K.KIND_FINGERPRINT, K.KIND_DEAD, K.KIND_PARAMS
 _LOW32 = np.uint64(0xFFFFFFFF)

@@ -14,11 +14,11 @@ from typing import Callable
 
 import numpy as np
 
-from ..config import CanonicalConfig, Config
-from ..decode import Decoded, RecordDecoder, Rejected
-from ..ids import Ids
-from ..fingerprint import PreparedTexts
-from ..scan import BLANK, FAST, LineScanner, Scanned, gather_documents
+from streamdedup.config import CanonicalConfig, Config
+from streamdedup.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.ids import Ids
+from streamdedup.fingerprint import PreparedTexts
+from streamdedup.scan import BLANK, FAST, LineScanner, Scanned, gather_documents
 
 
 @dataclass

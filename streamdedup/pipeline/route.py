@@ -11,9 +11,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ..decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
-from .prepare import Prepared
-from .tags import DeadLetterTags, DuplicateTags
+from streamdedup.decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
+from streamdedup.pipeline.prepare import Prepared
+from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 
 UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST = "unique", "duplicate", "dead_letter"
 DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)

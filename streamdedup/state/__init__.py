@@ -4,7 +4,7 @@
 rocksdict and is only loaded by the I/O layers (file mode, Kafka runtime).
 """
 
-from .base import MemoryStore, StateBatch, Store
+from streamdedup.state.base import MemoryStore, StateBatch, Store
 
 __all__ = ["MemoryStore", "StateBatch", "Store", "open_store"]
 
@@ -13,6 +13,6 @@ def open_store(path: str | None, sync: bool = False) -> Store:
     """RocksDB store at ``path``, or an in-memory store when ``path`` is None."""
     if path is None:
         return MemoryStore()
-    from .rocks import RocksStore
+    from streamdedup.state.rocks import RocksStore
 
     return RocksStore(path, sync=sync)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Iterator
 
-from .base import StateBatch, Store
+from streamdedup.state.base import StateBatch, Store
 
 
 class PipelinedStore:

@@ -17,8 +17,8 @@ from typing import Callable, Iterator
 
 from rocksdict import Options, Rdict, ReadOptions, WriteBatch, WriteOptions
 
-from ..errors import StateError, StateLockedError
-from .base import StateBatch
+from streamdedup.errors import StateError, StateLockedError
+from streamdedup.state.base import StateBatch
 
 _META = b"m"
 _SEQ = struct.Struct(">q")

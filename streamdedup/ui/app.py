@@ -28,15 +28,15 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from ..config import Config
-from ..errors import StreamdedupError
-from ..fingerprint import Fingerprinter
-from ..inspect.pair import ELIDED, Doc, side
-from ..inspect.reader import DuplicateSource, Filter, clusters, pairs
-from . import views
-from .guard import LOOPBACK_NAMES, FormGuard
-from .views import BadQuery, ListQuery, cursor_text, parse_cursor
-from .whatif import MAIN_FLIPS, WhatIfInput, run_whatif
+from streamdedup.config import Config
+from streamdedup.errors import StreamdedupError
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.inspect.pair import ELIDED, Doc, side
+from streamdedup.inspect.reader import DuplicateSource, Filter, clusters, pairs
+from streamdedup.ui import views
+from streamdedup.ui.guard import LOOPBACK_NAMES, FormGuard
+from streamdedup.ui.views import BadQuery, ListQuery, cursor_text, parse_cursor
+from streamdedup.ui.whatif import MAIN_FLIPS, WhatIfInput, run_whatif
 
 HERE = Path(__file__).parent
 #: windows the clusters page offers (duplicates read, newest first)

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Mapping
 from urllib.parse import urlencode
 
-from ..inspect.reader import Cursor, Filter
+from streamdedup.inspect.reader import Cursor, Filter
 
 RELATIONS = ("exact", "near_duplicate", "contains", "contained_in")
 

@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import Config, with_settings
-from ..errors import ConfigError, StreamdedupError
-from ..replay import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Replayer, ReplayInput
-from .views import BadQuery, whole_number
+from streamdedup.config import Config, with_settings
+from streamdedup.errors import ConfigError, StreamdedupError
+from streamdedup.replay import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Replayer, ReplayInput
+from streamdedup.ui.views import BadQuery, whole_number
 
 #: records a form may replay at most (a replay holds them and their fingerprints in memory)
 MAX_RECORDS = 200_000
@@ -81,8 +81,8 @@ def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) 
         return ReplayInput.from_file(where.input_path, whole_number("since", since, 0), limit)
     if target not in where.topics:
         raise BadQuery(f"topic {target!r} is not one of the config's input topics ({', '.join(where.topics)})")
-    from ..kafka.lost_state import parse_since
-    from ..kafka.replay_read import read_recent
+    from streamdedup.kafka.lost_state import parse_since
+    from streamdedup.kafka.replay_read import read_recent
 
     try:
         start = parse_since(since, option="since") if since else None
@@ -110,7 +110,7 @@ def run_whatif(cfg: Config, where: WhatIfInput, lines: list[str], target: str, s
     if not where.targets():
         raise BadQuery("the what-if replays the run's input: start streamdedup ui with --input FILE (file mode)")
     source = _read(cfg, where, target, since.strip(), limit)
-    from ..kernel_cache import NEEDS, fill
+    from streamdedup.kernel_cache import NEEDS, fill
 
     fill(cfg, NEEDS["run"])  # compiled once per machine; a no-op when cached
     t0 = time.perf_counter()

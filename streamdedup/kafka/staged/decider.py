@@ -23,25 +23,25 @@ from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from ...config import Config
-from ...decisions import UNIQUE, Decision
-from ...engine import Deduplicator
-from ...engine_state import Source
-from ...fingerprint import Fingerprinter
-from ...pipeline.fingerprints import KIND_FINGERPRINT, FingerprintCodec, decide
-from ...pipeline.route import duplicate_tags, rejected_tags
-from ...pipeline.tags import DeadLetterTags
-from ...state.pipelined import PipelinedStore
-from ...state.rocks import open_waiting
-from ..batch import consume_good
-from ..clientlog import client_settings
-from ..metrics import Metrics
-from ..processor import Clients
-from ..startup import check_cluster
-from ..supervisor import Watchdog
-from .decision_record import DecisionRecord, encode, partition_key
-from .recent import RecentPositions
-from .topics import check_staged_topics
+from streamdedup.config import Config
+from streamdedup.decisions import UNIQUE, Decision
+from streamdedup.engine import Deduplicator
+from streamdedup.engine_state import Source
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline.fingerprints import KIND_FINGERPRINT, FingerprintCodec, decide
+from streamdedup.pipeline.route import duplicate_tags, rejected_tags
+from streamdedup.pipeline.tags import DeadLetterTags
+from streamdedup.state.pipelined import PipelinedStore
+from streamdedup.state.rocks import open_waiting
+from streamdedup.kafka.batch import consume_good
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.metrics import Metrics
+from streamdedup.kafka.processor import Clients
+from streamdedup.kafka.startup import check_cluster
+from streamdedup.kafka.supervisor import Watchdog
+from streamdedup.kafka.staged.decision_record import DecisionRecord, encode, partition_key
+from streamdedup.kafka.staged.recent import RecentPositions
+from streamdedup.kafka.staged.topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.kafka.staged")
 

@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 
 import orjson
 
-from ...errors import StreamdedupError
-from ...pipeline.tags import DeadLetterTags, DuplicateTags
+from streamdedup.errors import StreamdedupError
+from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 
 
 class BadDecisionRecord(StreamdedupError):

@@ -11,12 +11,12 @@ import time
 
 import numpy as np
 
-from ...decode import Rejected
-from ...engine_state import Source
-from ...pipeline import Preparer
-from ...pipeline.fingerprints import FingerprintCodec
-from ..batch import source_name
-from ..oversize import OutputGuard
+from streamdedup.decode import Rejected
+from streamdedup.engine_state import Source
+from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.kafka.batch import source_name
+from streamdedup.kafka.oversize import OutputGuard
 
 
 def fingerprint_messages(msgs: list, preparer: Preparer, guard: OutputGuard, codec: FingerprintCodec,

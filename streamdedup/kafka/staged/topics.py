@@ -10,8 +10,8 @@ after it: drain the workers (stop them when idle) before restarting with the new
 
 from __future__ import annotations
 
-from ...config import KafkaConfig
-from ..startup import StartupError
+from streamdedup.config import KafkaConfig
+from streamdedup.kafka.startup import StartupError
 
 
 def partition_map(kcfg: KafkaConfig, partitions: dict[str, int]) -> dict[tuple[str, int], int]:

@@ -19,24 +19,24 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
-from ...config import Config
-from ...fingerprint import Fingerprinter
-from ...pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
-from ...pipeline.fingerprints import FingerprintCodec
-from ...pipeline.tags import (UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, time_invalid_header,
+from streamdedup.config import Config
+from streamdedup.fingerprint import Fingerprinter
+from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, time_invalid_header,
                               with_tags)
-from ..batch import consume_good
-from ..clientlog import client_settings
-from ..metrics import Metrics
-from .fingerprinting import fingerprint_messages
-from ..oversize import OutputGuard
-from ..processor import Clients
-from ..retry import retry
-from ..startup import check_cluster
-from ..supervisor import Watchdog
-from .decision_record import BadDecisionRecord, decode
-from .pending import Pending
-from .topics import check_staged_topics
+from streamdedup.kafka.batch import consume_good
+from streamdedup.kafka.clientlog import client_settings
+from streamdedup.kafka.metrics import Metrics
+from streamdedup.kafka.staged.fingerprinting import fingerprint_messages
+from streamdedup.kafka.oversize import OutputGuard
+from streamdedup.kafka.processor import Clients
+from streamdedup.kafka.retry import retry
+from streamdedup.kafka.startup import check_cluster
+from streamdedup.kafka.supervisor import Watchdog
+from streamdedup.kafka.staged.decision_record import BadDecisionRecord, decode
+from streamdedup.kafka.staged.pending import Pending
+from streamdedup.kafka.staged.topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.kafka.staged")
 #: batches a worker reads ahead of its decisions (the decider's latency times its rate)
