@@ -27,7 +27,7 @@ from streamdedup import load_config
 from streamdedup._kernels.fingerprint import band_keys, oph_minhash
 from streamdedup._kernels.hashing import fmix64
 from streamdedup.bench import hard_suite
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.sketch.fingerprint import Fingerprinter
 
 KINDS = ("noise 1%", "noise 1.5%", "noise 2%", "noise 3%", "teaser +1 sentence", "teaser +2 sentences", "compound")
 

@@ -1,10 +1,10 @@
 """Do Coates' LD signatures and the calibrated LD estimate hold on Chinese? (issue 17, step 2)
 
 The signature's N-character neighbourhood is N *bytes* of canonical UTF-8 (N=4, C=16) and a Han
-character is 3 bytes; the calibration (``streamdedup/calibration.py``) was fitted on Reuters
+character is 3 bytes; the calibration (``streamdedup/sketch/calibration.py``) was fitted on Reuters
 English. This prints, per edit kind, how the calibrated estimate compares with the true
 Levenshtein distance of the canonical texts, on People's Daily stories (the first 9,000 lines
-of the corpus, :mod:`streamdedup.corpus_cjk`) next to Reuters English pairs made in the same run
+of the corpus, :mod:`streamdedup.bench.corpus_cjk`) next to Reuters English pairs made in the same run
 (:mod:`streamdedup.bench.estimates`), and the unrelated-pair model behind "related".
 
 Units: the engine's LD similarity is ``1 - calibrated / longer length in UTF-8 bytes``
@@ -29,14 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from streamdedup import calibration
+from streamdedup.sketch import calibration
 from streamdedup.bench import estimates
 from streamdedup.bench import zh_edits as Z
-from streamdedup.canonical import canonicalize
+from streamdedup.text.canonical import canonicalize
 from streamdedup.config import Config
-from streamdedup.corpus_cjk import load_peoples_daily
-from streamdedup.fingerprint import Fingerprinter
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.bench.corpus_cjk import load_peoples_daily
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.engine.verify import Fingerprint, compare
 
 ZH_KINDS = ("noise 0.5%", "noise 1%", "noise 2%", "noise 3%", "sentence replaced", "paragraph dropped", "unrelated")
 EN_KINDS = ("scattered 0.5%", "scattered 1%", "scattered 3%", "block 1x200", "block 1x500", "mixed 1% + 1x300", "unrelated")

@@ -50,13 +50,13 @@ import numpy as np
 from streamdedup import load_config
 from streamdedup._kernels import decide as KD
 from streamdedup._kernels.verify import N_OUT, REL_EXACT
-from streamdedup.arena import Arena
+from streamdedup.engine.arena import Arena
 from streamdedup.config import Config
-from streamdedup.decisions import DUPLICATE, REJECTED, UNIQUE
-from streamdedup.engine import Deduplicator
-from streamdedup.engine_state import Source
-from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS
-from streamdedup.index import CandidateIndex
+from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE
+from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.engine.checkpoint import Source
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS
+from streamdedup.engine.index import CandidateIndex
 from streamdedup.pipeline.fingerprints import decide
 from streamdedup.state.base import MemoryStore
 

@@ -21,9 +21,9 @@ from streamdedup.bench import accuracy as bench_accuracy
 from streamdedup.bench.decider import worker_pass
 from streamdedup.bench.feeds import long_records, mixed_stream, news_records
 from streamdedup.config import Config
-from streamdedup.decisions import DUPLICATE
-from streamdedup.engine_state import Source
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.engine.decisions import DUPLICATE
+from streamdedup.engine.checkpoint import Source
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 
 #: feed -> records and, per record, the record it re-sends (-1: new; None: not known)

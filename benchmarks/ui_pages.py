@@ -30,7 +30,7 @@ from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from streamdedup import load_config  # noqa: E402
-from streamdedup.corpus import load_reuters  # noqa: E402
+from streamdedup.bench.corpus import load_reuters  # noqa: E402
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, DuplicateTags, duplicate_headers  # noqa: E402
 
 PARTITIONS = 3
@@ -120,10 +120,10 @@ def main() -> None:
            "STREAMDEDUP_KAFKA__DEAD_LETTER_TOPIC": names["dead_letter"]}
     cfg = load_config(environ=env)
 
-    from streamdedup.inspect.kafka_source import KafkaDuplicates
-    from streamdedup.kernel_cache import fill as fill_kernels
-    from streamdedup.ui.app import Inspector
-    from streamdedup.ui.whatif import WhatIfInput
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
+    from streamdedup.warmup.fill import fill as fill_kernels
+    from streamdedup.tools.ui.app import Inspector
+    from streamdedup.tools.ui.whatif_form import WhatIfInput
     from tests.browser.harness import serve
 
     fill_kernels(cfg, ("fingerprint", "explain"))

@@ -23,8 +23,8 @@ import numpy as np
 
 from streamdedup import load_config
 from streamdedup.bench import accuracy, hard_suite
-from streamdedup.fingerprint import Fingerprinter
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.engine.verify import Fingerprint, compare
 
 
 def proposed(keys: np.ndarray) -> list[tuple[int, int]]:

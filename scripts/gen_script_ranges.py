@@ -1,6 +1,6 @@
-"""Regenerate streamdedup/_script_ranges.py from the `regex` package's Unicode database.
+"""Regenerate streamdedup/text/_script_ranges.py from the `regex` package's Unicode database.
 
-Run: python scripts/gen_script_ranges.py > streamdedup/_script_ranges.py
+Run: python scripts/gen_script_ranges.py > streamdedup/text/_script_ranges.py
 (tests/unit/test_scripts.py checks the committed ranges against the installed `regex`.)
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 sys.path.insert(0, ".")
-from streamdedup.scripts import MARK, TABLE_SIZE, UNSPACED, UNSPACED_SCRIPTS  # noqa: E402
+from streamdedup.text.scripts import MARK, TABLE_SIZE, UNSPACED, UNSPACED_SCRIPTS  # noqa: E402
 
 
 def ranges_from_property(pattern: str) -> list[tuple[int, int]]:

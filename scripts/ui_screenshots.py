@@ -21,11 +21,11 @@ from playwright.sync_api import sync_playwright  # noqa: E402
 
 from streamdedup import load_config  # noqa: E402
 from streamdedup.bench.feeds import news_records  # noqa: E402
-from streamdedup.inspect.file_source import FileDuplicates  # noqa: E402
-from streamdedup.inspect.pair import changed_words  # noqa: E402
-from streamdedup.inspect.reader import Filter, pairs  # noqa: E402
-from streamdedup.ui.app import Inspector  # noqa: E402
-from streamdedup.ui.whatif import WhatIfInput  # noqa: E402
+from streamdedup.tools.inspection.file_source import FileDuplicates  # noqa: E402
+from streamdedup.tools.inspection.pair import changed_words  # noqa: E402
+from streamdedup.tools.inspection.reader import Filter, pairs  # noqa: E402
+from streamdedup.tools.ui.app import Inspector  # noqa: E402
+from streamdedup.tools.ui.whatif_form import WhatIfInput  # noqa: E402
 from tests.browser.harness import file_run, launch, serve  # noqa: E402
 
 VIEWPORT = {"width": 1400, "height": 1000}

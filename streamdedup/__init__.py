@@ -6,7 +6,7 @@ The public API is stable: :func:`load_config` and :class:`Fingerprinter` (with
 
 from streamdedup.config import Config, load_config
 from streamdedup.errors import ConfigError, IncompatibleFingerprintError, InputError, StreamdedupError
-from streamdedup.fingerprint import FingerprintBatch, Fingerprinter, FingerprintParams
+from streamdedup.sketch.fingerprint import FingerprintBatch, Fingerprinter, FingerprintParams
 
 __all__ = [
     "Config",

@@ -43,7 +43,7 @@ class ShingleConfig(_Frozen):
     #: words per shingle for ``word``, UTF-8 bytes per shingle for ``char``
     size: int = Field(5, ge=1, le=32)
     #: ``word`` only: tokens per shingle in a text whose tokens are mostly single characters
-    #: of scripts written without spaces (Chinese, Japanese, Thai; ``streamdedup.scripts``)
+    #: of scripts written without spaces (Chinese, Japanese, Thai; ``streamdedup.text.scripts``)
     unspaced_size: int = Field(5, ge=1, le=32)
 
 

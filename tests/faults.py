@@ -19,15 +19,15 @@ class InjectedFault(RuntimeError):
 #: stage -> (module, attribute path) of what each runtime calls for it
 ENGINE_STAGES = {
     "prepare": ("streamdedup.pipeline.prepare", "Preparer.prepare"),
-    "fingerprint": ("streamdedup.fingerprint", "Fingerprinter.fingerprint_prepared"),
+    "fingerprint": ("streamdedup.sketch.fingerprint", "Fingerprinter.fingerprint_prepared"),
     "decide": ("streamdedup._kernels.decide", "decide_batch"),
     "state_encode": ("streamdedup._kernels.records", "encode_batch"),
 }
 ROUTE = {
-    "processor": ("streamdedup.kafka.batch", "KafkaPipeline.route"),
-    "filemode": ("streamdedup.filemode", "_Writer.batch"),
-    "decider": ("streamdedup.kafka.staged.decider", "Decider._emit"),
-    "worker": ("streamdedup.kafka.staged.worker", "Worker._transaction"),  # _emit runs every loop, even idle
+    "processor": ("streamdedup.runtime.kafka.batch", "KafkaPipeline.route"),
+    "filemode": ("streamdedup.runtime.filemode", "_Writer.batch"),
+    "decider": ("streamdedup.runtime.staged.decider", "Decider._emit"),
+    "worker": ("streamdedup.runtime.staged.worker", "Worker._transaction"),  # _emit runs every loop, even idle
 }
 
 
@@ -54,7 +54,7 @@ def arm(monkeypatch, stage: str, runtime: str, at: int = 3) -> list[int]:
     monkeypatch.setattr(owner, name, faulty)
     # a fingerprint step reached without the fast path's PreparedTexts goes through the other one
     if stage == "fingerprint":
-        fp = importlib.import_module("streamdedup.fingerprint").Fingerprinter
+        fp = importlib.import_module("streamdedup.sketch.fingerprint").Fingerprinter
         plain = fp.fingerprint_batch
 
         def faulty_plain(*args, **kwargs):

@@ -15,10 +15,10 @@ from rapidfuzz.distance import Levenshtein
 
 from streamdedup import _kernels as K
 from streamdedup._kernels import fingerprint as KF
-from streamdedup.canonical import canonicalize, prepare_batch
+from streamdedup.text.canonical import canonicalize, prepare_batch
 from streamdedup.config import CanonicalConfig
-from streamdedup.scripts import UNSPACED_SCRIPTS, token_classes
-from streamdedup.unicode_map import tables
+from streamdedup.text.scripts import UNSPACED_SCRIPTS, token_classes
+from streamdedup.text.unicode_map import tables
 
 MASK = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
@@ -157,8 +157,8 @@ def unicode_scan_ref(texts: tuple[str, ...], fold: bool) -> list[int]:
     :func:`canonical.traditional_chars`) and kana (4) as found."""
     import unicodedata
 
-    from streamdedup import canonical as C
-    from streamdedup.scripts import TABLE_SIZE
+    from streamdedup.text import canonical as C
+    from streamdedup.text.scripts import TABLE_SIZE
 
     u = tables(True, True, True, fold)
     out = []
@@ -649,10 +649,10 @@ def _contained_embedding(c: float, ct: float, lo: float) -> float:
 def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerplate=False) -> dict:
     """The verification rules in plain Python (the kernel is ``_kernels.verify.compare_pair``).
 
-    ``a``/``b`` are ``streamdedup.verify.Fingerprint``; returns every estimate and the relation.
+    ``a``/``b`` are ``streamdedup.engine.verify.Fingerprint``; returns every estimate and the relation.
     """
-    from streamdedup import signature
-    from streamdedup.estimate import containment, jaccard, jaccard_bbit
+    from streamdedup.sketch import signature
+    from streamdedup.sketch.estimate import containment, jaccard, jaccard_bbit
 
     def est_jaccard(mask):
         if a.empty or b.empty:

@@ -8,7 +8,7 @@ The faust CLI (``faust -A topologies.faust_app worker --without-web``) builds th
 use of ``topologies.faust_app.app`` from ``STREAMDEDUP_CONFIG`` (a config file, optional) and
 the ``STREAMDEDUP_*`` variables; importing this module builds nothing. The decider runs as in
 the staged topology (``streamdedup run --topology staged --role decider``). To put the agent
-into an app of your own: ``streamdedup.kafka.faust_agent.attach(app, config)``.
+into an app of your own: ``streamdedup.runtime.faust.agent.attach(app, config)``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import os
 from typing import Any
 
 from streamdedup.config import Config, load_config
-from streamdedup.kafka.faust_agent import build_app
+from streamdedup.runtime.faust.agent import build_app
 
 
 def create_app(config: Config, **faust_settings: Any):

@@ -5,14 +5,14 @@
     worker = build_worker(load_config("config/default.yaml"), "worker-1")  # up to one per input partition
     decider.run() / worker.run()
 
-The design and its guarantees: ``streamdedup.kafka.staged``.
+The design and its guarantees: ``streamdedup.runtime.staged``.
 """
 
 from __future__ import annotations
 
 from streamdedup.config import Config
-from streamdedup.kafka.staged.decider import Decider
-from streamdedup.kafka.staged.worker import Worker
+from streamdedup.runtime.staged.decider import Decider
+from streamdedup.runtime.staged.worker import Worker
 
 
 def build_decider(config: Config, state_dir: str | None = None, stop_when_idle: float | None = None) -> Decider:

@@ -45,7 +45,7 @@ def lengths_close(len_a, len_b, min_similarity):
 @njit(cache=True)
 def accepts(plain, folded, near, params):
     """The rule on a pair's exact evidence (``verify.exact_*`` in ``params``, the verification
-    kernel's array): the decide loop and :func:`streamdedup.verify.compare` both apply it."""
+    kernel's array): the decide loop and :func:`streamdedup.engine.verify.compare` both apply it."""
     return plain >= params[P_EXACT_GRAM] and folded - plain <= params[P_EXACT_DIGIT_GAIN] and near >= params[P_EXACT_NEAR_WORDS]
 
 

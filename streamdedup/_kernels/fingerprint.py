@@ -245,7 +245,7 @@ def _utf8_at(buf, p, hi, c):
 @njit(cache=True)
 def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
     """:func:`_canonicalise` of a text with non-ASCII characters: each one is replaced by its
-    canonical form from ``umap`` (``streamdedup.unicode_map``: NFKC, case folding, spaces for
+    canonical form from ``umap`` (``streamdedup.text.unicode_map``: NFKC, case folding, spaces for
     what is not a letter, digit or mark), the rest as there. Exact for texts that
     ``unicode_scan`` passes (the others were canonicalised in Python and map to themselves)."""
     start = pos
@@ -295,7 +295,7 @@ def unicode_scan(raw, offsets, first_ccc, last_ccc, fold_bits, out):
     """Flags of each text for ``canonical.prepare_batch``: ``SCAN_UNSAFE`` where it needs NFKC
     of the whole text (a character that may compose with the one before it, ``first_ccc`` 255;
     combining classes that canonical reordering would swap; a code point past the tables;
-    ``streamdedup.unicode_map``), ``SCAN_TRADITIONAL`` / ``SCAN_KANA`` where it has a character
+    ``streamdedup.text.unicode_map``), ``SCAN_TRADITIONAL`` / ``SCAN_KANA`` where it has a character
     that t2s changes / a kana (``fold_bits`` 1 / 2). The scan stops at the first unsafe one."""
     size = uint64(first_ccc.shape[0])
     for d in range(offsets.shape[0] - 1):
@@ -321,7 +321,7 @@ def unicode_scan(raw, offsets, first_ccc, last_ccc, fold_bits, out):
 
 @njit(cache=True, inline="always")
 def _char_class(canon, p, hi, c, classes):
-    """The token class (``streamdedup.scripts``) of the character whose lead byte ``c`` is at
+    """The token class (``streamdedup.text.scripts``) of the character whose lead byte ``c`` is at
     ``p``: 0 spaced, 1 a token of its own, 2 a combining mark. A sequence cut short by the end
     of the text, or a code point past the table, is spaced."""
     cp, n = _utf8_at(canon, p, hi, c)
@@ -410,7 +410,7 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
 def _unicode_tokens(canon, lo, hi, classes, words, counts):
     """Token hashes of a text with non-ASCII bytes, over the word hashes of
     :func:`_words_and_signature` (issue 17): words end at spaces, and a character of a script
-    written without spaces (``classes``, :mod:`streamdedup.scripts`) is a token of its own; a
+    written without spaces (``classes``, :mod:`streamdedup.text.scripts`) is a token of its own; a
     combining mark stays in the token before it, and the first character after such a token
     starts a new one ("2月3日" is four tokens). A hash is the word hash of the token's bytes.
     Its own pass and function, run only for such texts: inside the fused loop the token logic

@@ -8,7 +8,7 @@ the fingerprint kernel reads directly and records where the id and the closing b
 
 It never rejects a line: anything outside the plain case (non-ASCII bytes or ``\\u`` escapes,
 a missing or non-string id, a repeated field, numbers with an exponent, texts with markup or
-entities, invalid JSON, ...) is marked SLOW and goes through :class:`streamdedup.decode.RecordDecoder`,
+entities, invalid JSON, ...) is marked SLOW and goes through :class:`streamdedup.text.decode.RecordDecoder`,
 which accepts it or names the reason. So a FAST line is one that the Python decoder would
 accept with exactly the id, text and event time found here (tested on generated and mutated
 lines against orjson and the decoder).

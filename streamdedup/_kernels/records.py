@@ -1,4 +1,4 @@
-"""The engine's stored records, written and read in bulk (layout: ``streamdedup/engine_record.py``).
+"""The engine's stored records, written and read in bulk (layout: ``streamdedup/engine/record.py``).
 
 ``encode_batch`` writes the records of a decided micro-batch into one buffer (a Python
 encoder in ``tests/unit/test_engine_record.py`` is its reference); ``restore_batch`` parses stored records and
@@ -119,7 +119,7 @@ def encode_batch(
     Document i's record is ``buffer[offsets[i]:offsets[i + 1]]`` (empty for documents that were
     not indexed). ``roots_*`` and ``matched_*`` hold the root id and the matched id of each
     duplicate as UTF-8 (empty for roots); document i's canonical text is
-    ``canon_buf[canon_start[i]:][:lengths[i]]``. Layout: ``streamdedup/engine_record.py``.
+    ``canon_buf[canon_start[i]:][:lengths[i]]``. Layout: ``streamdedup/engine/record.py``.
     """
     n = seq_out.shape[0]
     bands = keys.shape[1]

@@ -1,7 +1,7 @@
 """Verification of one candidate pair: every estimate and the verdict (the rules of ``verify.py``).
 
 One kernel serves the engine's decide loop (thousands of pairs per second, no Python per
-pair) and ``streamdedup explain`` (through :func:`streamdedup.verify.compare`), so both judge a
+pair) and ``streamdedup explain`` (through :func:`streamdedup.engine.verify.compare`), so both judge a
 pair identically. Its slow reference is ``compare_ref`` in ``tests/reference.py``.
 
 Inputs are plain arrays: ``a`` is the earlier document, ``b`` the new one. MinHash slots may be

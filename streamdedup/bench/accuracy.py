@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from streamdedup._optional import require
-from streamdedup.canonical import canonicalize
+from streamdedup.text.canonical import canonicalize
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state import MemoryStore
 from streamdedup.bench.synthetic import EDIT_KINDS, LONG_FOOTERS, with_footer
 

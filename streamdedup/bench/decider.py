@@ -22,10 +22,10 @@ import time
 import numpy as np
 
 from streamdedup.config import Config
-from streamdedup.decisions import DUPLICATE, REJECTED, UNIQUE
-from streamdedup.engine import Deduplicator
-from streamdedup.engine_state import Source
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE
+from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.engine.checkpoint import Source
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
 from streamdedup.state.pipelined import PipelinedStore

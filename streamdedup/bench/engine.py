@@ -22,11 +22,11 @@ import numpy as np
 import orjson
 
 from streamdedup._optional import require
-from streamdedup.canonical import canonicalize
+from streamdedup.text.canonical import canonicalize
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
-from streamdedup.engine import Deduplicator
-from streamdedup.filemode import run_file
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.runtime.filemode import run_file
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import RocksStore
 

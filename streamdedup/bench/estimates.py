@@ -5,7 +5,7 @@
 - raw and calibrated LD estimates vs true Levenshtein (rapidfuzz) per edit kind;
 - the unrelated-pair model behind "related".
 ``--fit`` also fits the calibration constants on the other half of the corpus and prints them
-(they live in ``streamdedup/calibration.py``).
+(they live in ``streamdedup/sketch/calibration.py``).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamdedup import calibration
+from streamdedup.sketch import calibration
 from streamdedup._optional import require
-from streamdedup.canonical import canonicalize
+from streamdedup.text.canonical import canonicalize
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
-from streamdedup.estimate import jaccard
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.sketch.estimate import jaccard
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.bench.edits import blocks, exact_jaccard, scattered, word_shingles
 
 EDIT_KINDS = {

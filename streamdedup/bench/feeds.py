@@ -6,7 +6,7 @@ import random
 
 import orjson
 
-from streamdedup.corpus import load_reuters
+from streamdedup.bench.corpus import load_reuters
 from streamdedup.bench.synthetic import EDIT_KINDS
 
 

@@ -17,9 +17,9 @@ import numpy as np
 
 from streamdedup._optional import require
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
-from streamdedup.fingerprint import Fingerprinter
-from streamdedup import record
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.sketch import record
 
 
 def python_shingles(text: str, w: int) -> list[str]:

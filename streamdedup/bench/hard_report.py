@@ -6,7 +6,7 @@ For a pair (source, copy) :func:`diagnose` reports what each stage of the engine
 - candidate generation: how many of the main LSH bands, the lead bands and the character bands have equal keys
   (the engine proposes the source only if at least one does, and the band is not hot with
   boilerplate; the index may also hold a later copy of the source instead);
-- verification of that pair alone (:func:`streamdedup.verify.compare`) with the source's MinHash
+- verification of that pair alone (:func:`streamdedup.engine.verify.compare`) with the source's MinHash
   cut to ``minhash.storage_bits`` as the engine stores it: the estimates, the relation and its
   reason; and the relation on full 32-bit slots, which is what ``streamdedup explain`` prints
   (the two differ for pairs near a threshold: b-bit slots add chance matches);
@@ -22,8 +22,8 @@ import numpy as np
 
 from streamdedup._optional import require
 from streamdedup.config import Config
-from streamdedup.fingerprint import Fingerprinter
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.engine.verify import Fingerprint, compare
 from streamdedup.bench.accuracy import Item
 from streamdedup.bench.hard_suite import overlap
 

@@ -28,7 +28,7 @@ import statistics
 from collections import defaultdict
 from typing import Callable
 
-from streamdedup.corpus import Story, load_reuters
+from streamdedup.bench.corpus import Story, load_reuters
 from streamdedup.errors import StreamdedupError
 from streamdedup.bench import hard_edits as H
 from streamdedup.bench.accuracy import HARD_NEGATIVE_MIN_BODY, UNIQUE_C, UNIQUE_J, Item, _isolated, _shingles

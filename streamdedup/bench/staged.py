@@ -23,7 +23,7 @@ import uuid
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamdedup.kafka.admin import produce_all
+from streamdedup.runtime.kafka.admin import produce_all
 from streamdedup.bench.feeds import long_records, mixed_records
 from streamdedup.bench.kafka import passthrough
 

@@ -3,7 +3,7 @@
 Used by :mod:`.lang_suite` (``streamdedup bench accuracy --suite zh|ja|th``). Every generator
 is deterministic given its ``random.Random`` and returns the new text, or None when the story does
 not suit the edit (the harness then picks another story). A story is a title and a body of
-paragraphs, one per line (:mod:`streamdedup.corpus_cjk`).
+paragraphs, one per line (:mod:`streamdedup.bench.corpus_cjk`).
 
 Sentences end at 。！？ (with any closing quote or bracket after the mark) in Chinese and
 Japanese; Thai has no sentence mark and separates sentences and clauses with a space, so a Thai

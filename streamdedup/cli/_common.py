@@ -29,7 +29,7 @@ def reset_compile_notice() -> None:
 def fill_kernel_cache(cfg: Config, need: str) -> None:
     """Compile the kernels a run of kind ``need`` (``kernel_cache.NEEDS``) calls and the cache
     lacks, in parallel processes, after the notice; nothing when they are cached."""
-    from streamdedup.kernel_cache import NEEDS, fill
+    from streamdedup.warmup.fill import NEEDS, fill
 
     fill(cfg, NEEDS[need], announce=compile_notice)
 

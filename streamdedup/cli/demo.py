@@ -18,10 +18,10 @@ import click
 from rich.table import Table
 
 from streamdedup.bench.edits import scattered
-from streamdedup.corpus import load_reuters
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline.tags import parse_file_tags, parse_headers
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.engine.verify import Fingerprint, compare
 from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, make_console
 
 
@@ -130,9 +130,9 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
 
     from confluent_kafka import Consumer
 
-    from streamdedup.kafka.admin import create_topics, produce_all
-    from streamdedup.kafka.clientlog import client_settings
-    from streamdedup.kafka.processor import Processor
+    from streamdedup.runtime.kafka.admin import create_topics, produce_all
+    from streamdedup.runtime.kafka.clientlog import client_settings
+    from streamdedup.runtime.kafka.processor import Processor
     from streamdedup.logs import setup_logging
 
     console = make_console()
@@ -217,7 +217,7 @@ def shell_command() -> str:
 def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     import json
 
-    from streamdedup.filemode import run_file
+    from streamdedup.runtime.filemode import run_file
 
     console = make_console()
     lines, n = build_feed(n_stories, seed)

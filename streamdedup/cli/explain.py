@@ -11,8 +11,8 @@ from rich.table import Table
 from streamdedup._optional import require
 from streamdedup.bench.edits import word_shingles
 from streamdedup.errors import InputError
-from streamdedup.fingerprint import Fingerprinter
-from streamdedup.verify import Fingerprint, compare, exact_grams
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.engine.verify import Fingerprint, compare, exact_grams
 from streamdedup.cli._common import config_option, get_config, make_console
 
 #: true Levenshtein is O(n*m); beyond this many characters per text it is skipped

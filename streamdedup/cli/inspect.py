@@ -9,7 +9,7 @@ import click
 import orjson
 
 from streamdedup.errors import InspectError
-from streamdedup.inspect.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
+from streamdedup.tools.inspection.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
 from streamdedup.cli._common import compile_notice, config_option, get_config, make_console
 from streamdedup.cli.inspect_view import clusters_table, render_pair, safe
 
@@ -21,12 +21,12 @@ _UNITS = ("fingerprint", "explain", "evidence")
 def open_source(cfg, output_dir: str | None, input_path: str | None, topic: str | None, lookup_window: int) -> DuplicateSource:
     """A file-mode output directory when given, else the Kafka duplicates topic."""
     if output_dir is not None:
-        from streamdedup.inspect.file_source import FileDuplicates
+        from streamdedup.tools.inspection.file_source import FileDuplicates
 
         return FileDuplicates(output_dir, cfg, input_path)
     if input_path is not None:
         raise click.UsageError("--input goes with --output-dir (file mode); in Kafka mode originals come from the input topic")
-    from streamdedup.inspect.kafka_source import KafkaDuplicates
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
 
     return KafkaDuplicates(cfg, topic, lookup_window=lookup_window)
 
@@ -56,8 +56,8 @@ class _Out:
         if not entries:
             return 0
         if self.fp is None:
-            from streamdedup.fingerprint import Fingerprinter
-            from streamdedup.kernel_cache import fill
+            from streamdedup.sketch.fingerprint import Fingerprinter
+            from streamdedup.warmup.fill import fill
 
             fill(self.cfg, _UNITS, announce=compile_notice)
             self.fp = Fingerprinter(self.cfg.fingerprint)

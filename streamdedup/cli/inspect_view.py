@@ -12,10 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from streamdedup.config import VerifyConfig
-from streamdedup.inspect.pair import DELETE, INSERT, Explanation, Pair, Segment
-from streamdedup.inspect.pair import ELIDED as ELIDED_RUN
-from streamdedup.inspect.pair import side as side_runs
-from streamdedup.inspect.reader import Cluster
+from streamdedup.tools.inspection.pair import DELETE, INSERT, Explanation, Pair, Segment
+from streamdedup.tools.inspection.pair import ELIDED as ELIDED_RUN
+from streamdedup.tools.inspection.pair import side as side_runs
+from streamdedup.tools.inspection.reader import Cluster
 
 DELETED = "bold red strike"
 INSERTED = "bold green"

@@ -65,7 +65,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         raise click.UsageError("--output-dir is required with --input")
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from streamdedup.filemode import run_file
+    from streamdedup.runtime.filemode import run_file
 
     console = make_console()
     fill_kernel_cache(cfg, "run+restore" if Path(state_dir or cfg.state.dir or Path(output_dir) / "state").exists() else "run")
@@ -97,7 +97,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
 
 
 def _lost_state(rebuild_since: str | None, accept: bool):
-    from streamdedup.kafka.lost_state import parse_since
+    from streamdedup.runtime.kafka.lost_state import parse_since
 
     if rebuild_since is not None and accept:
         raise click.UsageError("give --rebuild-from-input or --accept-empty-state, not both")
@@ -121,7 +121,7 @@ def kafka_overrides(cfg, bootstrap_servers: str | None, input_topics: tuple[str,
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:
     import logging
 
-    from streamdedup.kafka.processor import Processor
+    from streamdedup.runtime.kafka.processor import Processor
     from streamdedup.logs import setup_logging
 
     setup_logging()
@@ -158,7 +158,7 @@ def topics() -> None:
               help="staged: also the fingerprints (1 partition) and decisions (one partition per input partition) topics.")
 def topics_create(config_path: str | None, bootstrap_servers: str | None, topology: str) -> None:
     """Create the input, unique, duplicates and dead-letter topics named in the config."""
-    from streamdedup.kafka.admin import create_topics
+    from streamdedup.runtime.kafka.admin import create_topics
 
     cfg = get_config(config_path)
     kcfg = cfg.kafka if not bootstrap_servers else cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})

@@ -22,7 +22,7 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     fill_kernel_cache(cfg, "worker")
-    from streamdedup.kafka.faust_agent import build_app
+    from streamdedup.runtime.faust.agent import build_app
 
     try:
         app = build_app(cfg)

@@ -20,7 +20,7 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     log = logging.getLogger("streamdedup")
     if role == "decider":
-        from streamdedup.kafka.staged.decider import Decider
+        from streamdedup.runtime.staged.decider import Decider
 
         state = state_dir or cfg.state.dir or "state"
         fill_kernel_cache(cfg, "decider+restore" if Path(state).exists() else "decider")
@@ -34,7 +34,7 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     if state_dir is not None:
         raise click.UsageError("--role worker keeps no state: --state-dir is for the decider")
     fill_kernel_cache(cfg, "worker")
-    from streamdedup.kafka.staged.worker import Worker
+    from streamdedup.runtime.staged.worker import Worker
 
     worker = Worker(cfg, stop_when_idle, instance=instance)
     _on_signals(worker.request_stop)

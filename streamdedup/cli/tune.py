@@ -10,7 +10,7 @@ import numpy as np
 from rich.table import Table
 
 from streamdedup._optional import require
-from streamdedup.lsh import candidate_probability, optimal_params
+from streamdedup.sketch.lsh import candidate_probability, optimal_params
 from streamdedup.cli._common import config_option, get_config, make_console
 
 SIMILARITIES = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)

@@ -2,7 +2,7 @@
 
 The input is decided twice, with the current configuration (``--config`` and ``STREAMDEDUP_*``
 variables, as ``run`` loads it) and with the candidate (the current one plus ``--set``), in
-memory; nothing is produced and no state is opened (``streamdedup.replay``).
+memory; nothing is produced and no state is opened (``streamdedup.tools.whatif``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rich.table import Table
 from streamdedup._optional import require
 from streamdedup.config import Config, with_settings
 from streamdedup.errors import ConfigError
-from streamdedup.replay import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
+from streamdedup.tools.whatif import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
 from streamdedup.cli._common import fill_kernel_cache, make_console
 
 SWEEP_POINTS = 11
@@ -70,8 +70,8 @@ def _read(cfg: Config, target: str, since: str | None, limit: int) -> tuple[Repl
             skip = int(since)
         source = ReplayInput.from_file(str(path), skip, limit)
         return source, f"{target} from line {skip + 1}"
-    from streamdedup.kafka.lost_state import parse_since
-    from streamdedup.kafka.replay_read import read_recent
+    from streamdedup.runtime.kafka.lost_state import parse_since
+    from streamdedup.tools.whatif_input import read_recent
 
     try:
         start = None if since is None else parse_since(since, option="--since")

@@ -1,4 +1,4 @@
-"""``streamdedup ui``: the local web inspector (``streamdedup.ui``), over the same reader as
+"""``streamdedup ui``: the local web inspector (``streamdedup.tools.ui``), over the same reader as
 ``streamdedup inspect``: a Kafka cluster's topics, or a file-mode output directory."""
 
 from __future__ import annotations
@@ -55,11 +55,11 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
         require(module, "ui", "streamdedup ui")
     import uvicorn
 
-    from streamdedup.fingerprint import Fingerprinter
-    from streamdedup.kernel_cache import fill
-    from streamdedup.ui.app import Inspector, create_app
-    from streamdedup.ui.guard import allowed_hosts
-    from streamdedup.ui.whatif import WhatIfInput
+    from streamdedup.sketch.fingerprint import Fingerprinter
+    from streamdedup.warmup.fill import fill
+    from streamdedup.tools.ui.app import Inspector, create_app
+    from streamdedup.tools.ui.guard import allowed_hosts
+    from streamdedup.tools.ui.whatif_form import WhatIfInput
     from streamdedup.cli.run import kafka_overrides
 
     cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())

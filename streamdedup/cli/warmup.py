@@ -17,7 +17,7 @@ from streamdedup.cli._common import config_option, get_config
 def warm_up(config_path: str | None, processes: int | None) -> None:
     """Compile the Numba kernels into their on-disk cache (~20 s of CPU once; seconds when cached)."""
     from streamdedup._kernels.cache import cache_dir, missing_kernels
-    from streamdedup.kernel_cache import NEEDS, fill
+    from streamdedup.warmup.fill import NEEDS, fill
 
     cfg = get_config(config_path)
     cold = missing_kernels()

@@ -2,13 +2,13 @@
 
 - :mod:`.prepare`: raw records (a scan of JSONL lines or Kafka values) -> dead letters with
   stage and reason, and the engine's columns for the rest.
-- decide: :meth:`streamdedup.engine.Deduplicator.run_batch`, one checkpoint per micro-batch.
+- decide: :meth:`streamdedup.engine.deduplicator.Deduplicator.run_batch`, one checkpoint per micro-batch.
 - :mod:`.route`: decisions -> destination (unique, duplicate, dead_letter) and tags per record.
 - :mod:`.fingerprints`: the record a fingerprint worker sends the decider when prepare and
   decide run in different processes (a staged topology), and :func:`~.fingerprints.decide`.
 - :mod:`.tags`: the one encoding of the tags (Kafka headers, file mode's ``_dedup``) and its parsing.
 
-File mode (``streamdedup.filemode``) and the Kafka runtime (``streamdedup.kafka``) call these
+File mode (``streamdedup.runtime.filemode``) and the Kafka runtime (``streamdedup.runtime.kafka``) call these
 and add only their I/O.
 """
 

@@ -33,7 +33,7 @@ more than the JSON record it came from, ~1,060); of the fingerprint the bulk is 
 164 B of band keys at the defaults) and the signature grows with the text (one byte per
 ~16 bytes of canonical text, cut at 4096). Not carried: the upper halves of the band keys,
 the MinHash bits above b and the coarse signature, which the engine does not read (the
-decoded :class:`~streamdedup.fingerprint.FingerprintBatch` has zeros and empty arrays there).
+decoded :class:`~streamdedup.sketch.fingerprint.FingerprintBatch` has zeros and empty arrays there).
 
 The decoder trusts nothing: a record of another version, cut short, with bytes left over or
 fields out of range raises :class:`~streamdedup.errors.FingerprintRecordError` naming it; one
@@ -52,15 +52,15 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from streamdedup._kernels import fprecords as K
-from streamdedup.decode import MAX_ID_BYTES, Rejected
-from streamdedup.engine_state import Checkpoint, Source
+from streamdedup.text.decode import MAX_ID_BYTES, Rejected
+from streamdedup.engine.checkpoint import Checkpoint, Source
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
-from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
-from streamdedup.ids import Ids, id_arrays
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
+from streamdedup.text.ids import Ids, id_arrays
 from streamdedup.pipeline.prepare import Prepared
 
 if TYPE_CHECKING:
-    from streamdedup.engine import BeforeCommit, Deduplicator
+    from streamdedup.engine.deduplicator import BeforeCommit, Deduplicator
 
 KIND_FINGERPRINT, KIND_DEAD, KIND_PARAMS = K.KIND_FINGERPRINT, K.KIND_DEAD, K.KIND_PARAMS
 _LOW32 = np.uint64(0xFFFFFFFF)

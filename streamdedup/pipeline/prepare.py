@@ -15,10 +15,10 @@ from typing import Callable
 import numpy as np
 
 from streamdedup.config import CanonicalConfig, Config
-from streamdedup.decode import Decoded, RecordDecoder, Rejected
-from streamdedup.ids import Ids
-from streamdedup.fingerprint import PreparedTexts
-from streamdedup.scan import BLANK, FAST, LineScanner, Scanned, gather_documents
+from streamdedup.text.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.text.ids import Ids
+from streamdedup.sketch.fingerprint import PreparedTexts
+from streamdedup.text.scan import BLANK, FAST, LineScanner, Scanned, gather_documents
 
 
 @dataclass

@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from streamdedup.decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
+from streamdedup.engine.decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
 from streamdedup.pipeline.prepare import Prepared
 from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 

@@ -70,11 +70,11 @@ def page(browser):
 
 @contextmanager
 def serve(inspector) -> Iterator[str]:
-    """The inspector's app (:class:`streamdedup.ui.app.Inspector`) served by uvicorn in a
+    """The inspector's app (:class:`streamdedup.tools.ui.app.Inspector`) served by uvicorn in a
     thread; yields its base URL."""
     import uvicorn
 
-    from streamdedup.ui.app import create_app
+    from streamdedup.tools.ui.app import create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
@@ -112,7 +112,7 @@ def feed(n: int = 12) -> list[dict]:
 
 def file_run(tmp: Path, records: list[dict] | None = None) -> tuple[Path, Path, list[dict]]:
     """A file-mode run over ``records`` (default :func:`feed`): (input file, output dir, records)."""
-    from streamdedup.filemode import run_file
+    from streamdedup.runtime.filemode import run_file
 
     records = feed() if records is None else records
     inp = tmp / "in.jsonl"

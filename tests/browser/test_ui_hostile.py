@@ -12,9 +12,9 @@ import urllib.request
 import pytest
 
 from streamdedup import load_config
-from streamdedup.inspect.file_source import FileDuplicates
-from streamdedup.ui.app import Inspector
-from streamdedup.ui.whatif import WhatIfInput
+from streamdedup.tools.inspection.file_source import FileDuplicates
+from streamdedup.tools.ui.app import Inspector
+from streamdedup.tools.ui.whatif_form import WhatIfInput
 
 from .harness import file_run, serve
 

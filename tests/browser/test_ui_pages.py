@@ -12,10 +12,10 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.config import with_settings
-from streamdedup.inspect.file_source import FileDuplicates
-from streamdedup.replay import Replayer, ReplayInput
-from streamdedup.ui.app import Inspector
-from streamdedup.ui.whatif import WhatIfInput
+from streamdedup.tools.inspection.file_source import FileDuplicates
+from streamdedup.tools.whatif import Replayer, ReplayInput
+from streamdedup.tools.ui.app import Inspector
+from streamdedup.tools.ui.whatif_form import WhatIfInput
 
 from .harness import XSS_ID, XSS_TAIL, file_run, follow, serve
 

@@ -15,7 +15,7 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from streamdedup.kafka.admin import produce_all
+from streamdedup.runtime.kafka.admin import produce_all
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_LOCAL = REPO / "scripts" / "kafka-local"

@@ -16,10 +16,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from streamdedup import load_config
 from streamdedup.bench.feeds import news_records
-from streamdedup.engine import Deduplicator, Source
-from streamdedup.kafka.processor import Processor
-from streamdedup.kafka.staged.decider import Decider
-from streamdedup.kafka.staged.worker import Worker
+from streamdedup.engine.deduplicator import Deduplicator, Source
+from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.staged.decider import Decider
+from streamdedup.runtime.staged.worker import Worker
 from streamdedup.state import open_store
 from tests.faults import STAGES, InjectedFault, arm
 

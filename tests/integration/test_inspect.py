@@ -120,7 +120,7 @@ def test_totals_count_committed_records_not_offsets(topics) -> None:
     from confluent_kafka import Producer
 
     from streamdedup import load_config
-    from streamdedup.inspect.kafka_source import KafkaDuplicates
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
 
     tx = Producer({"bootstrap.servers": topics.bootstrap, "transactional.id": f"count-{topics.run_id}"})
     tx.init_transactions(30)
@@ -146,7 +146,7 @@ def test_totals_count_committed_records_not_offsets(topics) -> None:
     finally:
         source.close()
     # out of time before reading: the rest counted as offsets (markers and aborted included), said
-    from streamdedup.inspect.kafka_counts import RecordCounter
+    from streamdedup.tools.inspection.kafka_counts import RecordCounter
 
     counter = RecordCounter(load_config(environ=topics.env()), budget_s=0.0)
     try:
@@ -161,9 +161,9 @@ def test_hostile_tags_are_shown_as_such_by_inspect_and_the_web_pages(topics) -> 
     offset beyond 64 bits: ``inspect`` and the list and clusters pages show the rest (the
     malformed tags named, the original not found), in the terminal too, with no exit 1 or 500."""
     from streamdedup import load_config
-    from streamdedup.inspect.kafka_source import KafkaDuplicates
-    from streamdedup.ui.app import Inspector
-    from streamdedup.ui.whatif import WhatIfInput
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
+    from streamdedup.tools.ui.app import Inspector
+    from streamdedup.tools.ui.whatif_form import WhatIfInput
     from tests.browser.harness import serve
 
     records, _ = _feed(1)

@@ -17,7 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 from streamdedup.bench.feeds import news_records
-from streamdedup.kafka.oversize import TRUNCATED_PREFIX_BYTES
+from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
 
 from .kafka_helpers import Topics, consume_all, produce, run_processor
 

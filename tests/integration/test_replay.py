@@ -11,9 +11,9 @@ import pytest
 from confluent_kafka import Producer
 
 from streamdedup.config import load_config, with_settings
-from streamdedup.kafka.lost_state import Since
-from streamdedup.kafka.replay_read import ReplayReadError, read_recent
-from streamdedup.replay import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, Replayer, ReplayInput
+from streamdedup.runtime.kafka.lost_state import Since
+from streamdedup.tools.whatif_input import ReplayReadError, read_recent
+from streamdedup.tools.whatif import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, Replayer, ReplayInput
 from tests.unit.test_replay import _feed
 
 from .kafka_helpers import Topics, committed_offsets, produce

@@ -20,8 +20,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamdedup.bench.feeds import news_records
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state.base import MemoryStore
 
 from .kafka_helpers import (Topics, assert_same_decisions, committed_offsets, consume_all, decisions, logged, produce,

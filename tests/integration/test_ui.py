@@ -11,11 +11,11 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.config import with_settings
-from streamdedup.inspect.kafka_source import KafkaDuplicates
-from streamdedup.kafka.replay_read import read_recent
-from streamdedup.replay import Replayer
-from streamdedup.ui.app import Inspector
-from streamdedup.ui.whatif import WhatIfInput
+from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
+from streamdedup.tools.whatif_input import read_recent
+from streamdedup.tools.whatif import Replayer
+from streamdedup.tools.ui.app import Inspector
+from streamdedup.tools.ui.whatif_form import WhatIfInput
 from tests.browser.harness import follow, serve
 
 from .kafka_helpers import consume_all, produce, run_processor, stop_processors

@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from streamdedup.kafka.limits import BATCH_OVERHEAD, record_bytes
+from streamdedup.runtime.kafka.limits import BATCH_OVERHEAD, record_bytes
 
 
 class Crash(BaseException):

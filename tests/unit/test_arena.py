@@ -6,10 +6,10 @@ import random
 
 import numpy as np
 
-from streamdedup import arena as arena_mod
+from streamdedup.engine import arena as arena_mod
 from streamdedup._kernels import arena as KA
-from streamdedup.arena import Arena
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.engine.arena import Arena
+from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state import MemoryStore
 from tests.unit.test_engine import _key, cfg, run, story, typo
 

@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from rapidfuzz.distance import Levenshtein
 
-from streamdedup import Fingerprinter, calibration, load_config
+from streamdedup import Fingerprinter, load_config
+from streamdedup.sketch import calibration
 from streamdedup.bench.edits import scattered
 from streamdedup.bench.zh_edits import char_noise
-from streamdedup.engine import Deduplicator, Document, Source
+from streamdedup.engine.deduplicator import Deduplicator, Document, Source
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.engine.verify import Fingerprint, compare
 
 CFG = load_config(environ={})
 FP = Fingerprinter(CFG.fingerprint)

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamdedup import Fingerprinter, canonical, load_config
-from streamdedup.canonical import canonicalize, check_fold, prepare_batch
+from streamdedup import Fingerprinter, load_config
+from streamdedup.text import canonical
+from streamdedup.text.canonical import canonicalize, check_fold, prepare_batch
 from streamdedup.config import CanonicalConfig
 from streamdedup.errors import ConfigError, IncompatibleFingerprintError
 
@@ -172,14 +173,14 @@ def test_a_fingerprinter_runs_its_kernel_once_on_its_first_non_ascii_batch(monke
     """prepare_batch builds the Unicode tables for a non-ASCII batch's pre-scan: the Fingerprinter
     takes them instead of running the kernel without them first; a fresh process state (the
     tables not built) still takes the second run, and both give the same fingerprints."""
-    from streamdedup import unicode_map
+    from streamdedup.text import unicode_map
 
     texts = ["Zürich: der Bericht über den Streik", "東京の港でストライキ"]
     want = Fingerprinter(load_config(environ={}).fingerprint).fingerprint_batch(texts)
     for built in (True, False):
         if not built:
             monkeypatch.setattr(unicode_map, "_BUILT", {})
-            monkeypatch.setattr("streamdedup.fingerprint.built_tables", lambda *a: None)
+            monkeypatch.setattr("streamdedup.sketch.fingerprint.built_tables", lambda *a: None)
         fp = Fingerprinter(load_config(environ={}).fingerprint)
         calls = []
         kernel = fp._kernel

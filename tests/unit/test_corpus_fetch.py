@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamdedup import corpus
+from streamdedup.bench import corpus
 from streamdedup.errors import StreamdedupError
 
 

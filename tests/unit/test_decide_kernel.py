@@ -8,7 +8,7 @@ import numpy as np
 
 from streamdedup._kernels import decide as KD
 from streamdedup._kernels.verify import REL_EXACT
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state import MemoryStore
 from tests.unit.test_engine import cfg, story, typo
 

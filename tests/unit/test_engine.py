@@ -10,7 +10,7 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.bench.synthetic import LONG_FOOTERS
-from streamdedup.engine import Deduplicator, Document, Source
+from streamdedup.engine.deduplicator import Deduplicator, Document, Source
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
@@ -133,7 +133,7 @@ def test_documents_that_leave_the_window_leave_the_store(tmp_path) -> None:
 
 
 def engine_record_id(raw: bytes) -> str:
-    from streamdedup.engine_record import ids
+    from streamdedup.engine.record import ids
 
     return ids(raw)[0]
 
@@ -231,7 +231,7 @@ def test_full_tables_and_warm_up(monkeypatch) -> None:
 
 
 def test_tables_grow_mid_batch_like_one_document_at_a_time(monkeypatch) -> None:
-    from streamdedup import index
+    from streamdedup.engine import index
 
     monkeypatch.setattr(index, "MIN_CELLS", 16)
     docs = _stream(240)
@@ -248,7 +248,7 @@ def test_tables_grow_mid_batch_like_one_document_at_a_time(monkeypatch) -> None:
 
 @pytest.mark.parametrize("split", [30, 99, 101, 170])
 def test_restart_across_table_growth_gives_identical_decisions(tmp_path, monkeypatch, split: int) -> None:
-    from streamdedup import index
+    from streamdedup.engine import index
 
     monkeypatch.setattr(index, "MIN_CELLS", 16)  # tables of 16, 64 and 256 cells: growth at seqs 8 and 32
     c = cfg(ENGINE__MAX_DOCUMENTS="128", ENGINE__BATCH_SIZE="16")
@@ -324,8 +324,9 @@ def test_reported_estimates_are_those_of_the_kept_pair() -> None:
     """The decide loop skips a candidate's LD estimate and signature embedding where its relation
     is decided already (exact, or near by Jaccard) and computes them for the match it keeps: what
     a duplicate reports is what ``compare`` says of it and its match (NaN where not reported)."""
-    from streamdedup import Fingerprinter, record
-    from streamdedup.verify import Fingerprint, compare
+    from streamdedup import Fingerprinter
+    from streamdedup.sketch import record
+    from streamdedup.engine.verify import Fingerprint, compare
 
     c = cfg()
     ct, bits = c.verify.containment_threshold, c.fingerprint.minhash.storage_bits

@@ -9,8 +9,8 @@ import pytest
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
-from streamdedup.engine_record import HEAD, canonical_text, decode, ids
-from streamdedup.estimate import pack_bbit
+from streamdedup.engine.record import HEAD, canonical_text, decode, ids
+from streamdedup.sketch.estimate import pack_bbit
 from tests.unit.test_engine import story, typo
 
 TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900) + " 新华社北京电" * 30]

@@ -11,11 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from streamdedup import Fingerprinter, load_config, signature
+from streamdedup import Fingerprinter, load_config
+from streamdedup.sketch import signature
 from streamdedup import _kernels as kern
-from streamdedup.calibration import RELATED_FRACTION, expected_unrelated_ld
+from streamdedup.sketch.calibration import RELATED_FRACTION, expected_unrelated_ld
 from streamdedup.config import SignatureConfig
-from streamdedup.estimate import containment, jaccard, jaccard_bbit, pack_bbit, unpack_bbit
+from streamdedup.sketch.estimate import containment, jaccard, jaccard_bbit, pack_bbit, unpack_bbit
 
 CFG = load_config(environ={})
 FP = Fingerprinter(CFG.fingerprint)

@@ -18,8 +18,8 @@ import orjson
 import pytest
 
 from streamdedup import ConfigError, load_config
-from streamdedup.decode import Decoded, RecordDecoder, Rejected
-from streamdedup.filemode import run_file
+from streamdedup.text.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.runtime.filemode import run_file
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.tags import parse_file_tags, parse_headers
 from tests.unit.test_engine import story

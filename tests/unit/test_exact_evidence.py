@@ -9,8 +9,8 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.bench.hard_edits import char_noise
-from streamdedup.corpus import load_reuters
-from streamdedup.engine import Deduplicator, Document
+from streamdedup.bench.corpus import load_reuters
+from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
 
@@ -107,8 +107,8 @@ def test_replayed_decisions_keep_the_evidence(stream) -> None:
 
 def test_explain_judges_the_pair_as_the_engine_did(stream) -> None:
     """``compare`` (explain, the inspector's "why") applies the same rule to the two texts."""
-    from streamdedup.fingerprint import Fingerprinter
-    from streamdedup.verify import Fingerprint, compare
+    from streamdedup.sketch.fingerprint import Fingerprinter
+    from streamdedup.engine.verify import Fingerprint, compare
 
     c = cfg()
     engine = Deduplicator(c, MemoryStore())
@@ -133,8 +133,8 @@ def test_explain_judges_the_pair_as_the_engine_did(stream) -> None:
 def test_whole_words_swapped_keep_a_pair_apart(stream) -> None:
     """The near-word rule: a copy whose own words are whole other words (a template's next
     report), not misspellings, is refused; with the rule off (0.0) the same pair is taken."""
-    from streamdedup.fingerprint import Fingerprinter
-    from streamdedup.verify import Fingerprint, compare
+    from streamdedup.sketch.fingerprint import Fingerprinter
+    from streamdedup.engine.verify import Fingerprint, compare
 
     base = next(d.text for d in stream if d.id == "s3")
     words = base.split()

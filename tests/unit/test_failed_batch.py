@@ -17,9 +17,9 @@ import orjson
 import pytest
 
 from streamdedup import load_config
-from streamdedup.engine import Deduplicator, Source
+from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.errors import EngineStoppedError
-from streamdedup.filemode import input_key, run_file
+from streamdedup.runtime.filemode import input_key, run_file
 from streamdedup.state import MemoryStore, open_store
 from tests.faults import STAGES, InjectedFault, arm
 from tests.unit.test_engine import story, typo

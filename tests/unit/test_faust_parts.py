@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 
 from streamdedup.config import Config, load_config
-from streamdedup.kafka.faust_agent import EventMessage, app_settings, route_decision
-from streamdedup.kafka.faust_decisions import DecisionReader, _part_of_key
-from streamdedup.kafka.staged.decision_record import BadDecisionRecord, DecisionRecord, encode
-from streamdedup.kafka.startup import StartupError
+from streamdedup.runtime.faust.agent import EventMessage, app_settings, route_decision
+from streamdedup.runtime.faust.decisions import DecisionReader, _part_of_key
+from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, encode
+from streamdedup.runtime.kafka.startup import StartupError
 from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 
 MAPPING = {("news", 0): 0, ("news", 1): 1}
@@ -98,7 +98,7 @@ def test_librdkafka_settings_are_refused_naming_faust_credentials():
 
 def test_the_agent_refuses_an_app_that_waits_for_unfinished_batches():
     faust = pytest.importorskip("faust")
-    from streamdedup.kafka.faust_agent import attach, build_app
+    from streamdedup.runtime.faust.agent import attach, build_app
 
     app = faust.App("t-wait", broker="kafka://127.0.0.1:1", stream_wait_empty=True)
     with pytest.raises(StartupError, match="stream_wait_empty=False"):

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from streamdedup import load_config
 from streamdedup.cli import main
-from streamdedup.filemode import run_file
+from streamdedup.runtime.filemode import run_file
 from tests.unit.test_engine import story, typo
 
 MALFORMED = [
@@ -117,7 +117,7 @@ def test_cli_run_prints_summary_and_config_errors_name_the_setting(tmp_path) -> 
 def test_a_crash_between_batches_writes_no_dead_letter_twice(tmp_path, monkeypatch) -> None:
     # dead letters after the first batch's last line must wait for the commit that covers
     # them: the run that resumes after the crash writes them (again, if they had gone early)
-    from streamdedup import filemode
+    from streamdedup.runtime import filemode
 
     lines = _good_lines(24)
     for at in (10, 17, 23):

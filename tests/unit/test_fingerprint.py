@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS
 from tests.reference import shingle_hashes_ref
 from streamdedup.bench.edits import exact_jaccard, word_shingles
 from streamdedup import (
@@ -29,8 +29,8 @@ from streamdedup import (
     signature,
 )
 from streamdedup import _kernels as K
-from streamdedup.canonical import canonicalize
-from streamdedup.estimate import jaccard
+from streamdedup.text.canonical import canonicalize
+from streamdedup.sketch.estimate import jaccard
 
 NO_ENV: dict[str, str] = {}
 FP = Fingerprinter(load_config(environ=NO_ENV).fingerprint)
@@ -626,7 +626,7 @@ def test_residue_selects_other_windows() -> None:
 
 @given(st.text(alphabet=st.sampled_from(list("<>/!-brBRpP ax&;")), max_size=40))
 def test_html_prefilter_never_skips_a_text_the_html_test_matches(text: str) -> None:
-    from streamdedup.canonical import _LOOKS_HTML, _might_be_html
+    from streamdedup.text.canonical import _LOOKS_HTML, _might_be_html
 
     if _LOOKS_HTML.search(text):
         assert _might_be_html(text)

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from streamdedup import load_config
 from streamdedup.bench.feeds import mixed_records
-from streamdedup.engine import Deduplicator, Source
+from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
-from streamdedup.estimate import pack_bbit, unpack_bbit
-from streamdedup.fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
+from streamdedup.sketch.estimate import pack_bbit, unpack_bbit
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, KIND_PARAMS, FingerprintCodec, decide
 from streamdedup.state import MemoryStore

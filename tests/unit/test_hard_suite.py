@@ -14,7 +14,7 @@ from streamdedup.bench import hard_suite
 from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J
 from streamdedup.bench.synthetic import LONG_FOOTERS
 from streamdedup.config import Config
-from streamdedup.corpus import load_reuters
+from streamdedup.bench.corpus import load_reuters
 
 TITLE = "ACME <ACM> SAYS FIRST QUARTER PROFIT ROSE"
 BODY = (

@@ -11,8 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from streamdedup import index as index_mod
-from streamdedup.index import CandidateIndex
+from streamdedup.engine import index as index_mod
+from streamdedup.engine.index import CandidateIndex
 
 
 def _resident_share(a: np.ndarray) -> float:

@@ -10,7 +10,7 @@ from rich.console import Console
 from streamdedup import load_config
 from streamdedup.cli import main
 from streamdedup.cli.inspect_view import DELETED, INSERTED, diff_text, render_pair
-from streamdedup.inspect.pair import Doc, Pair, Segment, complete, word_diff
+from streamdedup.tools.inspection.pair import Doc, Pair, Segment, complete, word_diff
 from streamdedup.pipeline.tags import Tags
 from tests.unit.test_engine import story
 from tests.unit.test_inspect_pair import _run

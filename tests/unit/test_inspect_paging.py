@@ -4,9 +4,9 @@ once, in order, with filters; a single entry by position; the outputs' record co
 from __future__ import annotations
 
 from streamdedup import load_config
-from streamdedup.inspect.file_source import FileDuplicates
-from streamdedup.inspect.pair import Doc
-from streamdedup.inspect.reader import Entry, Filter, newest
+from streamdedup.tools.inspection.file_source import FileDuplicates
+from streamdedup.tools.inspection.pair import Doc
+from streamdedup.tools.inspection.reader import Entry, Filter, newest
 from streamdedup.pipeline.tags import Tags
 from tests.unit.test_inspect_pair import _run
 

@@ -9,10 +9,10 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.errors import InspectError
-from streamdedup.filemode import run_file
-from streamdedup.inspect import pair as P
-from streamdedup.inspect.file_source import FileDuplicates
-from streamdedup.inspect.reader import Filter, Wanted, clusters, follow, pairs, parse_since
+from streamdedup.runtime.filemode import run_file
+from streamdedup.tools.inspection import pair as P
+from streamdedup.tools.inspection.file_source import FileDuplicates
+from streamdedup.tools.inspection.reader import Filter, Wanted, clusters, follow, pairs, parse_since
 from streamdedup.pipeline.tags import Tags, parse_file_tags, parse_headers
 from tests.unit.test_engine import story
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdedup import load_config
-from streamdedup.canonical import _might_be_html, prepare_batch
-from streamdedup.decode import Decoded, RecordDecoder
-from streamdedup.scan import BLANK, FAST, LineScanner, gather_documents
+from streamdedup.text.canonical import _might_be_html, prepare_batch
+from streamdedup.text.decode import Decoded, RecordDecoder
+from streamdedup.text.scan import BLANK, FAST, LineScanner, gather_documents
 
 CFG = load_config(environ={"STREAMDEDUP_INPUT__TEXT_FIELDS": "[title, text]", "STREAMDEDUP_INPUT__TIME_FIELD": "ts",
                            "STREAMDEDUP_INPUT__MAX_RECORD_BYTES": "400", "STREAMDEDUP_FINGERPRINT__MAX_TEXT_BYTES": "120"})

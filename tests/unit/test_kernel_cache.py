@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from streamdedup import kernel_cache, kernel_workers
+from streamdedup.warmup import fill as kernel_cache
+from streamdedup.warmup import workers as kernel_workers
 from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
@@ -79,7 +80,7 @@ def test_a_failing_worker_is_a_warning_and_the_rest_is_done(fork: bool, monkeypa
     monkeypatch.setitem(kernel_cache.UNITS, "fingerprint", unit("fingerprint", 4.5))
     mine, theirs = kernel_cache.plan(["explain", "fingerprint"], 2)
     said = []
-    with caplog.at_level(logging.WARNING, logger="streamdedup.kernel_cache"):
+    with caplog.at_level(logging.WARNING, logger="streamdedup.warmup.fill"):
         done = kernel_cache.fill(load_config(environ={}), ["explain", "fingerprint"], processes=2, force=True,
                                  announce=lambda: said.append(1))
     assert done == ["explain", "fingerprint"] and said == [1]
@@ -93,7 +94,7 @@ _FILLED = """
 import sys
 import numpy as np
 from numba.core import event
-from streamdedup import kernel_cache
+from streamdedup.warmup import fill as kernel_cache
 from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
@@ -125,12 +126,12 @@ def _in_fresh_cache(code: str, tmp_path: Path, *args: str) -> None:
 _AFTER_FILL = _FILLED + """
 # what the runs call: file mode (and again, restoring its state), Kafka's batch path, explain
 from pathlib import Path
-from streamdedup.engine import Deduplicator, Document
-from streamdedup.filemode import run_file
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.engine.deduplicator import Deduplicator, Document
+from streamdedup.runtime.filemode import run_file
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import Preparer
 from streamdedup.state import MemoryStore
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.engine.verify import Fingerprint, compare
 
 tmp = Path(sys.argv[1])
 lines = kernel_cache.LINES
@@ -147,7 +148,7 @@ n = len(p.docs)
 engine.run_batch(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
 engine.process([Document("u", "a story nobody sent before", 0)])  # a batch without duplicates
 # a staged topology: a worker's records of a Kafka batch, the decider's decode and decide
-from streamdedup.engine_state import Source
+from streamdedup.engine.checkpoint import Source
 from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
 codec = FingerprintCodec(Fingerprinter(cfg.fingerprint))
 data, scan = prep.scan_values(list(lines))
@@ -165,11 +166,11 @@ assert not compiled, compiled
 
 
 _SPAWNED = """
-from streamdedup import kernel_cache
+from streamdedup.warmup import fill as kernel_cache
 from streamdedup._kernels import cache
 from streamdedup.config import load_config
 
-from streamdedup import kernel_workers
+from streamdedup.warmup import workers as kernel_workers
 kernel_workers.can_fork = lambda: False  # as in a process with other threads (the UI's server)
 units = ["growth", "explain"]
 assert kernel_cache.plan(units, 2) == [["explain"], ["growth"]], kernel_cache.plan(units, 2)
@@ -188,7 +189,7 @@ def test_a_new_interpreter_compiles_its_share_into_the_cache(tmp_path: Path) -> 
 _AFTER_KAFKA_FILL = _FILLED + """
 assert set(missing_after_fill) >= {"jsonscan.split_lines", "jsonscan.assemble"}  # file mode's, not compiled
 # the processor's path: a full-size engine warmed up, a batch of values (a blank one among them)
-from streamdedup.engine import Deduplicator
+from streamdedup.engine.deduplicator import Deduplicator
 from streamdedup.pipeline import Preparer
 from streamdedup.state import MemoryStore
 
@@ -261,7 +262,7 @@ def test_the_compile_listener_is_silent_on_a_cache_load(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("n", [1, 3])
 def test_placeholder_fingerprints_have_the_arrays_of_real_ones(n: int) -> None:
-    from streamdedup.fingerprint import Fingerprinter
+    from streamdedup.sketch.fingerprint import Fingerprinter
 
     fp = Fingerprinter(load_config(environ={}).fingerprint)
     real, fake = fp.fingerprint_batch(["a story about nothing"] * n), fp.placeholder_batch(n)

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from streamdedup import ConfigError, load_config
-from streamdedup.kafka.limits import (BATCH_OVERHEAD, OutputLimits, check_size_settings, read_topic_limits, record_bytes,
+from streamdedup.runtime.kafka.limits import (BATCH_OVERHEAD, OutputLimits, check_size_settings, read_topic_limits, record_bytes,
                                       varint_bytes)
 
 from .fake_kafka import Admin, Broker
@@ -121,7 +121,7 @@ def test_topic_limits_are_read_from_the_broker(caplog) -> None:
     for t in ("a", "b"):
         b.create(t)
     b.max_message_bytes["a"] = 100_000
-    with caplog.at_level(logging.WARNING, "streamdedup.kafka"):
+    with caplog.at_level(logging.WARNING, "streamdedup.runtime.kafka"):
         got = read_topic_limits(Admin(b, {}), ["a", "b", "missing", "a"], 5.0)
     assert got == {"a": 100_000, "b": 1_048_588}
     assert "max.message.bytes of topic missing" in caplog.text

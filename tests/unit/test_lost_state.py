@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 import orjson
 import pytest
 
-from streamdedup.engine import Source
-from streamdedup.kafka.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
-from streamdedup.kafka.processor import Clients, Processor
-from streamdedup.kafka.startup import StartupError
+from streamdedup.engine.deduplicator import Source
+from streamdedup.runtime.kafka.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
+from streamdedup.runtime.kafka.processor import Clients, Processor
+from streamdedup.runtime.kafka.startup import StartupError
 from streamdedup.pipeline.tags import parse_headers
 
 from .fake_kafka import Admin, Broker, Consumer, Producer

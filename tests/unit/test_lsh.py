@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup.config import LSHConfig
-from streamdedup.lsh import _areas, candidate_probability, choose, optimal_params
+from streamdedup.sketch.lsh import _areas, candidate_probability, choose, optimal_params
 
 WEIGHTS = [(0.5, 0.5), (0.2, 0.8), (0.8, 0.2), (1.0, 0.0), (0.0, 1.0)]
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from streamdedup.kafka.metrics import Metrics
+from streamdedup.runtime.kafka.metrics import Metrics
 
 
 def _free_port() -> int:

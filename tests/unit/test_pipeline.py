@@ -6,8 +6,8 @@ from __future__ import annotations
 import orjson
 
 from streamdedup import load_config
-from streamdedup.filemode import run_file
-from streamdedup.kafka.processor import Clients, Processor
+from streamdedup.runtime.filemode import run_file
+from streamdedup.runtime.kafka.processor import Clients, Processor
 from streamdedup.pipeline.tags import (DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers, parse_file_tags,
                                        parse_headers, with_tags)
 

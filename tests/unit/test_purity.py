@@ -13,14 +13,14 @@ import sys
 
 import pytest
 
-PURE = ["streamdedup", "streamdedup.config", "streamdedup.canonical", "streamdedup.fingerprint", "streamdedup.estimate",
-        "streamdedup.lsh", "streamdedup.record", "streamdedup.signature", "streamdedup.calibration", "streamdedup.verify",
-        "streamdedup._kernels", "streamdedup.errors", "streamdedup.index", "streamdedup.engine", "streamdedup.state.base",
-        "streamdedup.decode", "streamdedup.decisions", "streamdedup.engine_record", "streamdedup.engine_state", "streamdedup.arena", "streamdedup.scan",
-        "streamdedup.state.pipelined", "streamdedup.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
-        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints", "streamdedup.replay",
+PURE = ["streamdedup", "streamdedup.config", "streamdedup.text.canonical", "streamdedup.sketch.fingerprint", "streamdedup.sketch.estimate",
+        "streamdedup.sketch.lsh", "streamdedup.sketch.record", "streamdedup.sketch.signature", "streamdedup.sketch.calibration", "streamdedup.engine.verify",
+        "streamdedup._kernels", "streamdedup.errors", "streamdedup.engine.index", "streamdedup.engine.deduplicator", "streamdedup.state.base",
+        "streamdedup.text.decode", "streamdedup.engine.decisions", "streamdedup.engine.record", "streamdedup.engine.checkpoint", "streamdedup.engine.arena", "streamdedup.text.scan",
+        "streamdedup.state.pipelined", "streamdedup.text.ids", "streamdedup.pipeline", "streamdedup.pipeline.tags",
+        "streamdedup.pipeline.prepare", "streamdedup.pipeline.route", "streamdedup.pipeline.fingerprints", "streamdedup.tools.whatif",
         # the inspect model and the file-mode reader (the Kafka one is kafka_source, imported on demand)
-        "streamdedup.inspect", "streamdedup.inspect.pair", "streamdedup.inspect.reader", "streamdedup.inspect.file_source"]
+        "streamdedup.tools.inspection", "streamdedup.tools.inspection.pair", "streamdedup.tools.inspection.reader", "streamdedup.tools.inspection.file_source"]
 IO = ["confluent_kafka", "faust", "aiokafka", "rocksdict"]
 
 _PROBE = r"""

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from streamdedup.config import Config, with_settings
-from streamdedup.replay import (DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput,
+from streamdedup.tools.whatif import (DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput,
                                 diff, flip_kind)
 
 SHARED_WORDS = 300
@@ -274,7 +274,7 @@ def test_a_file_is_read_only_as_far_as_asked(tmp_path) -> None:
 def test_the_duplicates_a_candidate_keeps_are_counted_by_the_rule_that_accepts_them(replayed) -> None:
     """The close copies (one word changed) stay duplicates at 0.7, accepted by the Jaccard rule;
     every duplicate of both runs is either kept (counted once by its rule) or changed."""
-    from streamdedup.replay import RULES, accepted_by
+    from streamdedup.tools.whatif import RULES, accepted_by
 
     replayer, about, cur, cand = replayed
     report = diff(cur, cand, replayer.source.name)
@@ -294,7 +294,7 @@ def test_the_duplicates_a_candidate_keeps_are_counted_by_the_rule_that_accepts_t
     ("near_duplicate", "character noise: exact 8-gram Jaccard 0.700 >= 0.58 (...), LD similarity 0.950 >= 0.9", "character evidence"),
 ])
 def test_a_duplicate_is_accepted_by_one_rule(relation, reason, rule) -> None:
-    from streamdedup.replay import accepted_by
+    from streamdedup.tools.whatif import accepted_by
 
     assert accepted_by(Outcome("duplicate", relation=relation, duplicate_of="x", reason=reason)) == rule
     assert accepted_by(Outcome("unique")) is None

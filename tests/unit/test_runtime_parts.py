@@ -11,8 +11,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from streamdedup.errors import StateLockedError
-from streamdedup.kafka.retry import retry
-from streamdedup.kafka.supervisor import Watchdog
+from streamdedup.runtime.kafka.retry import retry
+from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.state.rocks import RocksStore, open_waiting
 
 

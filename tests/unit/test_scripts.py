@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from streamdedup import scripts
-from streamdedup.fingerprint import Fingerprinter
+from streamdedup.text import scripts
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.config import FingerprintConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
@@ -17,7 +17,7 @@ from gen_script_ranges import patterns, ranges_from_property  # noqa: E402
 
 def test_committed_ranges_equal_the_unicode_properties() -> None:
     """scripts/gen_script_ranges.py regenerates them; a newer Unicode shows up here."""
-    from streamdedup._script_ranges import MARK_RANGES, UNSPACED_RANGES
+    from streamdedup.text._script_ranges import MARK_RANGES, UNSPACED_RANGES
 
     assert list(UNSPACED_RANGES) == ranges_from_property(patterns()[scripts.UNSPACED])
     assert list(MARK_RANGES) == ranges_from_property(patterns()[scripts.MARK])

@@ -2,8 +2,8 @@
 
 import pytest
 
-from streamdedup.kafka.staged.decision_record import BadDecisionRecord, DecisionRecord, decode, encode
-from streamdedup.kafka.staged.pending import Pending
+from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, decode, encode
+from streamdedup.runtime.staged.pending import Pending
 from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 
 
@@ -88,7 +88,7 @@ def test_revoked_partitions_are_forgotten():
 
 
 def test_resent_positions_get_their_first_decision():
-    from streamdedup.kafka.staged.recent import RecentPositions
+    from streamdedup.runtime.staged.recent import RecentPositions
 
     r = RecentPositions(per_partition=100)
     first = r.sort_out(["a", "a", "b"], [0, 1, 0])
@@ -100,7 +100,7 @@ def test_resent_positions_get_their_first_decision():
 
 
 def test_recent_positions_are_bounded():
-    from streamdedup.kafka.staged.recent import RecentPositions
+    from streamdedup.runtime.staged.recent import RecentPositions
 
     r = RecentPositions(per_partition=50)
     r.remember(["a"] * 200, range(200), range(200))
@@ -110,8 +110,8 @@ def test_recent_positions_are_bounded():
 
 def test_partition_map_and_staged_topic_checks():
     from streamdedup.config import KafkaConfig
-    from streamdedup.kafka.staged.topics import check_staged_topics
-    from streamdedup.kafka.startup import StartupError
+    from streamdedup.runtime.staged.topics import check_staged_topics
+    from streamdedup.runtime.kafka.startup import StartupError
 
     k = KafkaConfig(input_topics=("a", "b"))
     ok = {"a": 2, "b": 3, "news.fingerprints": 1, "news.decisions": 5}

@@ -11,8 +11,8 @@ from confluent_kafka import KafkaError, KafkaException
 from streamdedup.cli._fatal import fatal_message
 from streamdedup.config import KafkaConfig
 from streamdedup.errors import StateError
-from streamdedup.kafka.clientlog import RateLimit
-from streamdedup.kafka.startup import StartupError, check_cluster
+from streamdedup.runtime.kafka.clientlog import RateLimit
+from streamdedup.runtime.kafka.startup import StartupError, check_cluster
 
 
 class Clock:

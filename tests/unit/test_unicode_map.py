@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdedup import Fingerprinter, load_config
-from streamdedup.canonical import canonicalize
+from streamdedup.text.canonical import canonicalize
 from streamdedup.config import CanonicalConfig
-from streamdedup.unicode_map import tables
+from streamdedup.text.unicode_map import tables
 
 FP = Fingerprinter(load_config().fingerprint)
 

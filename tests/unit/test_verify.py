@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from streamdedup import Fingerprinter, load_config
-from streamdedup import record
+from streamdedup.sketch import record
 from streamdedup.bench.synthetic import LONG_FOOTERS
 from streamdedup.bench.zh_edits import char_noise
-from streamdedup.verify import Fingerprint, compare
+from streamdedup.engine.verify import Fingerprint, compare
 from tests.reference import compare_ref
 from tests.unit.test_calibration_bytes import han_text
 from tests.unit.test_engine import story, typo

@@ -16,7 +16,7 @@ from streamdedup.bench import lang_suite
 from streamdedup.bench import zh_edits as Z
 from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J, run
 from streamdedup.config import Config
-from streamdedup.corpus_cjk import ZH_LINES, group_articles, load_peoples_daily, load_udhr, peoples_daily_lines
+from streamdedup.bench.corpus_cjk import ZH_LINES, group_articles, load_peoples_daily, load_udhr, peoples_daily_lines
 
 TITLE = "国务院侨办发表新年贺词"
 BODY = (

@@ -1,0 +1,125 @@
+"""What the engine says about each document, and why (pure core).
+
+The engine decides a micro-batch in one Numba call and hands back a :class:`BatchDecisions`:
+columns of codes and estimates, with :class:`Decision` objects made only when asked for. Callers
+that route thousands of documents per second look at :attr:`BatchDecisions.codes` first and
+build a ``Decision`` for the duplicates (a unique document's tags are the same every time).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from streamdedup._kernels.verify import RELATION_NAMES
+from streamdedup.config import VerifyConfig
+from streamdedup.engine.verify import reasons
+
+#: status codes in :attr:`BatchDecisions.codes`
+UNIQUE, DUPLICATE, REJECTED = 0, 1, 2
+EMPTY_TEXT_REASON = "no words left after canonicalisation"
+#: the tags of every unique document (file mode's ``_dedup`` object, Kafka's headers)
+UNIQUE_TAGS = {"status": "unique", "duplicate_of": None, "relation": None, "similarity": None}
+
+
+@dataclass(frozen=True)
+class Decision:
+    id: str
+    status: str  # unique | duplicate | rejected
+    duplicate_of: str | None = None
+    relation: str | None = None  # exact | near_duplicate | contains | contained_in
+    similarity: float | None = None  # estimated Jaccard with the matched document
+    ld_similarity: float | None = None  # calibrated LD similarity with the matched document
+    matched: str | None = None  # the document that matched (may be a later copy of the root)
+    reason: str | None = None  # why a document was rejected, or what decided a duplicate
+    seq: int = -1
+    #: where the root (the original) and the matched document were read: ``topic:partition:offset``
+    #: of the input or ``line:N`` (file mode); None when the engine no longer holds that document
+    original: str | None = None
+    matched_source: str | None = None
+
+    def tags(self) -> dict:
+        if self.status == "unique":
+            return dict(UNIQUE_TAGS)
+        out: dict = {"status": self.status, "duplicate_of": self.duplicate_of, "relation": self.relation,
+                     "similarity": None if self.similarity is None else round(self.similarity, 4)}
+        if self.status == "duplicate":
+            out["ld_similarity"] = None if self.ld_similarity is None else round(self.ld_similarity, 4)
+            out["matched"] = self.matched
+            out["reason"] = self.reason
+            out["original"] = self.original
+            out["matched_source"] = self.matched_source
+        return out
+
+
+def _opt(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: int, numbers: Sequence[float],
+              boilerplate: bool, verify: VerifyConfig, original: str | None = None,
+              matched_source: str | None = None, exact: bool = False) -> Decision:
+    """A duplicate's decision from its stored form (the same for a live run and a replay);
+    ``exact``: a near-duplicate on exact character evidence (numbers 5-7 are its figures)."""
+    j, ld, c_ba, c_ab, emb, gram, folded, near = (float(x) for x in numbers)
+    why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify,
+                  (gram, folded, near) if exact else None)
+    return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq,
+                    original, matched_source)
+
+
+class BatchDecisions(Sequence[Decision]):
+    """The decisions of one micro-batch, in input order.
+
+    ``codes[i]`` is UNIQUE, DUPLICATE or REJECTED; ``seqs[i]`` the document's seq (-1 when
+    rejected). ``decision(i)`` / ``self[i]`` build the full :class:`Decision`.
+    """
+
+    def __init__(self, ids: Sequence[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
+                 root_ids: dict[int, str], matched_ids: dict[int, str], verify: VerifyConfig,
+                 sources: tuple[dict[int, str], dict[int, str]] = ({}, {})):
+        """``sources``: the input positions of each duplicate's root and matched document."""
+        self.ids = ids
+        self.seqs = seqs
+        self.relations = relations
+        self.numbers = numbers
+        self.flags = flags
+        self.root_ids = root_ids
+        self.matched_ids = matched_ids
+        self.verify = verify
+        self.originals, self.matched_sources = sources
+        self.codes = np.where(seqs < 0, REJECTED, np.where(relations > 0, DUPLICATE, UNIQUE)).astype(np.int8)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def decision(self, i: int) -> Decision:
+        code = self.codes[i]
+        if code == REJECTED:
+            return Decision(self.ids[i], "rejected", reason=EMPTY_TEXT_REASON)
+        seq = int(self.seqs[i])
+        if code == UNIQUE:
+            return Decision(self.ids[i], "unique", seq=seq)
+        return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
+                         bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i),
+                         bool(self.flags[i] & 2))
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self.decision(k) for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.decision(i)
+
+    def __iter__(self) -> Iterator[Decision]:
+        return (self.decision(i) for i in range(len(self)))
+
+    @classmethod
+    def empty(cls, verify: VerifyConfig) -> "BatchDecisions":
+        z = np.zeros(0, dtype=np.int64)
+        return cls([], z, z.astype(np.int8), np.zeros((0, 8), np.float32), z.astype(np.uint8), {}, {}, verify)

@@ -1,0 +1,275 @@
+"""The staged topology's fingerprint/route stage as a faust agent (issue 14).
+
+A faust app runs the worker's part of the staged topology (``kafka.staged``); the decider is
+the same process as ever (``streamdedup run --topology staged --role decider``), so duplicates
+across input partitions and across faust workers are caught: every fingerprint goes through
+the one-partition fingerprints topic, whose order decides which copy is first. (A faust
+``Table`` would see only its own partition's documents: it misses every cross-partition copy.)
+
+Per batch of input events (``noack_take``): prepare and fingerprint them with the pipeline
+layer (dead letters sorted out with the reasons every runtime gives), send one fingerprint
+record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer: the decider
+reads them while the batch waits, so they cannot sit in faust's open transaction), wait for
+the decisions (``faust_decisions``), send every record unchanged with its tags through faust
+to unique / duplicates / dead-letter, then ack the events. Faust commits acked offsets (in its
+transactions under ``processing_guarantee="exactly_once"``); what holds is measured, not
+assumed: README, "faust".
+
+Events are acked only after their outputs were handed to faust. faust's ``take()`` and
+``take_events()`` ack a batch in a ``finally``, so a batch whose body raised or was
+cancelled (shutdown) would be committed without its outputs; ``noack_take`` leaves the acks to
+us. For the same reason an error inside a batch ends the process (``os._exit``) instead of
+letting faust's supervisor restart the agent past the failed batch.
+
+    app = faust.App("my-app", broker="kafka://...", processing_guarantee="exactly_once",
+                    stream_wait_empty=False)
+    attach(app, load_config("streamdedup.yaml"))   # registers the agent; run the app as usual
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+import time
+from collections import Counter
+from typing import Any
+
+from streamdedup.config import Config
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
+from streamdedup.runtime.kafka.clientlog import client_settings
+from streamdedup.runtime.faust.decisions import DecisionReader
+from streamdedup.runtime.kafka.oversize import OutputGuard
+from streamdedup.runtime.staged.decision_record import DecisionRecord
+from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
+from streamdedup.runtime.kafka.startup import StartupError, check_cluster
+from streamdedup.runtime.staged.topics import check_staged_topics
+
+log = logging.getLogger("streamdedup.runtime.kafka.faust")
+#: seconds between "still waiting for decisions" warnings (the decider down or failing over)
+WAIT_WARNING_S = 30.0
+#: exit code when a batch fails (see the module docstring)
+EXIT_BATCH_FAILED = 70
+
+
+class EventMessage:
+    """A faust message seen through the confluent-kafka ``Message`` methods the pipeline uses."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, message: Any):
+        self._m = message
+
+    def topic(self) -> str:
+        return self._m.topic
+
+    def partition(self) -> int:
+        return self._m.partition
+
+    def offset(self) -> int:
+        return self._m.offset
+
+    def key(self) -> bytes | None:
+        return self._m.key
+
+    def value(self) -> bytes | None:
+        return self._m.value
+
+    def headers(self) -> list | None:
+        h = self._m.headers
+        if not h:
+            return None
+        return list(h.items()) if isinstance(h, dict) else list(h)
+
+    def timestamp(self) -> tuple[int, int]:
+        """(type, ms) as confluent-kafka gives it: type 0 when the record has no timestamp."""
+        ts = self._m.timestamp
+        return (1, int(ts * 1000)) if ts is not None and ts >= 0 else (0, 0)
+
+
+def route_decision(rec: DecisionRecord) -> tuple[str, list]:
+    """A decision's destination and tags, as the staged worker emits them."""
+    tags = rec.tags
+    if tags is None:
+        return UNIQUE_DEST, UNIQUE_HEADERS
+    if isinstance(tags, DuplicateTags):
+        return DUPLICATE_DEST, duplicate_headers(tags)
+    return DEAD_LETTER_DEST, dead_letter_headers(tags)
+
+
+class FaustStage:
+    """Fingerprint a batch of events, wait for its decisions, send the tagged records through faust."""
+
+    def __init__(self, cfg: Config, app: Any):
+        self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
+        k = self.kcfg
+        self.out = {dest: raw_topic(app, name) for dest, name in
+                    ((UNIQUE_DEST, k.unique_topic), (DUPLICATE_DEST, k.duplicates_topic),
+                     (DEAD_LETTER_DEST, k.dead_letter_topic))}
+        self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
+        self.last_active = time.monotonic()
+        self.busy = False
+        self.started = False
+        self._fp = self.decisions = None
+
+    def reconciles(self) -> bool:
+        c = self.counts
+        return c[UNIQUE_DEST] + c[DUPLICATE_DEST] + c[DEAD_LETTER_DEST] == c["records"]
+
+    async def start(self) -> None:
+        """Startup checks (topics, partition map, output limits), then the two Kafka clients."""
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from confluent_kafka.admin import AdminClient
+
+        k = self.kcfg
+        cluster = check_cluster(k, staged=True)
+        self.mapping = check_staged_topics(k, cluster.partitions)
+        self.guard = OutputGuard.start(self.cfg, AdminClient(client_settings(k)))
+        self.preparer = Preparer(self.cfg)
+        self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
+        servers = k.bootstrap_servers.split(",")
+        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5)
+        await self._fp.start()
+        await self._fp.send_and_wait(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
+        self.decisions = DecisionReader(
+            AIOKafkaConsumer(bootstrap_servers=servers, group_id=None, enable_auto_commit=False,
+                             isolation_level="read_committed", auto_offset_reset="earliest"),
+            k.staged.decisions_topic, self.mapping)
+        await self.decisions.start()
+        self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation
+        log.info("faust stage: started (input %s, decider via %s)", ", ".join(k.input_topics), k.staged.fingerprints_topic)
+
+    async def stop(self) -> None:
+        if self.decisions is not None:
+            await self.decisions.stop()
+        if self._fp is not None:
+            await self._fp.stop()
+
+    async def handle(self, events: list) -> None:
+        """One batch, emitted in order; returns once every output was handed to faust's producer."""
+        self.busy = True
+        try:
+            msgs = [EventMessage(e.message) for e in events]
+            values = self._fingerprints(msgs)
+            positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
+            for part in dict.fromkeys(p for p, _ in positions):
+                await self.decisions.open(part)
+            futures = self.decisions.expect(positions)
+            topic, send = self.kcfg.staged.fingerprints_topic, self._fp.send
+            sent = [await send(topic, v, partition=0) for v in values]
+            decided = await self._wait(futures, positions)
+            await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
+            await self._emit(msgs, decided)
+        finally:
+            self.busy = False
+            self.last_active = time.monotonic()
+
+    def _fingerprints(self, msgs: list[EventMessage]) -> list[bytes]:
+        """The staged worker's prepare + screen + fingerprint, per record in order."""
+        return fingerprint_messages(msgs, self.preparer, self.guard, self.codec)
+
+    async def _wait(self, futures: list, positions: list) -> list[DecisionRecord]:
+        waited = 0.0
+        pending = set(futures)
+        while pending:
+            _, pending = await asyncio.wait(pending, timeout=WAIT_WARNING_S)
+            if pending:
+                waited += WAIT_WARNING_S
+                log.warning("faust stage: %d of %d decisions still missing after %.0f s: is the decider running "
+                            "(streamdedup run --topology staged --role decider)?", len(pending), len(futures), waited)
+        self.decisions.forget(positions)
+        return [f.result() for f in futures]
+
+    async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord]) -> None:
+        counts = self.counts
+        for m, rec in zip(msgs, decided):
+            dest, tags = route_decision(rec)
+            await self.out[dest].send(key=m.key(), value=m.value(), headers=with_tags(m.headers(), tags))
+            counts[dest] += 1
+        counts["records"] += len(msgs)
+        counts["batches"] += 1
+
+
+def app_settings(cfg: Config, **overrides: Any) -> dict:
+    """faust.App settings for a streamdedup app: the broker and group from ``cfg.kafka``,
+    ``processing_guarantee`` from ``kafka.delivery``, no web server, no topic declarations
+    (``streamdedup topics create --topology staged`` makes them), no leader topic.
+
+    ``kafka.librdkafka`` (SASL, SSL) is librdkafka's and cannot be handed to aiokafka: give
+    faust's own ``broker_credentials`` in ``overrides`` and leave it empty."""
+    k = cfg.kafka
+    if k.librdkafka:
+        raise StartupError(f"kafka.librdkafka ({', '.join(sorted(k.librdkafka))}) configures librdkafka, which a faust "
+                           f"app does not use: pass faust's broker_credentials to create_app and leave it empty")
+    settings = {
+        "id": f"{k.group_id}.faust",
+        "broker": [f"kafka://{h.strip()}" for h in k.bootstrap_servers.split(",")],
+        "processing_guarantee": k.delivery,
+        "web_enabled": False,
+        "topic_allow_declare": False,
+        "topic_disable_leader": True,
+        "stream_wait_empty": False,
+        "consumer_auto_offset_reset": "earliest",
+        "producer_linger": 0.005,
+        # faust's 60 s session: the partitions of a killed worker would wait a minute for a new owner
+        "broker_session_timeout": 10.0,
+        "broker_heartbeat_interval": 3.0,
+        "datadir": os.path.join(tempfile.gettempdir(), f"streamdedup-faust-{k.group_id}"),
+    }
+    settings.update(overrides)
+    return settings
+
+
+def build_app(cfg: Config, **overrides: Any) -> Any:
+    """A ``faust.App`` (settings: :func:`app_settings`) with the stage attached as ``app.streamdedup_stage``."""
+    from streamdedup._optional import require
+
+    faust = require("faust", "faust", "the faust topology")
+    settings = app_settings(cfg, **overrides)
+    app = faust.App(settings.pop("id"), **settings)
+    app.streamdedup_stage = attach(app, cfg)
+    return app
+
+
+def raw_topic(app: Any, *names: str) -> Any:
+    """A faust topic of raw bytes (keys and values pass through untouched), never declared by faust."""
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+
+
+def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
+    """Register the stage's agent on ``app`` (reading ``kafka.input_topics``); returns the stage.
+
+    The app must keep ``stream_wait_empty=False`` (a stopping worker commits what was acked and
+    waits for nothing) and use the aiokafka driver (``kafka://``): the confluent driver drops
+    headers and ignores transactions.
+    """
+    if getattr(app.conf, "stream_wait_empty", False):
+        raise StartupError("the faust app needs stream_wait_empty=False: the stage acks a batch only once its outputs "
+                           "are sent, so a stopping worker must not wait for an unfinished batch")
+    stage = FaustStage(cfg, app)
+    batch, linger = cfg.engine.batch_size, cfg.kafka.linger_ms / 1000.0
+
+    async def dedup(stream):
+        await stage.start()
+        try:
+            async for events in stream.noack_take(batch, within=linger):
+                try:
+                    await stage.handle(events)
+                except asyncio.CancelledError:
+                    raise  # a stopping worker: nothing acked, the batch is read again next time
+                except BaseException as exc:  # noqa: BLE001 - see the module docstring
+                    log.critical("faust stage: batch failed, exiting so that it is not committed: %r", exc,
+                                 exc_info=exc)
+                    logging.shutdown()
+                    os._exit(EXIT_BATCH_FAILED)
+                for event in events:
+                    await stream.ack(event)
+        finally:
+            await stage.stop()
+
+    app.agent(raw_topic(app, *cfg.kafka.input_topics), name=name)(dedup)
+    return stage

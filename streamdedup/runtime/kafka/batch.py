@@ -1,0 +1,192 @@
+"""A consumed batch of Kafka records through the pipeline: prepare, decide, route to outputs.
+
+The runtime-neutral steps are ``streamdedup.pipeline``; this module adds what is Kafka's: the
+records' positions as engine sources, message timestamps as default event times, replays
+(records the state already holds, re-emitted from their stored decisions), and outputs as
+(topic, key, value, headers) with the tags after the record's own headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+from confluent_kafka import KafkaException
+
+from streamdedup.config import Config
+from streamdedup.engine.decisions import Decision
+from streamdedup.text.decode import Rejected
+from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
+from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, time_invalid_header, with_tags
+from streamdedup.runtime.kafka.limits import headers_bytes
+
+UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
+DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
+log = logging.getLogger("streamdedup.runtime.kafka")
+
+
+@dataclass
+class KafkaBatch:
+    """A consumed batch, prepared: the engine's part is decided on the decide thread."""
+
+    msgs: list
+    prep: Prepared
+    #: the batch's (topic, partition)s and, per record, the index of its own in that list
+    partitions: list[tuple[str, int]]
+    part_of: np.ndarray
+    record_offsets: np.ndarray  # per record
+    offsets: dict[tuple[str, int], int]  # next offset per (topic, partition) once the batch is done
+    replayed: dict[int, Decision | None]  # held record -> its stored decision
+    started: float
+    #: per record, its output's size without our tags (``limits.record_bytes``); None without a guard
+    base_sizes: np.ndarray | None = None
+
+
+@dataclass
+class OutBatch:
+    """A decided batch on its way out: what to produce and what to count once committed."""
+
+    outputs: list  # (topic, key, value, headers)
+    offsets: dict[tuple[str, int], int]
+    records: int
+    counts: Counter
+    relations: Counter
+    started: float
+    #: the engine's checkpoint (``through`` is None when it indexed nothing in this batch)
+    checkpoint: Checkpoint
+    #: the consumed records, one per output (their positions; what a dead letter carries)
+    msgs: list = field(default_factory=list)
+    #: per output, its size as librdkafka counts it and its destination's index in
+    #: ``DESTINATIONS`` (None without a guard): the guard checks them all at once
+    sizes: np.ndarray | None = None
+    dests: np.ndarray | None = None
+
+
+def consume_good(consumer, n: int, timeout: float) -> list:
+    """Up to ``n`` messages from ``consumer``: a fatal client error raises, other errors (a
+    broker briefly away, a rebalance) are logged and their slots skipped."""
+    good = []
+    for m in consumer.consume(n, timeout):
+        err = m.error()
+        if err is None:
+            good.append(m)
+        elif err.fatal():
+            raise KafkaException(err)
+        else:
+            log.warning("consumer: %s", err)
+    return good
+
+
+def source_name(m) -> str:
+    return f"{m.topic()}:{m.partition()}:{m.offset()}"
+
+
+class KafkaPipeline:
+    """prepare -> decide -> route for batches of confluent-kafka messages.
+
+    ``guard`` (a ``kafka.oversize.OutputGuard``) screens records whose output could not be
+    produced: they are dead letters before the engine sees them.
+    """
+
+    def __init__(self, cfg: Config, engine: Deduplicator, guard=None):
+        self.cfg = cfg
+        self.engine = engine
+        self.preparer = Preparer(cfg)
+        self.guard = guard
+        k = cfg.kafka
+        self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+
+    def prepare(self, msgs: list, replay: dict[tuple[Source, int], Decision]) -> KafkaBatch:
+        """Decode a batch on the main thread. Records below the state's positions were decided
+        before a restart or a rewind (then no decision is in flight): they are held back and
+        re-emitted from ``replay``, the engine's unconfirmed decisions."""
+        started = time.perf_counter()
+        # one lookup per partition, not per record (hashing a Source per record cost ~1 us)
+        resume = {(s.topic, s.partition): o for s, o in self.engine.resume_positions().items()}
+        n = len(msgs)
+        values = [m.value() or b"" for m in msgs]
+        data, scan = self.preparer.scan_values(values)
+        now_ms = int(time.time() * 1000)
+        times = np.empty(n, np.int64)
+        offs = np.empty(n, np.int64)
+        part_of = np.empty(n, np.int32)
+        partitions: list[tuple[str, int]] = []
+        index: dict[tuple[str, int], int] = {}
+        for k, m in enumerate(msgs):
+            tp = (m.topic(), m.partition())
+            i = index.get(tp)
+            if i is None:
+                i = index[tp] = len(partitions)
+                partitions.append(tp)
+            part_of[k] = i
+            offs[k] = m.offset()
+            ts_type, ts = m.timestamp()
+            times[k] = ts if ts_type else now_ms
+        offsets = {tp: int(offs[np.flatnonzero(part_of == i)[-1]]) + 1 for tp, i in index.items()}
+        floor = np.array([resume.get(tp, -1) for tp in partitions], np.int64)
+        hold = offs < floor[part_of] if n else np.zeros(0, np.bool_)
+        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times, hold)
+        base = None
+        if self.guard is not None:
+            base = self.guard.base_sizes(msgs, values)
+            self._screen(base, prep)
+        replayed = {k: replay.get((Source(*partitions[part_of[k]]), int(offs[k]))) for k in prep.held.tolist()}
+        return KafkaBatch(msgs, prep, partitions, part_of, offs, offsets, replayed, started, base)
+
+    def _screen(self, base: np.ndarray, prep: Prepared) -> None:
+        """Records that could be produced neither as unique nor as duplicate become dead letters
+        (stage ``output``) instead of documents or replays."""
+        out = self.guard.screen(base)
+        if not len(out):
+            return
+        valid = set(prep.docs.tolist()) | set(prep.held.tolist())
+        out = [k for k in out.tolist() if k in valid]
+        for k in out:
+            prep.dead[k] = Rejected("output", self.guard.screen_reason(int(base[k])))
+        prep.docs = np.setdiff1d(prep.docs, out)
+        prep.held = np.setdiff1d(prep.held, out)
+
+    def decide(self, batch: KafkaBatch) -> Checkpoint:
+        """Decide thread: the engine on the batch (its kernels release the GIL); a batch without
+        documents still commits its positions."""
+        prep = batch.prep
+        positions = {Source(t, p): o for (t, p), o in batch.offsets.items()}
+        docs = prep.docs
+        ids, texts, times = prep.gather(docs) if len(docs) else ([], [], np.zeros(0, np.int64))
+        engine = self.engine
+        sid_of = np.array([engine.source_id(Source(*tp)) for tp in batch.partitions], dtype=np.int64)
+        sids = sid_of[batch.part_of[docs]] if len(docs) else np.zeros(0, np.int64)
+        return engine.run_batch(ids, texts, times, sids, batch.record_offsets[docs], positions)
+
+    def route(self, batch: KafkaBatch, cp: Checkpoint) -> OutBatch:
+        """Outputs of every record: key and value unchanged, the record's headers, then the tags."""
+        routed = route(batch.prep, cp.decisions, batch.replayed, lambda k: source_name(batch.msgs[k]))
+        outputs = []
+        topics = self.topics
+        sized = batch.base_sizes is not None
+        tag_bytes = np.full(len(batch.msgs), UNIQUE_TAG_BYTES, np.int64) if sized else None
+        slow_of = batch.prep.slow
+        for k, (m, dest, tags) in enumerate(zip(batch.msgs, routed.dest, routed.tags)):
+            if tags is None:
+                headers = UNIQUE_HEADERS
+            else:
+                headers = duplicate_headers(tags) if dest == DUPLICATE_DEST else dead_letter_headers(tags)
+                if sized:
+                    tag_bytes[k] = headers_bytes(headers)
+            slow = slow_of.get(k)
+            if slow is not None and slow.time_invalid is not None and dest != DEAD_LETTER_DEST:
+                headers = [*headers, time_invalid_header(slow.time_invalid)]
+                if sized:
+                    tag_bytes[k] = headers_bytes(headers)
+            outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
+        counts = routed.counts()
+        counts["replayed"] = len(batch.prep.held)
+        out = OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)
+        if sized:
+            out.sizes = batch.base_sizes + tag_bytes
+            out.dests = np.array([DEST_INDEX[d] for d in routed.dest], np.int8)
+        return out
