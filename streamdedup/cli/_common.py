@@ -53,3 +53,13 @@ def make_console() -> Console:
     """A console that keeps tables readable when output goes to a file or CI log."""
     probe = Console()
     return probe if probe.is_terminal else Console(width=140)
+
+
+def kafka_overrides(cfg: Config, bootstrap_servers: str | None, input_topics: tuple[str, ...]) -> Config:
+    """``cfg`` with the command line's broker and input topics, where given."""
+    updates: dict = {}
+    if bootstrap_servers:
+        updates["bootstrap_servers"] = bootstrap_servers
+    if input_topics:
+        updates["input_topics"] = tuple(input_topics)
+    return cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)}) if updates else cfg

@@ -10,7 +10,7 @@ import orjson
 
 from streamdedup.errors import InspectError
 from streamdedup.tools.inspection.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
-from streamdedup.cli._common import compile_notice, config_option, get_config, make_console
+from streamdedup.cli._common import compile_notice, config_option, get_config, kafka_overrides, make_console
 from streamdedup.cli.inspect_view import clusters_table, render_pair, safe
 
 RELATIONS = ("exact", "near_duplicate", "contains", "contained_in")
@@ -109,7 +109,6 @@ class _Out:
 def inspect(config_path, output_dir, input_path, bootstrap_servers, topic, relations, min_similarity, max_similarity, ids,
             since, limit, max_scan, follow_, as_json, show_clusters, context, lookup_window) -> None:
     """Show duplicates next to their originals: word diff, why they matched, the thresholds."""
-    from streamdedup.cli.run import kafka_overrides
 
     cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
     filt = _filter(relations, min_similarity, max_similarity, ids, since)

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from streamdedup.errors import StreamdedupError
-from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, make_console
+from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, kafka_overrides, make_console
 
 
 #: a run of fewer lines says no rate
@@ -107,15 +107,6 @@ def _lost_state(rebuild_since: str | None, accept: bool):
         return parse_since(rebuild_since)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--rebuild-from-input") from None
-
-
-def kafka_overrides(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...]):
-    updates: dict = {}
-    if bootstrap_servers:
-        updates["bootstrap_servers"] = bootstrap_servers
-    if input_topics:
-        updates["input_topics"] = tuple(input_topics)
-    return cfg.model_copy(update={"kafka": cfg.kafka.model_copy(update=updates)}) if updates else cfg
 
 
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:

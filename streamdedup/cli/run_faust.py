@@ -9,8 +9,7 @@ import time
 
 import click
 
-from streamdedup.cli._common import fill_kernel_cache
-from streamdedup.cli.run import kafka_overrides
+from streamdedup.cli._common import fill_kernel_cache, kafka_overrides
 
 
 def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...], stop_when_idle: float | None) -> None:

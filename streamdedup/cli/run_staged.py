@@ -8,8 +8,7 @@ from pathlib import Path
 
 import click
 
-from streamdedup.cli._common import fill_kernel_cache
-from streamdedup.cli.run import kafka_overrides
+from streamdedup.cli._common import fill_kernel_cache, kafka_overrides
 
 
 def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | None, input_topics: tuple[str, ...],

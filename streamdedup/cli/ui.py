@@ -9,7 +9,7 @@ import click
 
 from streamdedup._optional import require
 from streamdedup.errors import InspectError
-from streamdedup.cli._common import compile_notice, config_option, get_config, make_console
+from streamdedup.cli._common import compile_notice, config_option, get_config, kafka_overrides, make_console
 from streamdedup.cli.inspect import open_source
 
 #: the kernels the pages call (fingerprints and the full comparison of the why-matched panel)
@@ -60,7 +60,6 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
     from streamdedup.tools.ui.app import Inspector, create_app
     from streamdedup.tools.ui.guard import allowed_hosts
     from streamdedup.tools.ui.whatif_form import WhatIfInput
-    from streamdedup.cli.run import kafka_overrides
 
     cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
     try:
