@@ -76,7 +76,7 @@ def start_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen | _F
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(errors.fileno(), 2)  # as a spawned worker's: its warnings reach the parent's report
-        from streamdedup.warmup.fill import run_units
+        from streamdedup.warmup.units import run_units
 
         run_units(cfg, units)
         code = 0
@@ -100,7 +100,7 @@ def _spawn_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen:
 
 def worker_main() -> None:
     """A worker process: compile the units given on stdin into the cache."""
-    from streamdedup.warmup.fill import run_units
+    from streamdedup.warmup.units import run_units
 
     job = json.loads(sys.stdin.buffer.read())
     run_units(Config.model_validate(job["config"]), job["units"])
