@@ -154,10 +154,11 @@ def unicode_scan_ref(texts: tuple[str, ...], fold: bool) -> list[int]:
     send to Python (``first_ccc`` 255: composes, grows, or NFKC makes Han or kana of it; their
     content is tested against canonicalize() end to end), past the tables, or whose first
     combining class (of its NFKD) is below the previous character's last; else Traditional (2,
-    :func:`canonical.traditional_chars`) and kana (4) as found."""
+    :func:`fold.traditional_chars`) and kana (4) as found."""
     import unicodedata
 
-    from streamdedup.text import canonical as C
+    from streamdedup.text.charclass import KANA
+    from streamdedup.text.fold import traditional_chars
     from streamdedup.text.scripts import TABLE_SIZE
 
     u = tables(True, True, True, fold)
@@ -176,8 +177,8 @@ def unicode_scan_ref(texts: tuple[str, ...], fold: bool) -> list[int]:
                 break
             prev_last = unicodedata.combining(d[-1])
             if fold:
-                flags |= 2 if ch in C.traditional_chars() else 0
-                flags |= 4 if C._KANA.match(ch) else 0
+                flags |= 2 if ch in traditional_chars() else 0
+                flags |= 4 if KANA.match(ch) else 0
         out.append(flags)
     return out
 

@@ -17,7 +17,7 @@ import numpy as np
 from streamdedup.config import CanonicalConfig, Config
 from streamdedup.text.decode import Decoded, RecordDecoder, Rejected
 from streamdedup.text.ids import Ids
-from streamdedup.sketch.fingerprint import PreparedTexts
+from streamdedup.text.canonical import PreparedTexts
 from streamdedup.text.scan import BLANK, FAST, LineScanner, Scanned, gather_documents
 
 

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from streamdedup import _kernels
-from streamdedup.text.canonical import check_fold, prepare_batch
+from streamdedup.text.canonical import PreparedTexts, check_fold, prepare_batch  # noqa: F401 (PreparedTexts: part of this API)
 from streamdedup.config import FingerprintConfig
 from streamdedup.errors import IncompatibleFingerprintError, InputError
 from streamdedup.sketch.lsh import LSHChoice, choose
@@ -175,19 +175,6 @@ class FingerprintBatch:
     def digests(self) -> list[bytes]:
         dig = self.digest_words.astype("<u8").tobytes()
         return [dig[DIGEST_BYTES * i:DIGEST_BYTES * (i + 1)] for i in range(len(self))]
-
-
-@dataclass(frozen=True)
-class PreparedTexts:
-    """Texts already in the kernel's input form (what ``canonical.prepare_batch`` returns):
-    UTF-8 in one buffer, text i at ``raw[offsets[i]:offsets[i + 1]]``, HTML and non-ASCII
-    already handled. File mode's JSON fast path produces them without a Python string."""
-
-    raw: np.ndarray
-    offsets: np.ndarray
-
-    def __len__(self) -> int:
-        return self.offsets.shape[0] - 1
 
 
 class Fingerprinter:

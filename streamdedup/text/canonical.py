@@ -23,15 +23,15 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from functools import lru_cache
+from dataclasses import dataclass
 
 import numpy as np
 
 from streamdedup._kernels import readonly
 from streamdedup._kernels.fingerprint import SCAN_KANA, SCAN_TRADITIONAL, SCAN_UNSAFE, unicode_scan
-from streamdedup.text._script_ranges import MARK_RANGES
 from streamdedup.config import CanonicalConfig
-from streamdedup.errors import ConfigError
+from streamdedup.text.charclass import KANA, NON_WORD
+from streamdedup.text.fold import t2s, traditional_chars
 from streamdedup.text.unicode_map import tables
 
 # Wire copy uses "<IBM>", "<DD>" and "<Sumitomo Bank Ltd>" for tickers and company names
@@ -51,26 +51,7 @@ _TAG = re.compile(
 _LOOKS_HTML = re.compile(r"</(?:" + _HTML_ELEMENTS + r")\s*>|<br\s*/?>|<!--", re.IGNORECASE)
 
 
-def _char_ranges(ranges, end_exclusive: bool = False) -> str:
-    """The body of a regex character class for code-point ranges (inclusive ends, or exclusive)."""
-    return "".join(f"\\U{lo:08x}-\\U{hi - end_exclusive:08x}" for lo, hi in ranges)
-
-
-# "Not a letter or digit", except combining marks: Python's \w leaves out general category M,
-# and Thai vowel and tone marks (or Devanagari vowel signs) are part of their words ("ที่" would
-# lose two of its three characters)
-_MARKS = _char_ranges(MARK_RANGES, end_exclusive=True)  # half-open ranges (_script_ranges)
-_NON_WORD = re.compile(rf"(?:[^\w{_MARKS}]|_)+")
 _SPACES = re.compile(r"\s+")
-# Han blocks: CJK Unified Ideographs and Extension A, Compatibility Ideographs, Extensions B-H
-# and the Compatibility Supplement. Every character OpenCC's t2s tables change lies in them
-# (a unit test converts every code point and checks), so a text without them is left alone.
-_HAN_RANGES = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x323AF))
-_HAN = re.compile(f"[{_char_ranges(_HAN_RANGES)}]")
-# Hiragana, Katakana (with its phonetic extensions and half-width forms, for nfkc: false) and
-# the Kana Supplement/Extended blocks: a text with any of them is Japanese for ``auto``
-KANA_RANGES = ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F), (0x1B000, 0x1B16F))
-_KANA = re.compile(f"[{_char_ranges(KANA_RANGES)}]")
 
 
 def _might_be_html(text: str) -> bool:
@@ -110,11 +91,11 @@ def _canonical_unicode(text: str, cfg: CanonicalConfig) -> str:
     # phrases are matched on the running text as written, punctuation included; the fold's
     # output is Han only (tested), so the steps after it treat folded and unfolded text alike.
     if cfg.fold_traditional != "off" and _should_fold(text, cfg.fold_traditional):
-        text = _t2s(cfg).convert(text)
+        text = t2s(cfg).convert(text)
     if cfg.casefold:
         text = text.casefold()
     if cfg.punctuation_to_space:
-        text = _NON_WORD.sub(" ", text)
+        text = NON_WORD.sub(" ", text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -136,7 +117,7 @@ def _should_fold(text: str, mode: str) -> bool:
     """
     if text.isascii() or traditional_chars().isdisjoint(text):
         return False
-    return _folds_traditional(mode, _KANA.search(text) is not None)
+    return _folds_traditional(mode, KANA.search(text) is not None)
 
 
 def _folds_traditional(mode: str, kana: bool) -> bool:
@@ -145,51 +126,24 @@ def _folds_traditional(mode: str, kana: bool) -> bool:
     return mode == "on" or not kana
 
 
-@lru_cache(maxsize=1)
-def traditional_chars() -> frozenset[str]:
-    """The Han characters OpenCC's t2s changes on their own (~4,000): every Han code point
-    converted once, apart (a line break ends any phrase). The kernel's pre-scan reads them
-    from a table (``unicode_map``); this set is the reference."""
-    han = [chr(c) for lo, hi in _HAN_RANGES for c in range(lo, hi + 1)]
-    folded = _t2s(CanonicalConfig(fold_traditional="on")).convert("\n".join(han)).split("\n")
-    return frozenset(a for a, b in zip(han, folded, strict=True) if a != b)
-
-
-_CONVERTER: list = []
-
-
-def _t2s(cfg: CanonicalConfig):
-    """OpenCC's t2s converter (phrases, then characters), made once per process.
-
-    Phrases, not characters alone: a character table cannot tell 瞭 in 瞭解 (了解) from 瞭望.
-    Measured on the 1,473 People's Daily stories and their s2t copies, the folded copy differs
-    from the folded original in 51 of 867,435 characters (44 stories) with t2s, 292 (238
-    stories) with TSCharacters alone; t2s phrases pick a Simplified character by context and
-    never rewrite vocabulary (軟體 stays 软体: that is tw2sp). Speed: 160 MB/s on Simplified
-    text, 52 on Traditional (the character table alone: 260 and 73).
-
-    One instance serves every thread: OpenCC's conversion is a const method (its C API calls
-    every function but ``opencc_error`` thread-safe) and the ``opencc`` binding holds the GIL
-    while it converts (tested: threads get the serial result).
-    """
-    if not _CONVERTER:
-        try:
-            import opencc
-        except ImportError as exc:
-            raise ConfigError(
-                f"fingerprint.canonical.fold_traditional: {cfg.fold_traditional} needs the opencc package "
-                "(OpenCC's conversion tables), which is not installed: pip install opencc, "
-                "or set it to off (fingerprints change: rebuild the state)"
-            ) from exc
-        _CONVERTER.append(opencc.OpenCC("t2s.json"))
-    return _CONVERTER[0]
-
-
 def check_fold(cfg: CanonicalConfig) -> None:
     """Raise :class:`~streamdedup.errors.ConfigError` naming the setting unless the fold this
     config asks for can run (call it at start-up, before the first record is read)."""
     if cfg.fold_traditional != "off":
-        _t2s(cfg)
+        t2s(cfg)
+
+
+@dataclass(frozen=True)
+class PreparedTexts:
+    """Texts already in the kernel's input form (what ``canonical.prepare_batch`` returns):
+    UTF-8 in one buffer, text i at ``raw[offsets[i]:offsets[i + 1]]``, HTML and non-ASCII
+    already handled. File mode's JSON fast path produces them without a Python string."""
+
+    raw: np.ndarray
+    offsets: np.ndarray
+
+    def __len__(self) -> int:
+        return self.offsets.shape[0] - 1
 
 
 def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +178,7 @@ def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, n
         if flags[i] & SCAN_UNSAFE:
             parts[i] = _canonical_unicode(texts[i], cfg).encode("utf-8")
         elif _folds_traditional(fold, bool(flags[i] & SCAN_KANA)):
-            parts[i] = _t2s(cfg).convert(texts[i]).encode("utf-8")
+            parts[i] = t2s(cfg).convert(texts[i]).encode("utf-8")
     if redo:
         raw, offsets = _buffer(b"".join(parts), [len(p) for p in parts])
     return raw, offsets

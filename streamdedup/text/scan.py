@@ -18,7 +18,7 @@ from streamdedup.text.canonical import prepare_batch
 from streamdedup.config import CanonicalConfig, InputConfig
 from streamdedup.text.decode import HOUR_MS, MAX_ID_BYTES, Decoded, wall_clock_ms
 from streamdedup.text.ids import Ids
-from streamdedup.sketch.fingerprint import PreparedTexts
+from streamdedup.text.canonical import PreparedTexts
 
 FAST, SLOW, BLANK = K.FAST, K.SLOW, K.BLANK
 _NONE = readonly(np.zeros(1, dtype=np.uint8))

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from streamdedup.text.charclass import HAN, KANA, KANA_RANGES, NON_WORD
+from streamdedup.text.fold import traditional_chars
 from streamdedup.text.scripts import TABLE_SIZE
 
 #: ``first_ccc`` value of a character whose text goes through Python: it may compose with the
@@ -78,8 +80,6 @@ def built_tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: b
 
 
 def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -> UnicodeTables:
-    from streamdedup.text.canonical import _NON_WORD
-
     chars = _all_chars()
     forms = _per_char(chars, "NFKC") if nfkc else list(chars)
     if casefold:
@@ -90,7 +90,7 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
     # spaces (entry 0); changed ones (~6k) go through the steps one by one
     same = "".join(f if f == c else "a" for c, f in zip(chars, forms))
     spaces = np.zeros(len(chars), dtype=bool)
-    for m in (_NON_WORD if punctuation_to_space else _SPACES).finditer(same):
+    for m in (NON_WORD if punctuation_to_space else _SPACES).finditer(same):
         spaces[m.start():m.end()] = True
     umap = np.full(TABLE_SIZE, -1, dtype=np.int32)
     umap[cps[spaces]] = 0
@@ -99,7 +99,7 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
     for i in np.flatnonzero(changed).tolist():
         f = forms[i]
         umap[cps[i]] = len(out)
-        out.append(_SPACES.sub(" ", _NON_WORD.sub(" ", f) if punctuation_to_space else f).encode("utf-8"))
+        out.append(_SPACES.sub(" ", NON_WORD.sub(" ", f) if punctuation_to_space else f).encode("utf-8"))
         if len(out[-1]) > len(chars[i].encode("utf-8")):
             grows.append(int(cps[i]))
     repl_off = np.zeros(len(out) + 1, dtype=np.int32)
@@ -115,9 +115,7 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
         # the fold runs before the kernel's NFKC and the reference folds after it: a character
         # that NFKC turns into Han or kana (compatibility ideographs, Kangxi radicals, "㍻",
         # circled katakana) would be folded, or make "auto" skip, differently
-        from streamdedup.text.canonical import _HAN, _KANA
-
-        makes = [ord(c) for c, f in zip(chars, forms) if f != c and (_HAN.search(f) or _KANA.search(f))]
+        makes = [ord(c) for c, f in zip(chars, forms) if f != c and (HAN.search(f) or KANA.search(f))]
         first[makes] = PYTHON
     fold_bits = _fold_bits() if fold else np.zeros(TABLE_SIZE, dtype=np.uint8)
     for a in (umap, repl_off, repl, first, last, fold_bits):
@@ -126,8 +124,6 @@ def _build(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool) -
 
 
 def _fold_bits() -> np.ndarray:
-    from streamdedup.text.canonical import KANA_RANGES, traditional_chars
-
     bits = np.zeros(TABLE_SIZE, dtype=np.uint8)
     bits[[ord(c) for c in traditional_chars()]] = 1
     for lo, hi in KANA_RANGES:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamdedup import Fingerprinter, load_config
-from streamdedup.text import canonical
+from streamdedup.text import canonical, charclass, fold
 from streamdedup.text.canonical import canonicalize, check_fold, prepare_batch
 from streamdedup.config import CanonicalConfig
 from streamdedup.errors import ConfigError, IncompatibleFingerprintError
@@ -62,7 +62,7 @@ def converter_must_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
         def convert(self, text: str) -> str:
             raise AssertionError(f"the fold ran on {text!r}")
 
-    monkeypatch.setattr(canonical, "_CONVERTER", [Refuse()])
+    monkeypatch.setattr(fold, "_CONVERTER", [Refuse()])
 
 
 @pytest.mark.usefixtures("converter_must_not_run")
@@ -101,11 +101,11 @@ def test_every_character_t2s_changes_is_han_and_the_fold_only_writes_han() -> No
     """The ``_HAN`` ranges that gate the fold hold every character OpenCC's t2s changes, and
     its output is Han only, so casefold and punctuation_to_space do not care about the order."""
     cps = [chr(c) for c in range(0x80, 0x32400) if unicodedata.category(chr(c)) not in ("Cn", "Cs", "Co", "Cc")]
-    out = canonical._t2s(AUTO).convert("\n".join(cps)).split("\n")
+    out = fold.t2s(AUTO).convert("\n".join(cps)).split("\n")
     assert len(out) == len(cps)
     changed = [(a, b) for a, b in zip(cps, out) if a != b]
     assert len(changed) > 4000
-    assert all(canonical._HAN.fullmatch(a) and canonical._HAN.fullmatch(b) for a, b in changed)
+    assert all(charclass.HAN.fullmatch(a) and charclass.HAN.fullmatch(b) for a, b in changed)
 
 
 def test_one_converter_serves_threads() -> None:
@@ -143,7 +143,7 @@ def test_state_built_with_another_value_is_refused_naming_the_setting() -> None:
 
 
 def test_missing_package_is_a_config_error_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(canonical, "_CONVERTER", [])
+    monkeypatch.setattr(fold, "_CONVERTER", [])
     monkeypatch.setitem(sys.modules, "opencc", None)  # import opencc now raises ImportError
     with pytest.raises(ConfigError, match=r"fingerprint\.canonical\.fold_traditional: auto needs the opencc package"):
         check_fold(AUTO)
