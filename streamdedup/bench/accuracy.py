@@ -31,7 +31,6 @@ import bisect
 import random
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from typing import Callable
 
 from streamdedup._optional import require
@@ -41,58 +40,8 @@ from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.state import MemoryStore
 from streamdedup.bench.synthetic import EDIT_KINDS, LONG_FOOTERS, with_footer
-
-DUP_J, DUP_C = 0.6, 0.8
-UNIQUE_J, UNIQUE_C = 0.4, 0.5
-#: shingles in more stories than this are skipped by the brute-force truth (they are phrases
-#: like "said in a statement"; a pair sharing only those has tiny Jaccard anyway)
-MAX_POSTING = 400
-HARD_NEGATIVE_MIN_BODY = 500
-
-
-@dataclass
-class Item:
-    id: str
-    text: str
-    time_ms: int
-    kind: str  # natural | <edit kind> | hard negative
-    source: str | None = None
-    truth: bool | None = None
-
-
-def _shingles(text: str, w: int) -> set[int]:
-    words = canonicalize(text).split()
-    if not words:
-        return set()
-    w = min(w, len(words))
-    return {hash(" ".join(words[i:i + w])) for i in range(len(words) - w + 1)}
-
-
-def _isolated(texts: list[str], w: int, shingles: Callable[[str], set[int]] | None = None) -> list[bool]:
-    """True for texts with Jaccard < UNIQUE_J and containment < UNIQUE_C against every other
-    (exact word ``w``-shingles, or the sets ``shingles`` gives)."""
-    sets = [shingles(t) if shingles else _shingles(t, w) for t in texts]
-    postings: dict[int, list[int]] = defaultdict(list)
-    for i, sh in enumerate(sets):
-        for h in sh:
-            postings[h].append(i)
-    out = []
-    for i, sh in enumerate(sets):
-        counts: Counter = Counter()
-        for h in sh:
-            plist = postings[h]
-            if len(plist) <= MAX_POSTING:
-                counts.update(plist)
-        counts.pop(i, None)
-        ok = True
-        for j, inter in counts.items():
-            jac = inter / (len(sh) + len(sets[j]) - inter)
-            if jac >= UNIQUE_J or inter / len(sh) >= UNIQUE_C or inter / len(sets[j]) >= UNIQUE_C:
-                ok = False
-                break
-        out.append(ok and bool(sh))
-    return out
-
+from streamdedup.bench.truth import (DUP_C, DUP_J, HARD_NEGATIVE_MIN_BODY, MAX_POSTING, UNIQUE_C, UNIQUE_J, Item,  # noqa: F401
+                                     isolated_texts, shingle_set)
 
 def build_stream(per_kind: int, hard_negatives: int, seed: int) -> list[Item]:
     rng = random.Random(seed)
@@ -102,7 +51,7 @@ def build_stream(per_kind: int, hard_negatives: int, seed: int) -> list[Item]:
     # 450-character footer is mostly footer, and no estimator can tell it from an edited copy.
     # They must also be unrelated to every other story, or a copy left in the stream would make
     # them true duplicates.
-    isolated = _isolated([s.text for s in stories], 5)
+    isolated = isolated_texts([s.text for s in stories], 5)
     long_enough = [i for i, s in enumerate(stories) if len(s.body) >= HARD_NEGATIVE_MIN_BODY and isolated[i]]
     held_out_idx = set(rng.sample(long_enough, hard_negatives))
     base = [s for i, s in enumerate(stories) if i not in held_out_idx]
@@ -145,7 +94,7 @@ def natural_truth(stream: list[Item], w: int, window_ms: int, shingles: Callable
     postings: dict[int, list[int]] = defaultdict(list)
     sets: list[set[int]] = []
     for i, it in enumerate(stream):
-        sh = shingles(it.text) if shingles else _shingles(it.text, w)
+        sh = shingles(it.text) if shingles else shingle_set(it.text, w)
         sets.append(sh)
         if it.kind == "natural":
             counts: Counter = Counter()

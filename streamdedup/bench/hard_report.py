@@ -24,7 +24,7 @@ from streamdedup._optional import require
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.engine.verify import Fingerprint, compare
-from streamdedup.bench.accuracy import Item
+from streamdedup.bench.truth import Item
 from streamdedup.bench.hard_suite import overlap
 
 

@@ -31,7 +31,7 @@ from typing import Callable
 from streamdedup.bench.corpus import Story, load_reuters
 from streamdedup.errors import StreamdedupError
 from streamdedup.bench import hard_edits as H
-from streamdedup.bench.accuracy import HARD_NEGATIVE_MIN_BODY, UNIQUE_C, UNIQUE_J, Item, _isolated, _shingles
+from streamdedup.bench.truth import HARD_NEGATIVE_MIN_BODY, UNIQUE_C, UNIQUE_J, Item, isolated_texts, shingle_set
 from streamdedup.bench.synthetic import LONG_FOOTERS, with_footer
 
 NOISE_RATES = (0.005, 0.01, 0.015, 0.02, 0.03)
@@ -75,7 +75,7 @@ def _slug(kind: str) -> str:
 
 def overlap(a: str, b: str, w: int = 5) -> tuple[float, float, float]:
     """Exact word-``w``-shingle (Jaccard, containment of a in b, containment of b in a)."""
-    sa, sb = _shingles(a, w), _shingles(b, w)
+    sa, sb = shingle_set(a, w), shingle_set(b, w)
     inter = len(sa & sb)
     union = len(sa | sb)
     return (inter / union if union else 0.0, inter / len(sa) if sa else 0.0, inter / len(sb) if sb else 0.0)
@@ -183,7 +183,7 @@ def build_stream(per_kind: int, seed: int, stories: int | None = None) -> list[I
     """
     rng = random.Random(seed)
     stories = sorted((s for s in load_reuters() if s.date is not None), key=lambda s: s.date)[:stories]
-    isolated = _isolated([s.text for s in stories], 5)
+    isolated = isolated_texts([s.text for s in stories], 5)
     long_enough = [i for i, s in enumerate(stories) if len(s.body) >= HARD_NEGATIVE_MIN_BODY and isolated[i]]
     # quoting/lead negatives may reject stories (no second paragraph): hold out a margin
     held_idx = rng.sample(long_enough, min(len(long_enough), 6 * per_kind))

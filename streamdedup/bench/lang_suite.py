@@ -33,7 +33,7 @@ from streamdedup.bench.corpus import Story
 from streamdedup.errors import StreamdedupError
 from streamdedup.bench import hard_suite
 from streamdedup.bench import zh_edits as Z
-from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J, Item, _isolated
+from streamdedup.bench.truth import UNIQUE_C, UNIQUE_J, Item, isolated_texts
 from streamdedup.bench.hard_suite import NEAR_MISS_MIN_SHARE, _Placer, _slug
 
 TRUTH_NGRAM = 5
@@ -212,7 +212,7 @@ def build_stream(lang: str, per_kind: int, seed: int, stories: int | None = None
     neg = per_kind if negatives_per_kind is None else negatives_per_kind
     rng = random.Random(seed)
     all_stories = p.load()[:stories]
-    isolated = _isolated([s.text for s in all_stories], TRUTH_NGRAM, truth_shingles)
+    isolated = isolated_texts([s.text for s in all_stories], TRUTH_NGRAM, truth_shingles)
     eligible = [i for i, s in enumerate(all_stories) if len(s.body) >= p.negative_min_chars and isolated[i]]
     # related negatives may reject stories (no fitting paragraph): hold out a margin, but at most
     # half of the eligible stories (the ja/th texts have 31), so that copies keep their sources

@@ -11,7 +11,7 @@ from rapidfuzz.distance import Levenshtein
 
 from streamdedup.bench import hard_edits as H
 from streamdedup.bench import hard_suite
-from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J
+from streamdedup.bench.truth import UNIQUE_C, UNIQUE_J
 from streamdedup.bench.synthetic import LONG_FOOTERS
 from streamdedup.config import Config
 from streamdedup.bench.corpus import load_reuters
@@ -185,7 +185,7 @@ def test_a_small_hard_run_scores_and_diagnoses_every_kind() -> None:
 def test_overlap_summary_measures_each_kind_against_its_source_by_the_suite_measure() -> None:
     """One summary serves both suites; each passes its own overlap (word shingles, character grams)."""
     from streamdedup.bench import hard_suite, lang_suite
-    from streamdedup.bench.accuracy import Item
+    from streamdedup.bench.truth import Item
 
     story = "the harbour strike closed the port of call for a third day on monday " * 3
     stream = [Item("a", story, 0, "natural"), Item("a-copy", story, 1, "resend", "a"),

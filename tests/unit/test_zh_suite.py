@@ -14,7 +14,8 @@ from rapidfuzz.distance import Levenshtein
 
 from streamdedup.bench import lang_suite
 from streamdedup.bench import zh_edits as Z
-from streamdedup.bench.accuracy import UNIQUE_C, UNIQUE_J, run
+from streamdedup.bench.accuracy import run
+from streamdedup.bench.truth import UNIQUE_C, UNIQUE_J
 from streamdedup.config import Config
 from streamdedup.bench.corpus_cjk import ZH_LINES, group_articles, load_peoples_daily, load_udhr, peoples_daily_lines
 
