@@ -21,3 +21,8 @@ def test_the_layer_contracts_hold() -> None:
 def test_at_most_eight_modules_lie_outside_the_layer_folders() -> None:
     top = sorted(p.name for p in (ROOT / "streamdedup").glob("*.py"))
     assert len(top) <= 8, top
+
+
+def test_no_package_shadows_a_standard_library_module() -> None:
+    packages = {p.parent.name for p in (ROOT / "streamdedup").rglob("__init__.py")}
+    assert not packages & set(sys.stdlib_module_names), packages & set(sys.stdlib_module_names)
