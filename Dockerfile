@@ -1,5 +1,5 @@
 # The streamdedup processor image (used by docker-compose.yml).
-FROM python:3.11-slim
+FROM python:3.13-slim
 
 WORKDIR /app
 # numba, rocksdict and confluent-kafka ship manylinux wheels: no compiler needed.

@@ -1,23 +1,37 @@
 # Every target sets up what it needs: `make test` and `make demo` work on a fresh clone.
-# The virtualenv is rebuilt when pyproject.toml changes.
-PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The virtualenv is rebuilt when pyproject.toml or the interpreter's version changes (the stamp
+# names the version).
+#
+# streamdedup supports Python 3.11-3.13. PYTHON defaults to the newest of them that runs here
+# (a pyenv shim exists for every installed version but fails for one pyenv does not select),
+# else python3, which the venv rule then checks.
+SUPPORTED := 3.13 3.12 3.11
+OLDEST := $(lastword $(SUPPORTED))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach v,$(SUPPORTED),$(shell python$(v) -c pass >/dev/null 2>&1 && echo python$(v))) python3)
+endif
+pyver = $(shell $(1) -c 'import sys; print(*sys.version_info[:2], sep=".")' 2>/dev/null)
+PYVER := $(call pyver,$(PYTHON))
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-$(PYVER)
+# `make test` also runs the unit tier on the oldest supported version, in its own venv, when
+# that interpreter exists and PYTHON is another version.
+OLDEST_PYTHON := $(if $(filter $(OLDEST),$(PYVER)),,$(if $(filter $(OLDEST),$(call pyver,python$(OLDEST))),python$(OLDEST)))
 
 .PHONY: help venv system-deps test test-unit test-integration test-browser screenshots demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
-	@echo "make test   - run the whole test suite"
+	@echo "make test   - run the whole test suite (and the unit tier on Python $(OLDEST) too)"
 	@echo "make screenshots - regenerate the web inspector's screenshots in docs/screenshots"
 	@echo "make bench-fingerprint - fingerprint benchmark against rensa and datasketch"
 	@echo "make calibrate - refit the LD calibration constants on Reuters (streamdedup bench estimates --fit)"
 	@echo "make warm-up - compile the Numba kernels ahead of the first run"
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "streamdedup needs Python 3.11, got " + sys.version'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -n "$(filter $(PYVER),$(SUPPORTED))" || { echo "streamdedup needs Python 3.11-3.13: PYTHON=$(PYTHON) is $(or $(PYVER),not a working Python 3) (try make PYTHON=/path/to/python3.13)" >&2; exit 1; }
+	test "$$($(BIN)/python -c 'import sys; print(*sys.version_info[:2], sep=".")' 2>/dev/null)" = "$(PYVER)" || { rm -rf $(VENV) && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install -q --upgrade "pip>=25.1"
 	$(BIN)/python -m pip install -q -e ".[tools,bench,ui,faust]" --group dev
 	touch $(STAMP)
@@ -35,6 +49,7 @@ system-deps:
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests streamdedup
+	$(if $(OLDEST_PYTHON),$(MAKE) test-unit PYTHON=$(OLDEST_PYTHON) VENV=.venv-$(OLDEST))
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest tests/unit streamdedup
@@ -79,4 +94,4 @@ clean-cache:
 	find streamdedup -name '*.nbi' -delete -o -name '*.nbc' -delete
 
 clean: clean-cache
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-$(OLDEST) build *.egg-info

@@ -1,7 +1,7 @@
 """Is Numba's on-disk cache of the pipeline's kernels there, and is a kernel compiling now?
 
 Numba compiles a kernel on its first call (seconds each, ~17 s of CPU for a file-mode run) and caches the
-machine code per function: an index ``<module>.<function>-<line>.py311.nbi`` plus ``.nbc`` data,
+machine code per function: an index ``<module>.<function>-<line>.py313.nbi`` plus ``.nbc`` data,
 in ``$NUMBA_CACHE_DIR/<dir>_<hash of the source directory>/`` when that variable is set, else
 in ``__pycache__`` next to the source, else (read-only install) in the user's cache directory.
 An index entry loads only if the source file is unchanged and the entry was compiled for this

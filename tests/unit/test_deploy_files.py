@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import yaml
+from packaging.specifiers import SpecifierSet
 
 from streamdedup import load_config
 
@@ -105,7 +107,13 @@ def _instructions() -> list[tuple[str, str]]:
 
 def test_dockerfile_installs_the_package_and_runs_the_processor() -> None:
     text = (ROOT / "Dockerfile").read_text()
-    assert text.startswith("# ") and "FROM python:3.11" in text
+    assert text.startswith("# ")
+    # the image's Python is one pyproject.toml supports
+    base = next(args for op, args in _instructions() if op == "FROM")
+    version = re.fullmatch(r"python:(3\.\d+)-slim(?:-\w+)?", base)
+    assert version, f"the base image is not an official slim Python one: {base}"
+    supported = SpecifierSet(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"])
+    assert version.group(1) in supported, f"{base} is not within requires-python {supported}"
     copied = {src for op, args in _instructions() if op == "COPY" for src in args.split()[:-1]}
     for path in ("streamdedup", "topologies", "config", "pyproject.toml", "README.md"):
         assert path in copied, f"the Dockerfile does not COPY {path}"
