@@ -7,8 +7,12 @@
 # else python3, which the venv rule then checks.
 SUPPORTED := 3.13 3.12 3.11
 OLDEST := $(lastword $(SUPPORTED))
+# python3.X: the one on PATH if it runs, else pyenv's newest 3.X.* (its shim fails for a version
+# pyenv does not select, while the interpreter itself is installed)
+PYENV_VERSIONS := $(shell pyenv root 2>/dev/null)/versions
+find_python = $(firstword $(foreach c,python$(1) $(lastword $(sort $(wildcard $(PYENV_VERSIONS)/$(1).*/bin/python$(1)))),$(shell $(c) -c pass >/dev/null 2>&1 && echo $(c))))
 ifeq ($(origin PYTHON),undefined)
-PYTHON := $(firstword $(foreach v,$(SUPPORTED),$(shell python$(v) -c pass >/dev/null 2>&1 && echo python$(v))) python3)
+PYTHON := $(firstword $(foreach v,$(SUPPORTED),$(call find_python,$(v))) python3)
 endif
 pyver = $(shell $(1) -c 'import sys; print(*sys.version_info[:2], sep=".")' 2>/dev/null)
 PYVER := $(call pyver,$(PYTHON))
@@ -17,7 +21,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(PYVER)
 # `make test` also runs the unit tier on the oldest supported version, in its own venv, when
 # that interpreter exists and PYTHON is another version.
-OLDEST_PYTHON := $(if $(filter $(OLDEST),$(PYVER)),,$(if $(filter $(OLDEST),$(call pyver,python$(OLDEST))),python$(OLDEST)))
+OLDEST_PYTHON := $(if $(filter $(OLDEST),$(PYVER)),,$(call find_python,$(OLDEST)))
 
 .PHONY: help venv system-deps test test-unit test-integration test-browser screenshots demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
