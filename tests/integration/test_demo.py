@@ -60,9 +60,11 @@ def test_make_demo_prints_next_steps_that_a_new_shell_runs(tmp_path) -> None:
     env["PATH"] = path
     out = tmp_path / "demo"
     try:
+        # this test's interpreter and virtualenv: make must not pick (and rebuild) another one under it
+        venv = Path(sys.executable).parents[1]
         made = subprocess.run(["make", "-s", "demo", "KEEP=1", f"KAFKA_PORT={port}", f"KAFKA_CONTROLLER_PORT={controller}",
-                               f"DEMO_ARGS=--stories 200 --output-dir {out}"], cwd=REPO, env=env, capture_output=True,
-                              text=True, timeout=900)
+                               f"PYTHON={sys.executable}", f"VENV={venv}", f"DEMO_ARGS=--stories 200 --output-dir {out}"],
+                              cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
         assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
         raw = [line for line in made.stderr.splitlines() if re.match(r"%\d\|", line)]
         assert not raw, f"librdkafka lines outside the JSON logger: {raw}"
