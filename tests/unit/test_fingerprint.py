@@ -19,15 +19,8 @@ from hypothesis import strategies as st
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS
 from tests.reference import shingle_hashes_ref
 from streamdedup.bench.edits import exact_jaccard, word_shingles
-from streamdedup import (
-    FingerprintBatch,
-    Fingerprinter,
-    IncompatibleFingerprintError,
-    InputError,
-    load_config,
-    record,
-    signature,
-)
+from streamdedup import FingerprintBatch, Fingerprinter, IncompatibleFingerprintError, InputError, load_config
+from streamdedup.sketch import record, signature
 from streamdedup import _kernels as K
 from streamdedup.text.canonical import canonicalize
 from streamdedup.sketch.estimate import jaccard
