@@ -3,13 +3,13 @@ they matched; from the Kafka duplicates topic (read_committed) or a file-mode ou
 
 from __future__ import annotations
 
-from datetime import datetime
 
 import click
 import orjson
 
 from streamdedup.errors import InspectError
-from streamdedup.tools.inspection.reader import DuplicateSource, Entry, Filter, clusters, epoch_ms, follow, pairs, parse_since
+from streamdedup.runtime.since import parse_since
+from streamdedup.tools.inspection.reader import DuplicateSource, Entry, Filter, clusters, follow, pairs
 from streamdedup.cli._common import compile_notice, config_option, get_config, kafka_overrides, make_console
 from streamdedup.cli.inspect_view import clusters_table, render_pair, safe
 
@@ -40,7 +40,7 @@ def _filter(relations, min_sim, max_sim, ids, since) -> Filter:
             s = parse_since(since)
         except ValueError as exc:
             raise click.BadParameter(str(exc), param_hint="--since") from None
-        since_ms = epoch_ms(s) if isinstance(s, datetime) else None
+        since_ms = s.value if s.kind == "time" else None
     return Filter(frozenset(relations) if relations else None, min_sim, max_sim, frozenset(ids) if ids else None, since_ms)
 
 
@@ -92,9 +92,9 @@ class _Out:
 @click.option("--min-similarity", type=click.FloatRange(0.0, 1.0), default=None, help="Only recorded Jaccard >= this.")
 @click.option("--max-similarity", type=click.FloatRange(0.0, 1.0), default=None, help="Only recorded Jaccard <= this.")
 @click.option("--id", "ids", multiple=True, help="Only duplicates with this id, or of this root or matched id (repeatable).")
-@click.option("--since", default=None, metavar="OFFSET|TIME",
-              help="Read forward from an offset (N: offset N of each partition, -N: the last N of each) or an ISO-8601 "
-                   "time; default: the latest --limit duplicates.")
+@click.option("--since", default=None, metavar="SINCE",
+              help="Read forward from SINCE: earliest, an offset N of each partition, -N (the last N of each), an "
+                   "ISO-8601 time or an age (48h); default: the latest --limit duplicates.")
 @click.option("--limit", type=click.IntRange(1, None), default=10, show_default=True,
               help="Duplicates shown (roots with --clusters).")
 @click.option("--scan", "max_scan", type=click.IntRange(1, None), default=100_000, show_default=True,

@@ -97,14 +97,14 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
 
 
 def _lost_state(rebuild_since: str | None, accept: bool):
-    from streamdedup.runtime.kafka.lost_state import parse_since
+    from streamdedup.runtime.since import parse_since
 
     if rebuild_since is not None and accept:
         raise click.UsageError("give --rebuild-from-input or --accept-empty-state, not both")
     if rebuild_since is None:
         return "accept" if accept else "refuse"
     try:
-        return parse_since(rebuild_since)
+        return parse_since(rebuild_since, option="--rebuild-from-input")
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--rebuild-from-input") from None
 

@@ -41,7 +41,7 @@ def _given(names: tuple[str, ...]) -> list[str]:
 @config_option
 @click.option("--set", "set_items", metavar="SETTING=VALUE", multiple=True,
               help="--replay: the candidate change, a dotted setting (repeatable), e.g. verify.jaccard_threshold=0.6.")
-@click.option("--since", default=None, help="--replay: a topic from earliest, an offset, an ISO time or an age (48h); "
+@click.option("--since", default=None, help="--replay: a topic from earliest, an offset, -N (the last N of each partition), an ISO time or an age (48h); "
                                             "a file after this many lines. Default: a topic's most recent records, a file's first.")
 @click.option("--limit", type=click.IntRange(1, None), default=20_000, show_default=True, help="--replay: records at most.")
 @click.option("--bootstrap-servers", default=None, help="--replay TOPIC: overrides kafka.bootstrap_servers.")

@@ -70,7 +70,7 @@ def _read(cfg: Config, target: str, since: str | None, limit: int) -> tuple[Repl
             skip = int(since)
         source = ReplayInput.from_file(str(path), skip, limit)
         return source, f"{target} from line {skip + 1}"
-    from streamdedup.runtime.kafka.lost_state import parse_since
+    from streamdedup.runtime.since import parse_since
     from streamdedup.tools.whatif_input import read_recent
 
     try:

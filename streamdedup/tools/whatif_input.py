@@ -41,10 +41,8 @@ def _ranges(consumer, topic: str, since: Since | None, limit: int, timeout: floa
     if since is not None and since.kind == "time":
         found = consumer.offsets_for_times([TopicPartition(topic, p, since.value) for p in parts], timeout=timeout)
         starts = {tp.partition: (tp.offset if tp.offset >= 0 else marks[tp.partition][1]) for tp in found}
-    elif since is not None and since.kind == "offset":
-        starts = {p: since.value for p in parts}
     elif since is not None:
-        starts = {p: marks[p][0] for p in parts}
+        starts = {p: since.start(*marks[p]) for p in parts}
     else:
         starts = {p: marks[p][1] - limit for p in parts}  # the last ``limit`` of each, merged below
     out = []

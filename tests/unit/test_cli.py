@@ -150,7 +150,7 @@ def test_an_unexpected_error_is_one_line_unless_debug(monkeypatch, kernels_cache
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--rebuild-from-input", "yesterday"], "give earliest, an offset, an ISO time"),
+    (["--rebuild-from-input", "yesterday"], "--rebuild-from-input 'yesterday': give earliest, an offset, -N"),
     (["--rebuild-from-input", "earliest", "--accept-empty-state"], "not both"),
     (["--input", "x.jsonl", "--output-dir", "o", "--accept-empty-state"], "are for Kafka mode"),
 ])

@@ -12,7 +12,8 @@ from streamdedup.errors import InspectError
 from streamdedup.runtime.filemode import run_file
 from streamdedup.tools.inspection import pair as P
 from streamdedup.tools.inspection.file_source import FileDuplicates
-from streamdedup.tools.inspection.reader import Filter, Wanted, clusters, follow, pairs, parse_since
+from streamdedup.runtime.since import Since, parse_since
+from streamdedup.tools.inspection.reader import Filter, Wanted, clusters, follow, pairs
 from streamdedup.pipeline.tags import Tags, parse_file_tags, parse_headers
 from tests.unit.test_engine import story
 
@@ -102,10 +103,20 @@ def test_pair_json_and_matched_is_root() -> None:
     orjson.dumps(out)  # JSON-ready
 
 
-def test_parse_since() -> None:
-    assert parse_since("12") == 12 and parse_since("-3") == -3
-    assert parse_since("2024-01-02T03:04:05Z").year == 2024
-    with pytest.raises(ValueError, match="neither an offset"):
+def test_one_since_grammar_for_every_command() -> None:
+    """inspect, tune --replay, the what-if and --rebuild-from-input read --since the same way:
+    one parser in the package."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "streamdedup"
+    defined = [str(p.relative_to(root)) for p in root.rglob("*.py")
+               if any(isinstance(n, ast.FunctionDef) and "since" in n.name for n in ast.walk(ast.parse(p.read_text())))]
+    assert defined == ["runtime/since.py"], defined
+    assert parse_since("12") == Since("offset", 12) and parse_since("-3") == Since("last", 3)
+    assert parse_since("2024-01-02T03:04:05Z") == Since("time", 1704164645000) == parse_since("2024-01-02T03:04:05")
+    assert parse_since("earliest") == Since("earliest") and parse_since("48h").kind == "time"
+    with pytest.raises(ValueError, match="give earliest, an offset, -N"):
         parse_since("yesterday")
 
 

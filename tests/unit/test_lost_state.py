@@ -100,7 +100,7 @@ def test_gaps_and_since() -> None:
     assert parse_since("90m", now) == Since("time", int(datetime(2026, 11, 23, 10, 30, tzinfo=timezone.utc).timestamp() * 1000))
     assert parse_since("2026-11-20T06:00+01:00") == Since("time", int(datetime(2026, 11, 20, 5, tzinfo=timezone.utc).timestamp() * 1000))
     with pytest.raises(ValueError, match="--rebuild-from-input 'yesterday'"):
-        parse_since("yesterday")
+        parse_since("yesterday", option="--rebuild-from-input")
 
 
 def test_a_missing_topic_stops_the_start_naming_its_setting(tmp_path) -> None:

@@ -11,12 +11,11 @@ goes on knowingly (``--accept-empty-state``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 
 from streamdedup.engine.deduplicator import Source
 from streamdedup.errors import StreamdedupError
+from streamdedup.runtime.since import Since, parse_since  # noqa: F401 (the rebuild's start)
 
 
 class LostStateError(StreamdedupError):
@@ -65,49 +64,3 @@ def refusal(gaps: list[Gap], group: str, state_dir: str) -> LostStateError:
         f"(earliest, an offset, a time such as 2026-11-20T06:00, or an age such as 48h) up to the committed offsets "
         f"without emitting anything, or with --accept-empty-state to go on with the state as it is."
     )
-
-
-@dataclass(frozen=True)
-class Since:
-    """Where a rebuild starts on each partition: the earliest offset, an offset, or a time (ms since the epoch)."""
-
-    kind: str  # "earliest" | "offset" | "time"
-    value: int = 0
-
-
-_AGE = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def parse_since(text: str, now: datetime | None = None, option: str = "--rebuild-from-input") -> Since:
-    """``earliest``, an offset (``12000``), an ISO time (``2026-11-20T06:00``, UTC unless it says)
-    or an age (``90m``, ``48h``, ``7d``); ``option`` names it in the error.
-
-    >>> parse_since("earliest"), parse_since("12000")
-    (Since(kind='earliest', value=0), Since(kind='offset', value=12000))
-    >>> parse_since("2h", now=datetime(2026, 1, 1, 2, tzinfo=timezone.utc))
-    Since(kind='time', value=1767225600000)
-    """
-    text = text.strip()
-    if text == "earliest":
-        return Since("earliest")
-    if text.isdigit():
-        if int(text) >= 2**63:  # Kafka offsets are 64-bit
-            raise ValueError(f"{option} {text!r}: an offset beyond any partition's (at most 2^63 - 1)")
-        return Since("offset", int(text))
-    age = _AGE.fullmatch(text)
-    if age:
-        now = now or datetime.now(timezone.utc)
-        try:
-            start = now - timedelta(seconds=float(age.group(1)) * _UNIT_S[age.group(2)])
-        except (OverflowError, ValueError):
-            raise ValueError(f"{option} {text!r}: an age longer than the calendar") from None
-        return Since("time", int(start.timestamp() * 1000))
-    try:
-        when = datetime.fromisoformat(text)
-    except (ValueError, OverflowError):
-        raise ValueError(f"{option} {text!r}: give earliest, an offset, an ISO time "
-                         f"(2026-11-20T06:00) or an age (48h, 7d)") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return Since("time", int(when.timestamp() * 1000))

@@ -40,8 +40,8 @@ def _start_offsets(consumer, gaps: list[Gap], since: Since) -> list[TopicPartiti
     if since.kind == "time":
         asked = consumer.offsets_for_times([TopicPartition(g.topic, g.partition, since.value) for g in gaps], timeout=30)
         starts = [tp.offset if tp.offset >= 0 else g.committed for tp, g in zip(asked, gaps)]  # -1: nothing that late
-    elif since.kind == "offset":
-        starts = [since.value for _ in gaps]
+    elif since.kind in ("offset", "last"):  # the last N: before the committed offset, where the rebuild ends
+        starts = [since.start(0, g.committed) for g in gaps]
     else:
         starts = [OFFSET_BEGINNING for _ in gaps]
     out = []

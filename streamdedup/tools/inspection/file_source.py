@@ -19,7 +19,8 @@ from streamdedup.config import Config
 from streamdedup.errors import InspectError
 from streamdedup.pipeline.tags import parse_file_tags
 from streamdedup.tools.inspection.pair import Doc
-from streamdedup.tools.inspection.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, parse_since
+from streamdedup.runtime.since import parse_since
+from streamdedup.tools.inspection.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted
 
 _CHUNK = 8 << 20
 
@@ -100,8 +101,8 @@ class FileDuplicates:
             return {0: 0}
         s = parse_since(since)
         n = self.dups.refresh()
-        if isinstance(s, int):
-            return {0: max(0, n + s) if s < 0 else min(s, n)}
+        if s.kind != "time":
+            return {0: s.start(0, n)}
         if self.cfg.input.time_field is None:
             raise InspectError("--since TIME in file mode needs input.time_field (outputs carry no other time)")
         return {0: 0}  # the caller filters by time (Filter.since_ms): event times are not in order

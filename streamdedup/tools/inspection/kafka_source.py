@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
-from datetime import datetime
 from typing import Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -28,7 +27,8 @@ from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.tools.inspection.kafka_counts import RecordCounter
 from streamdedup.pipeline.tags import parse_headers
 from streamdedup.tools.inspection.pair import Doc
-from streamdedup.tools.inspection.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, epoch_ms, newest, parse_since
+from streamdedup.runtime.since import parse_since
+from streamdedup.tools.inspection.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted, newest
 
 #: one consume call's wait: it returns at this timeout unless 500 records came sooner, so a short
 #: page (or the end of a partition) costs a few of these, not a long wait
@@ -96,12 +96,11 @@ class KafkaDuplicates:
         if since is None:
             return {p: lo for p, (lo, _) in wm.items()}
         s = parse_since(since)
-        if isinstance(s, int):
-            return {p: max(lo, hi + s) if s < 0 else max(lo, min(s, hi)) for p, (lo, hi) in wm.items()}
-        return self._offsets_at(s, wm)
+        if s.kind != "time":
+            return {p: s.start(lo, hi) for p, (lo, hi) in wm.items()}
+        return self._offsets_at(s.value, wm)
 
-    def _offsets_at(self, t: datetime, wm: dict[int, tuple[int, int]]) -> Cursor:
-        ms = epoch_ms(t)
+    def _offsets_at(self, ms: int, wm: dict[int, tuple[int, int]]) -> Cursor:
         found = self.consumer.offsets_for_times([TopicPartition(self.topic, p, ms) for p in self.partitions],
                                                 timeout=self.timeout_s)
         # -1: no record at or after that time in the partition

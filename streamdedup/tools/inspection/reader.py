@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Iterator, Protocol, Sequence
 
 from streamdedup.config import Config
@@ -121,26 +120,6 @@ class DuplicateSource(Protocol):
         """The documents ``wanted``, each a :class:`Doc` or why it could not be fetched."""
 
     def close(self) -> None: ...
-
-
-def parse_since(since: str) -> int | datetime:
-    """An offset (``"1200"``, ``"-50"``) or an ISO-8601 time (UTC when it names no zone).
-
-    >>> parse_since("-50"), parse_since("2024-05-01T12:00").isoformat()
-    (-50, '2024-05-01T12:00:00+00:00')
-    """
-    s = since.strip()
-    if s.lstrip("-").isdigit():
-        return int(s)
-    try:
-        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"--since {since!r} is neither an offset nor an ISO-8601 time") from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def epoch_ms(t: datetime) -> int:
-    return int(t.timestamp() * 1000)
 
 
 class DocDecoder:

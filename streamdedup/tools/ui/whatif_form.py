@@ -81,7 +81,7 @@ def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) 
         return ReplayInput.from_file(where.input_path, whole_number("since", since, 0), limit)
     if target not in where.topics:
         raise BadQuery(f"topic {target!r} is not one of the config's input topics ({', '.join(where.topics)})")
-    from streamdedup.runtime.kafka.lost_state import parse_since
+    from streamdedup.runtime.since import parse_since
     from streamdedup.tools.whatif_input import read_recent
 
     try:
