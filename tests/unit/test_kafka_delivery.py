@@ -16,7 +16,8 @@ from confluent_kafka import KafkaError
 
 from streamdedup import StreamdedupError, load_config
 from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
-from streamdedup.runtime.kafka.processor import Clients, Processor
+from streamdedup.runtime.kafka.clients import Clients
+from streamdedup.runtime.kafka.processor import Processor
 from streamdedup.pipeline.tags import parse_headers
 
 from .fake_kafka import Admin, Broker, Consumer, Crash, Producer, kafka_error

@@ -15,7 +15,8 @@ import pytest
 
 from streamdedup.engine.deduplicator import Source
 from streamdedup.runtime.kafka.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
-from streamdedup.runtime.kafka.processor import Clients, Processor
+from streamdedup.runtime.kafka.clients import Clients
+from streamdedup.runtime.kafka.processor import Processor
 from streamdedup.runtime.kafka.startup import StartupError
 from streamdedup.pipeline.tags import parse_headers
 

@@ -31,10 +31,8 @@ import signal
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Callable
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.engine.deduplicator import Deduplicator
@@ -42,6 +40,7 @@ from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
+from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.delivery import Delivery
 from streamdedup.runtime.kafka.lost_state import Since, refusal, state_gaps
 from streamdedup.runtime.kafka.rebuild import rebuild
@@ -85,15 +84,6 @@ class RunSummary:
         self.last_batch_at = time.perf_counter()
         for k, v in batch.relations.items():
             self.by_relation[k] = self.by_relation.get(k, 0) + v
-
-
-@dataclass
-class Clients:
-    """How the processor makes its Kafka clients (confluent-kafka; a test passes fakes)."""
-
-    consumer: Callable[[dict], object] = Consumer
-    producer: Callable[[dict], object] = Producer
-    admin: Callable[[dict], object] = AdminClient
 
 
 class Processor:

@@ -36,7 +36,7 @@ from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
-from streamdedup.runtime.kafka.processor import Clients
+from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.runtime.staged.decision_record import DecisionRecord, encode, partition_key

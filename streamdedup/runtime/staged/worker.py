@@ -30,7 +30,7 @@ from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.oversize import OutputGuard
-from streamdedup.runtime.kafka.processor import Clients
+from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
