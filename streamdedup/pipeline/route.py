@@ -13,7 +13,8 @@ from typing import Callable, Mapping
 
 from streamdedup.engine.decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
 from streamdedup.pipeline.prepare import Prepared
-from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
+from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers,
+                                       time_invalid_header)
 
 UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST = "unique", "duplicate", "dead_letter"
 DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
@@ -22,6 +23,25 @@ DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
 def duplicate_tags(d: Decision) -> DuplicateTags:
     return DuplicateTags(d.duplicate_of or "", d.relation or "", d.similarity, d.ld_similarity, d.matched or "", d.reason or "",
                          d.original or "", d.matched_source or "")
+
+
+def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None) -> tuple[str, list]:
+    """A record's destination and the headers its tags become: the one mapping of every Kafka
+    runtime (the single processor, the staged worker, the faust agent). A record decided with
+    its arrival time instead of its own event time says why (not a dead letter: it has a stage).
+
+    >>> kafka_output(None)[0], kafka_output(DeadLetterTags("json", "invalid JSON", "t:0:1"))[0]
+    ('unique', 'dead_letter')
+    """
+    if tags is None:
+        dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
+    elif isinstance(tags, DuplicateTags):
+        dest, headers = DUPLICATE_DEST, duplicate_headers(tags)
+    else:
+        dest, headers = DEAD_LETTER_DEST, dead_letter_headers(tags)
+    if time_invalid is not None and dest != DEAD_LETTER_DEST:
+        headers = [*headers, time_invalid_header(time_invalid)]
+    return dest, headers
 
 
 def rejected_tags(reason: str | None, source: str) -> DeadLetterTags:

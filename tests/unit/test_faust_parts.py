@@ -10,7 +10,8 @@ from types import SimpleNamespace
 import pytest
 
 from streamdedup.config import Config, load_config
-from streamdedup.runtime.faust.agent import EventMessage, app_settings, route_decision
+from streamdedup.pipeline.route import kafka_output
+from streamdedup.runtime.faust.agent import EventMessage, app_settings
 from streamdedup.runtime.faust.decisions import DecisionReader, _part_of_key
 from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, encode
 from streamdedup.runtime.kafka.startup import StartupError
@@ -73,12 +74,21 @@ def test_event_messages_read_like_confluent_messages():
     assert bare.headers() is None and bare.timestamp() == (0, 0)
 
 
-def test_decisions_route_like_the_staged_worker():
-    assert route_decision(DecisionRecord(1))[0] == "unique"
-    dest, tags = route_decision(DecisionRecord(1, DuplicateTags("a", "near_duplicate", 0.9, None, "a", "r")))
+def test_every_kafka_runtime_routes_with_one_mapping():
+    """The single processor, the staged worker and the faust agent all call kafka_output."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "streamdedup" / "runtime"
+    for runtime in ("kafka/batch.py", "staged/worker.py", "faust/agent.py"):
+        text = (root / runtime).read_text()
+        assert "kafka_output(" in text and "duplicate_headers(" not in text and "dead_letter_headers(" not in text, runtime
+    assert kafka_output(DecisionRecord(1).tags)[0] == "unique"
+    dest, tags = kafka_output(DecisionRecord(1, DuplicateTags("a", "near_duplicate", 0.9, None, "a", "r")).tags)
     assert dest == "duplicate" and ("dedup.duplicate_of", b"a") in tags
-    dest, tags = route_decision(DecisionRecord(1, DeadLetterTags("decode", "bad", "news:0:1")))
-    assert dest == "dead_letter" and ("dedup.reason", b"bad") in tags
+    dest, tags = kafka_output(DeadLetterTags("decode", "bad", "news:0:1"), time_invalid="ignored for a dead letter")
+    assert dest == "dead_letter" and ("dedup.reason", b"bad") in tags and not any(k == "dedup.time_invalid" for k, _ in tags)
+    dest, tags = kafka_output(None, time_invalid="ts 1e30 is beyond 64 bits")
+    assert dest == "unique" and ("dedup.time_invalid", b"ts 1e30 is beyond 64 bits") in tags
 
 
 def test_app_settings_follow_the_config():

@@ -40,7 +40,8 @@ from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec
-from streamdedup.pipeline.tags import UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, with_tags
+from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
 from streamdedup.runtime.kafka.oversize import OutputGuard
@@ -89,16 +90,6 @@ class EventMessage:
         """(type, ms) as confluent-kafka gives it: type 0 when the record has no timestamp."""
         ts = self._m.timestamp
         return (1, int(ts * 1000)) if ts is not None and ts >= 0 else (0, 0)
-
-
-def route_decision(rec: DecisionRecord) -> tuple[str, list]:
-    """A decision's destination and tags, as the staged worker emits them."""
-    tags = rec.tags
-    if tags is None:
-        return UNIQUE_DEST, UNIQUE_HEADERS
-    if isinstance(tags, DuplicateTags):
-        return DUPLICATE_DEST, duplicate_headers(tags)
-    return DEAD_LETTER_DEST, dead_letter_headers(tags)
 
 
 class FaustStage:
@@ -187,7 +178,7 @@ class FaustStage:
     async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord]) -> None:
         counts = self.counts
         for m, rec in zip(msgs, decided):
-            dest, tags = route_decision(rec)
+            dest, tags = kafka_output(rec.tags)
             await self.out[dest].send(key=m.key(), value=m.value(), headers=with_tags(m.headers(), tags))
             counts[dest] += 1
         counts["records"] += len(msgs)

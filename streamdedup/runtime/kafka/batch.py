@@ -21,7 +21,8 @@ from streamdedup.engine.decisions import Decision
 from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
 from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
-from streamdedup.pipeline.tags import UNIQUE_HEADERS, dead_letter_headers, duplicate_headers, time_invalid_header, with_tags
+from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
 from streamdedup.runtime.kafka.limits import headers_bytes
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
@@ -170,18 +171,11 @@ class KafkaPipeline:
         sized = batch.base_sizes is not None
         tag_bytes = np.full(len(batch.msgs), UNIQUE_TAG_BYTES, np.int64) if sized else None
         slow_of = batch.prep.slow
-        for k, (m, dest, tags) in enumerate(zip(batch.msgs, routed.dest, routed.tags)):
-            if tags is None:
-                headers = UNIQUE_HEADERS
-            else:
-                headers = duplicate_headers(tags) if dest == DUPLICATE_DEST else dead_letter_headers(tags)
-                if sized:
-                    tag_bytes[k] = headers_bytes(headers)
+        for k, (m, tags) in enumerate(zip(batch.msgs, routed.tags)):
             slow = slow_of.get(k)
-            if slow is not None and slow.time_invalid is not None and dest != DEAD_LETTER_DEST:
-                headers = [*headers, time_invalid_header(slow.time_invalid)]
-                if sized:
-                    tag_bytes[k] = headers_bytes(headers)
+            dest, headers = kafka_output(tags, None if slow is None else slow.time_invalid)
+            if sized and headers is not UNIQUE_HEADERS:
+                tag_bytes[k] = headers_bytes(headers)
             outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
         counts = routed.counts()
         counts["replayed"] = len(batch.prep.held)

@@ -23,8 +23,8 @@ from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec
-from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DuplicateTags, dead_letter_headers, duplicate_headers, time_invalid_header,
-                              with_tags)
+from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.batch import consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
@@ -267,16 +267,9 @@ class Worker:
                 continue
             oldest = min(oldest or released[0][0][1], released[0][0][1])
             for (m, _, why_time), rec in released:
-                tags = rec.tags
-                if tags is None:
-                    dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
-                elif isinstance(tags, DuplicateTags):
-                    dest, headers = DUPLICATE_DEST, duplicate_headers(tags)
-                    relations[tags.relation] = relations.get(tags.relation, 0) + 1
-                else:
-                    dest, headers = DEAD_LETTER_DEST, dead_letter_headers(tags)
-                if why_time is not None and dest != DEAD_LETTER_DEST:
-                    headers = [*headers, time_invalid_header(why_time)]
+                dest, headers = kafka_output(rec.tags, why_time)
+                if dest == DUPLICATE_DEST:
+                    relations[rec.tags.relation] = relations.get(rec.tags.relation, 0) + 1
                 counts[dest] += 1
                 outputs.append((self.topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
             offsets.append(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))
