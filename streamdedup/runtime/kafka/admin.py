@@ -55,15 +55,11 @@ def produce_all(bootstrap: str, topic: str, records: list[tuple[bytes | None, by
     from streamdedup.errors import StreamdedupError
 
     from streamdedup.runtime.kafka.clientlog import client_logger
+    from streamdedup.runtime.kafka.transactions import produce_waiting
 
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True, "logger": client_logger(), **conf})
     for key, value in records:
-        while True:
-            try:
-                p.produce(topic, value=value, key=key)
-                break
-            except BufferError:
-                p.poll(0.1)
+        produce_waiting(p, topic, value, key, poll_s=0.1)
     left = p.flush(timeout)
     if left:
         raise StreamdedupError(f"{left} records to {topic} not delivered within {timeout} s")

@@ -42,6 +42,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streamdedup.errors import StreamdedupError
 from streamdedup.runtime.kafka.batch import OutBatch
 from streamdedup.runtime.kafka.retry import retry
+from streamdedup.runtime.kafka.transactions import commit_offsets, init_transactions
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
@@ -50,10 +51,6 @@ log = logging.getLogger("streamdedup.runtime.kafka")
 #: behind the refused one (their sequence has a gap) and only the next call reports the
 #: abortable error; a short slice bounds that wait, a healthy commit takes milliseconds
 COMMIT_SLICE_S = 5.0
-
-
-def _retriable(exc: BaseException) -> bool:
-    return isinstance(exc, KafkaException) and exc.args[0].retriable()
 
 
 def _kafka_error(exc: BaseException) -> bool:
@@ -95,8 +92,7 @@ class Delivery:
     def _start_producer(self):
         producer = self._new_producer()
         if self.exactly_once:
-            retry(lambda: producer.init_transactions(60), what="init_transactions", deadline_s=300,
-                  retriable=_retriable, pause_s=0.0, on_retry=self._touch)
+            init_transactions(producer, self._touch, pause_s=0.0)
         return producer
 
     def decided(self, batch: OutBatch) -> None:
@@ -132,12 +128,8 @@ class Delivery:
     def _commit(self, producer, offsets: list, group, batch: OutBatch) -> None:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
         batch.checkpoint.wait_durable()
-        # retriable (a coordinator moving after a broker restart timed it out in 1 of 5 runs):
-        # librdkafka documents that the call may be repeated
-        retry(lambda: producer.send_offsets_to_transaction(offsets, group, COMMIT_SLICE_S), what="send_offsets_to_transaction",
-              deadline_s=120, retriable=_retriable, on_retry=self._touch)
-        retry(lambda: producer.commit_transaction(COMMIT_SLICE_S), what="commit_transaction", deadline_s=120,
-              retriable=_retriable, on_retry=self._touch)
+        # retried (a coordinator moving after a broker restart timed it out in 1 of 5 runs)
+        commit_offsets(producer, offsets, group, self._touch, COMMIT_SLICE_S)
 
     def settle(self, rewind: bool = True) -> bool:
         """Wait for the batch in flight; count it and confirm what its offsets cover.

@@ -34,6 +34,7 @@ from streamdedup.pipeline.tags import DeadLetterTags
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import consume_good
+from streamdedup.runtime.kafka.transactions import produce_waiting
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.kafka.clients import Clients
@@ -212,13 +213,8 @@ class Decider:
         if tracker is not None:
             tracker[1] += 1
         on_delivery = (lambda err, _m, t=tracker: self._delivered(err, t)) if tracker is not None else self._report
-        while True:
-            try:
-                self.producer.produce(self.kcfg.staged.decisions_topic, value, partition_key(src.topic, src.partition),
-                                      partition=part, on_delivery=on_delivery)
-                return
-            except BufferError:
-                self.producer.poll(0.05)
+        produce_waiting(self.producer, self.kcfg.staged.decisions_topic, value, partition_key(src.topic, src.partition),
+                        partition=part, on_delivery=on_delivery)
 
     def _delivered(self, err, tracker: list) -> None:
         if err is not None:

@@ -17,7 +17,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
@@ -32,6 +32,8 @@ from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.retry import retry
+from streamdedup.runtime.kafka.transactions import (commit_offsets, init_transactions, produce_waiting, requires_abort,
+                                                      retriable)
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.runtime.staged.decision_record import BadDecisionRecord, decode
@@ -57,10 +59,6 @@ class WorkerSummary:
 
     def reconciles(self) -> bool:
         return self.unique + self.duplicates + self.dead_letter == self.records
-
-
-def _retriable(exc: BaseException) -> bool:
-    return isinstance(exc, KafkaException) and exc.args[0].retriable()
 
 
 class Worker:
@@ -107,8 +105,7 @@ class Worker:
             **self.guard.producer_conf()})
         self.watchdog.start()
         try:
-            retry(lambda: self.out.init_transactions(60), what="init_transactions", deadline_s=300, retriable=_retriable,
-                  on_retry=self.watchdog.touch)
+            init_transactions(self.out, self.watchdog.touch)
             # static membership: a restarted worker (same --instance) gets its partitions back at
             # once instead of after the dead member's session and a rebalance
             self.input = self.clients.consumer(client_settings(k, {
@@ -150,7 +147,7 @@ class Worker:
         dec_topic = self.kcfg.staged.decisions_topic
         want = [TopicPartition(t, p) for t, p in tps] + [TopicPartition(dec_topic, self.mapping[tp]) for tp in tps]
         committed = retry(lambda: self.input.committed(want, timeout=10), what="reading committed offsets",
-                          deadline_s=self.kcfg.startup_timeout_s, retriable=_retriable)
+                          deadline_s=self.kcfg.startup_timeout_s, retriable=retriable)
         got = {(c.topic, c.partition): c.offset for c in committed}
         for tp in tps:
             floor = got[tp]
@@ -228,14 +225,8 @@ class Worker:
         for k, m in enumerate(msgs):
             self.pending.add((m.topic(), m.partition()), m.offset(), (m, consumed, time_invalid.get(k)))
         topic = self.kcfg.staged.fingerprints_topic
-        produce = self.fp_producer.produce
         for value in values:
-            while True:
-                try:
-                    produce(topic, value, partition=0)
-                    break
-                except BufferError:
-                    self.fp_producer.poll(0.05)
+            produce_waiting(self.fp_producer, topic, value, partition=0)
         self.fp_producer.poll(0)
         self.summary.fingerprints_sent += n
 
@@ -297,22 +288,14 @@ class Worker:
         try:
             p.begin_transaction()
             for topic, key, value, headers in outputs:
-                while True:
-                    try:
-                        p.produce(topic, value, key, headers=headers)
-                        break
-                    except BufferError:
-                        p.poll(0.05)
-            retry(lambda: p.send_offsets_to_transaction(offsets, self.input.consumer_group_metadata(), 30),
-                  what="send_offsets_to_transaction", deadline_s=120, retriable=_retriable, on_retry=self.watchdog.touch)
-            retry(lambda: p.commit_transaction(30), what="commit_transaction", deadline_s=120, retriable=_retriable,
-                  on_retry=self.watchdog.touch)
+                produce_waiting(p, topic, value, key, headers=headers)
+            commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch)
             return True
         except KafkaException as exc:
-            err = exc.args[0]
-            if not isinstance(err, KafkaError) or not err.txn_requires_abort():
+            if not requires_abort(exc):
                 raise
-            log.warning("worker %s: transaction aborted (%s); re-reading from the committed offsets", self.instance, err)
+            log.warning("worker %s: transaction aborted (%s); re-reading from the committed offsets", self.instance,
+                        exc.args[0])
             p.abort_transaction(60)
             self.summary.rewinds += 1
             self._rewind()

@@ -1,0 +1,53 @@
+"""The transactional producer's steps, one copy for every Kafka runtime (the single processor's
+:mod:`~streamdedup.runtime.kafka.delivery` and the staged worker): which errors are retried,
+producing past a full local queue, starting a transactional producer (which fences a zombie
+with the same transactional id), committing a batch's offsets with its outputs, and whether a
+failed transaction must be aborted.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from confluent_kafka import KafkaError, KafkaException
+
+from streamdedup.runtime.kafka.retry import retry
+
+
+def retriable(exc: BaseException) -> bool:
+    """A client error librdkafka says may succeed if the call is repeated."""
+    return isinstance(exc, KafkaException) and exc.args[0].retriable()
+
+
+def requires_abort(exc: KafkaException) -> bool:
+    """The transaction failed but the producer lives on: abort it, rewind, produce again."""
+    err = exc.args[0]
+    return isinstance(err, KafkaError) and err.txn_requires_abort()
+
+
+def produce_waiting(producer, topic: str, value: bytes | None, key: bytes | None = None, *, poll_s: float = 0.05,
+                    **options) -> None:
+    """Produce one record; a full local queue (BufferError) is served (delivery reports) and the
+    call repeated. ``options``: ``headers``, ``partition``, ``on_delivery`` as confluent-kafka takes them."""
+    while True:
+        try:
+            producer.produce(topic, value, key, **options)
+            return
+        except BufferError:
+            producer.poll(poll_s)
+
+
+def init_transactions(producer, touch: Callable[[], None], pause_s: float = 0.5) -> None:
+    """Register the transactional id (fencing an older producer with the same id), retried while
+    the transaction coordinator is away."""
+    retry(lambda: producer.init_transactions(60), what="init_transactions", deadline_s=300, retriable=retriable,
+          pause_s=pause_s, on_retry=touch)
+
+
+def commit_offsets(producer, offsets: list, group, touch: Callable[[], None], slice_s: float = 30.0) -> None:
+    """The consumed offsets into the open transaction, then its commit: each call retried while
+    retriable (librdkafka documents both as repeatable), in calls of ``slice_s`` seconds."""
+    retry(lambda: producer.send_offsets_to_transaction(offsets, group, slice_s), what="send_offsets_to_transaction",
+          deadline_s=120, retriable=retriable, on_retry=touch)
+    retry(lambda: producer.commit_transaction(slice_s), what="commit_transaction", deadline_s=120, retriable=retriable,
+          on_retry=touch)

@@ -1,0 +1,68 @@
+"""The transactional producer's steps every Kafka runtime shares (runtime/kafka/transactions.py)."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+from streamdedup.runtime.kafka import transactions as T
+
+
+class _Queue:
+    """A producer whose local queue is full for the first ``full`` calls."""
+
+    def __init__(self, full: int):
+        self.full, self.calls, self.polls, self.sent = full, [], 0, []
+
+    def produce(self, topic, value, key=None, **options):
+        self.calls.append((topic, value, key, options))
+        if len(self.calls) <= self.full:
+            raise BufferError("Local: Queue full")
+        self.sent.append((topic, value, key, options))
+
+    def poll(self, timeout):
+        self.polls += 1
+
+
+def test_a_full_local_queue_is_served_and_the_record_produced_once() -> None:
+    q = _Queue(full=3)
+    T.produce_waiting(q, "out", b"v", b"k", headers=[("h", b"1")], partition=0)
+    assert q.polls == 3 and q.sent == [("out", b"v", b"k", {"headers": [("h", b"1")], "partition": 0})]
+
+
+def test_which_errors_are_retried_and_which_abort_the_transaction() -> None:
+    retriable = KafkaException(KafkaError(KafkaError._TIMED_OUT, "timed out", retriable=True))
+    abortable = KafkaException(KafkaError(KafkaError._FENCED, "x", txn_requires_abort=True))
+    fatal = KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+    assert T.retriable(retriable) and not T.retriable(fatal) and not T.retriable(ValueError("x"))
+    assert T.requires_abort(abortable) and not T.requires_abort(fatal)
+
+
+def test_the_offsets_go_into_the_transaction_before_its_commit_each_retried() -> None:
+    said = []
+
+    class P:
+        def __init__(self):
+            self.failures = 1
+
+        def send_offsets_to_transaction(self, offsets, group, timeout):
+            said.append(("offsets", offsets, group))
+            if self.failures:
+                self.failures -= 1
+                raise KafkaException(KafkaError(KafkaError._TIMED_OUT, "coordinator moved", retriable=True))
+
+        def commit_transaction(self, timeout):
+            said.append(("commit", timeout))
+
+    touched = []
+    T.commit_offsets(P(), ["tp"], "group", lambda: touched.append(1), slice_s=5.0)
+    assert said == [("offsets", ["tp"], "group"), ("offsets", ["tp"], "group"), ("commit", 5.0)] and touched == [1]
+
+
+def test_a_fatal_error_is_not_retried() -> None:
+    class P:
+        def init_transactions(self, timeout):
+            raise KafkaException(KafkaError(KafkaError._FENCED, "fenced", fatal=True))
+
+    with pytest.raises(KafkaException):
+        T.init_transactions(P(), lambda: None, pause_s=0.0)
