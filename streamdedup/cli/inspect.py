@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 import click
+from rich.text import Text
 import orjson
 
 from streamdedup.errors import InspectError
@@ -77,7 +78,7 @@ class _Out:
         if self.as_json:
             click.echo(text, err=True)
         else:
-            self.console.print(text, style="yellow")
+            self.console.print(Text(text, style="yellow"))
 
 
 @click.command()

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -64,10 +65,11 @@ def diff_text(diff: Sequence[Segment], side: str, context: int = 12) -> Text:
 
 
 def _doc_title(role: str, doc, fallback_id: str | None) -> str:
+    # a column header is read as rich markup: "[" of an id must stay text
     if doc is None:
-        return f"{role} {safe(fallback_id) or '?'} (not fetched)"
-    where = f" @ {safe(doc.position)}" if doc.position else ""
-    return f"{role} {safe(doc.id)}{where}" + (f"\n{_when(doc.time_ms)}" if doc.time_ms else "")
+        return f"{role} {escape(safe(fallback_id)) or '?'} (not fetched)"
+    where = f" @ {escape(safe(doc.position))}" if doc.position else ""
+    return f"{role} {escape(safe(doc.id))}{where}" + (f"\n{_when(doc.time_ms)}" if doc.time_ms else "")
 
 
 def _side_by_side(earlier_role: str, earlier, earlier_id: str | None, p: Pair, diff, context: int) -> Table:
@@ -165,6 +167,6 @@ def clusters_table(found: Sequence[Cluster], scanned: int, limit: int) -> Table:
     for col in ("root", "copies", "relations", "lowest Jaccard", "first copy", "last copy", "root position"):
         table.add_column(col)
     for c in shown:
-        table.add_row(safe(c.root), str(c.copies), safe(", ".join(f"{k} {v}" for k, v in c.relations.most_common())),
-                      _fmt(c.min_similarity), _when(c.first_ms), _when(c.last_ms), safe(c.position))
+        table.add_row(Text(safe(c.root)), str(c.copies), Text(safe(", ".join(f"{k} {v}" for k, v in c.relations.most_common()))),
+                      _fmt(c.min_similarity), _when(c.first_ms), _when(c.last_ms), Text(safe(c.position)))
     return table

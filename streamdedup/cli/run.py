@@ -24,7 +24,7 @@ RATE_FROM_LINES = 10_000
 @click.option("--stop-when-idle", type=click.FloatRange(0, None), default=None, help="Kafka mode: exit after this many seconds without input.")
 @click.option("--rebuild-from-input", "rebuild_since", metavar="SINCE", default=None,
               help="Kafka mode, when the state is lost (the group committed offsets the state does not hold): first index "
-                   "the input from SINCE (earliest, an offset, an ISO time, or an age such as 48h) up to the committed "
+                   "the input from SINCE (earliest, an offset, -N for the last N records, an ISO time, or an age such as 48h) up to the committed "
                    "offsets, emitting nothing.")
 @click.option("--accept-empty-state", is_flag=True, help="Kafka mode: go on although the state holds less than the group committed.")
 @click.option("--topology", type=click.Choice(["single", "staged", "faust"]), default="single", show_default=True,

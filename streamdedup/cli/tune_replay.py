@@ -65,7 +65,7 @@ def _read(cfg: Config, target: str, since: str | None, limit: int) -> tuple[Repl
     if path.is_file():
         skip = 0
         if since is not None:
-            if not since.strip().isdigit():
+            if not since.strip().isdecimal():
                 raise click.BadParameter("for a file, --since is a number of lines to skip", param_hint="--since")
             skip = int(since)
         source = ReplayInput.from_file(str(path), skip, limit)

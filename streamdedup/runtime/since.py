@@ -60,7 +60,7 @@ def parse_since(text: str, now: datetime | None = None, option: str = "--since")
     s = text.strip()
     if s == "earliest":
         return Since("earliest")
-    if s.lstrip("-").isdigit() and s.count("-") <= 1:
+    if s.lstrip("-").isdecimal() and s.count("-") <= 1:
         n = int(s)
         if abs(n) > _MAX_OFFSET:
             raise ValueError(f"{option} {text!r}: an offset beyond any partition's (at most 2^63 - 1)")
@@ -72,7 +72,7 @@ def parse_since(text: str, now: datetime | None = None, option: str = "--since")
             start = now - timedelta(seconds=float(age.group(1)) * _UNIT_S[age.group(2)])
         except (OverflowError, ValueError):
             raise ValueError(f"{option} {text!r}: an age longer than the calendar") from None
-        return Since("time", int(start.timestamp() * 1000))
+        return _time(int(start.timestamp() * 1000), text, option)
     try:
         when = datetime.fromisoformat(s.replace("Z", "+00:00"))
     except (ValueError, OverflowError):
@@ -80,4 +80,11 @@ def parse_since(text: str, now: datetime | None = None, option: str = "--since")
                          f"(2026-11-20T06:00) or an age (48h, 7d)") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
-    return Since("time", int(when.timestamp() * 1000))
+    return _time(int(when.timestamp() * 1000), text, option)
+
+
+def _time(ms: int, text: str, option: str) -> Since:
+    # the broker reads -1 and -2 as "latest" and "earliest": a time before 1970 must not become one
+    if ms < 0:
+        raise ValueError(f"{option} {text!r}: a time before 1970")
+    return Since("time", ms)

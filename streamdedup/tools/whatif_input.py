@@ -2,7 +2,7 @@
 
 The consumer is assigned its partitions (no subscription, no rebalance) under a throwaway
 group id and commits nothing, so the processor's group and its offsets are untouched. Each
-partition is read from its start (``--since``: earliest, an offset, a time, an age; default:
+partition is read from its start (``--since``: earliest, an offset, -N, a time, an age; default:
 its last ``limit`` records) up to its end as it was when the replay began; records are
 replayed in timestamp order (then partition, offset), which is the order a single-partition
 topic was decided in and the nearest one for several partitions, and at most ``limit`` of them:

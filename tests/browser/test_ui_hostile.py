@@ -89,7 +89,17 @@ def test_what_if_parameters_out_of_bounds_are_a_400_with_the_reason(site, settin
 
 
 @pytest.mark.parametrize("query", ["/pair?p=99999999999999999999&o=1", "/pair?p=0&o=-99999999999999999999",
-                                   "/?before=0:99999999999999999999", "/clusters?window=99999999999999999999"])
+                                   "/?before=0:99999999999999999999", "/clusters?window=99999999999999999999",
+                                   "/?before=0:%C2%B2", "/?after=%C2%B2:1"])
 def test_overflowing_page_parameters_are_a_400(site, query) -> None:
     status, html = _call(site + query)
     assert 400 <= status < 500, (query, status, html[-1500:])
+
+
+def test_a_form_too_large_or_a_foreign_token_is_refused_without_a_500(site) -> None:
+    """A page elsewhere can post to the loopback: a large body is refused before it is read
+    whole, a token of any characters is compared safely."""
+    big = {"settings": "x" * 200_000, "token": "t"}
+    assert _call(site + "/whatif", big)[0] == 413
+    status, html = _call(site + "/whatif", {"settings": "verify.jaccard_threshold=0.9", "token": "ünïcode", "run": "1"})
+    assert status == 403 and "did not come from this inspector" in html

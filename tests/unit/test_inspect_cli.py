@@ -103,7 +103,7 @@ def test_cli_json_and_clusters_on_a_file_output(tmp_path) -> None:
 
 def test_cli_refusals_are_one_line(tmp_path) -> None:
     inp, out, _ = _run(tmp_path)
-    for args, says in [(["--dir", str(out), "--since", "yesterday"], "neither an offset nor an ISO-8601 time"),
+    for args, says in [(["--dir", str(out), "--since", "yesterday"], "give earliest, an offset, -N"),
                        (["--input", str(inp)], "--input goes with --output-dir"),
                        (["--dir", str(out), "--since", "2024-01-01"], "needs input.time_field"),
                        (["--dir", str(out), "--min-similarity", "0.9", "--max-similarity", "0.5"], "is above"),
@@ -128,3 +128,26 @@ def test_control_characters_in_ids_and_texts_reach_the_terminal_escaped() -> Non
     out = console.export_text()
     assert not any(c in out for c in "\x1b\x07\x9b\u202e"), repr(out)
     assert "c\\x1b[2J" in out and "\\x1b]0;owned\\x07" in out and "\\u202e" in out
+
+
+def test_ids_that_look_like_rich_markup_are_shown_as_written() -> None:
+    """An id such as "[/bold]" closed a tag nobody opened (rich raised MarkupError: inspect
+    crashed); "[link=...]" would have made a hyperlink."""
+    from streamdedup.cli.inspect_view import clusters_table
+    from streamdedup.tools.inspection.reader import clusters
+
+    base = story(7, 120)
+    p = Pair(Doc("[/bold]", base + " more", "dups:0:[b]"), Tags("duplicate", duplicate_of="[link=http://evil.example]o",
+                                                               relation="near_duplicate", matched="[link=http://evil.example]o"),
+             Doc("[link=http://evil.example]o", base, "in:0:1"))
+    p.matched = p.original
+    complete([p], load_config(environ={}))
+    out = _render(p)
+    assert "copy [/bold] @ dups:0:[b]" in out and "original [link=http://evil.example]o" in out
+    console = Console(width=200, record=True, color_system=None)
+    from streamdedup.tools.inspection.reader import Entry
+
+    entry = Entry(0, 1, Tags("duplicate", duplicate_of="[link=x]root", relation="exact", original="in:0:[/b]"),
+                  Doc("[/bold]", base, "dups:0:1"))
+    console.print(clusters_table(clusters([entry]), 1, 10))
+    assert "[link=x]root" in console.export_text()

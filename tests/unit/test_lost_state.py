@@ -127,3 +127,26 @@ def test_a_rebuild_that_finds_nothing_says_so_as_a_warning(lost, caplog) -> None
         _run(b, state, lost_state=Since("offset", n + 1000))
     warned = [r for r in caplog.records if r.levelname == "WARNING" and "found no records" in r.getMessage()]
     assert len(warned) == 1 and "pass as unique" in warned[0].getMessage()
+
+
+def test_a_rebuild_of_the_last_n_starts_within_what_the_partition_holds() -> None:
+    """Retention deleted offsets 0..49: the last 1,000 before offset 100 start at 50 (a start
+    below the partition's first offset would send the consumer to its end)."""
+    from confluent_kafka import TopicPartition
+
+    from streamdedup.runtime.kafka.rebuild import _start_offsets
+
+    class Held:
+        def get_watermark_offsets(self, tp, timeout=None):
+            return 50, 120
+
+    starts = _start_offsets(Held(), [Gap("in", 0, 100, None), Gap("in", 1, 100, 90)], Since("last", 1000))
+    assert starts == [TopicPartition("in", 0, 50), TopicPartition("in", 1, 90)]
+    assert _start_offsets(Held(), [Gap("in", 0, 100, None)], Since("last", 10)) == [TopicPartition("in", 0, 90)]
+
+
+@pytest.mark.parametrize("text", ["1969-12-31T23:59:59.999Z", "1900-01-01"])
+def test_a_time_before_1970_is_refused(text) -> None:
+    """The broker would read its negative milliseconds as "latest" or "earliest"."""
+    with pytest.raises(ValueError, match="before 1970"):
+        parse_since(text, option="--since")

@@ -29,7 +29,7 @@ def _pure_modules() -> list[str]:
         out.append(name)
         path = ROOT / Path(*name.split("."))
         if path.is_dir():
-            out += sorted(f"{name}.{m.name}" for m in pkgutil.walk_packages([str(path)]) if not m.ispkg)
+            out += sorted(m.name for m in pkgutil.walk_packages([str(path)], prefix=name + ".") if not m.ispkg)
     return out
 
 

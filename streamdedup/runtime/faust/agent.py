@@ -145,7 +145,8 @@ class FaustStage:
         self.busy = True
         try:
             msgs = [EventMessage(e.message) for e in events]
-            values = self._fingerprints(msgs)
+            time_invalid: dict[int, str] = {}
+            values = self._fingerprints(msgs, time_invalid)
             positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
             for part in dict.fromkeys(p for p, _ in positions):
                 await self.decisions.open(part)
@@ -154,14 +155,15 @@ class FaustStage:
             sent = [await send(topic, v, partition=0) for v in values]
             decided = await self._wait(futures, positions)
             await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
-            await self._emit(msgs, decided)
+            await self._emit(msgs, decided, time_invalid)
         finally:
             self.busy = False
             self.last_active = time.monotonic()
 
-    def _fingerprints(self, msgs: list[EventMessage]) -> list[bytes]:
-        """The staged worker's prepare + screen + fingerprint, per record in order."""
-        return fingerprint_messages(msgs, self.preparer, self.guard, self.codec)
+    def _fingerprints(self, msgs: list[EventMessage], time_invalid: dict[int, str] | None = None) -> list[bytes]:
+        """The staged worker's prepare + screen + fingerprint, per record in order (``time_invalid``
+        receives why a record's event time was not used)."""
+        return fingerprint_messages(msgs, self.preparer, self.guard, self.codec, time_invalid)
 
     async def _wait(self, futures: list, positions: list) -> list[DecisionRecord]:
         waited = 0.0
@@ -175,10 +177,10 @@ class FaustStage:
         self.decisions.forget(positions)
         return [f.result() for f in futures]
 
-    async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord]) -> None:
+    async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord], time_invalid: dict[int, str]) -> None:
         counts = self.counts
-        for m, rec in zip(msgs, decided):
-            dest, tags = kafka_output(rec.tags)
+        for k, (m, rec) in enumerate(zip(msgs, decided)):
+            dest, tags = kafka_output(rec.tags, time_invalid.get(k))
             await self.out[dest].send(key=m.key(), value=m.value(), headers=with_tags(m.headers(), tags))
             counts[dest] += 1
         counts["records"] += len(msgs)

@@ -129,6 +129,6 @@ def _part_of_key(key: bytes | None) -> InputPart | None:
     if not key:
         return None
     topic, _, p = key.decode(errors="replace").rpartition(":")
-    if not topic or not p.isdigit():
+    if not topic or not p.isdecimal():
         return None
     return topic, int(p)

@@ -61,6 +61,7 @@ def refusal(gaps: list[Gap], group: str, state_dir: str) -> LostStateError:
         f"consumer group {group!r} has committed offsets on {len(gaps)} input partition(s) ({where}) but the state "
         f"directory {state_dir} {what}: up to {total:,} records already seen are missing from the index and their "
         f"resends would come out unique. Restart with --rebuild-from-input SINCE to index the input from SINCE "
-        f"(earliest, an offset, a time such as 2026-11-20T06:00, or an age such as 48h) up to the committed offsets "
+        f"(earliest, an offset, -N for the last N records, a time such as 2026-11-20T06:00, or an age such as 48h) "
+        f"up to the committed offsets "
         f"without emitting anything, or with --accept-empty-state to go on with the state as it is."
     )

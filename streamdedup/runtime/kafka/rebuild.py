@@ -40,8 +40,12 @@ def _start_offsets(consumer, gaps: list[Gap], since: Since) -> list[TopicPartiti
     if since.kind == "time":
         asked = consumer.offsets_for_times([TopicPartition(g.topic, g.partition, since.value) for g in gaps], timeout=30)
         starts = [tp.offset if tp.offset >= 0 else g.committed for tp, g in zip(asked, gaps)]  # -1: nothing that late
-    elif since.kind in ("offset", "last"):  # the last N: before the committed offset, where the rebuild ends
-        starts = [since.start(0, g.committed) for g in gaps]
+    elif since.kind in ("offset", "last"):
+        # within what the partition still holds (retention may have deleted its start: a start
+        # below it would send the consumer to the end) and, for the last N, before the committed
+        # offset, where the rebuild ends
+        lows = [consumer.get_watermark_offsets(TopicPartition(g.topic, g.partition), timeout=30)[0] for g in gaps]
+        starts = [since.start(lo, g.committed) for lo, g in zip(lows, gaps)]
     else:
         starts = [OFFSET_BEGINNING for _ in gaps]
     out = []

@@ -46,8 +46,12 @@ class RecordCounter:
         #: (topic, partition) -> (next offset to read, committed records before it since ``low``, low)
         self._done: dict[tuple[str, int], tuple[int, int, int]] = {}
 
-    def count(self, topic: str, partitions: list[int]) -> Counted:
-        deadline = time.monotonic() + self.budget_s
+    def deadline(self) -> float:
+        """The end of one call's time budget (share it among the topics of one page)."""
+        return time.monotonic() + self.budget_s
+
+    def count(self, topic: str, partitions: list[int], deadline: float | None = None) -> Counted:
+        deadline = self.deadline() if deadline is None else deadline
         total, exact = 0, True
         for p in partitions:
             lo, hi = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout_s, cached=False)

@@ -40,7 +40,7 @@ CACHE_SIZE = 2048
 def _position(position: str) -> tuple[str, int, int] | None:
     """``topic:partition:offset`` split, or None (topic names cannot contain ``:``)."""
     parts = position.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+    if len(parts) != 3 or not parts[1].isdecimal() or not parts[2].isdecimal():
         return None
     return parts[0], int(parts[1]), int(parts[2])
 
@@ -152,12 +152,13 @@ class KafkaDuplicates:
         k = self.cfg.kafka
         out: dict[str, int | None] = {}
         exact = True
+        deadline = self._counter().deadline()  # one budget for the page, not one per topic
         for status, topic in (("unique", k.unique_topic), ("duplicate", self.topic), ("dead_letter", k.dead_letter_topic)):
             meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 out[status] = None
                 continue
-            counted = self._counter().count(topic, sorted(meta.partitions))
+            counted = self._counter().count(topic, sorted(meta.partitions), deadline)
             out[status] = counted.records
             exact = exact and counted.exact
         self.totals_exact = exact

@@ -133,6 +133,20 @@ def _has_time(entries) -> bool:
     return any(isinstance(e.doc, Doc) and e.doc.time_ms is not None for e in entries)
 
 
+async def _form_body(request: Request) -> str:
+    """The what-if form's body, read no further than :data:`MAX_FORM_BYTES` (a page on another
+    site can post to the loopback: its size must not cost memory before the token refuses it)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise HTTPException(413, f"a what-if form is at most {MAX_FORM_BYTES:,} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise HTTPException(413, f"a what-if form is at most {MAX_FORM_BYTES:,} bytes")
+    return body.decode("utf-8", "replace")
+
+
 def _int(request: Request, name: str, default: int) -> int:
     return views.whole_number(name, request.query_params.get(name, ""), default)
 
@@ -191,7 +205,7 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
     async def whatif(request: Request):
         if request.method != "POST":  # the form, filled from the query; a replay needs the POST
             return await run_in_threadpool(whatif_page, request, dict(request.query_params), False)
-        body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace")
+        body = await _form_body(request)
         fields = {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
         why = guard.refusal(request.headers.get("origin"), request.headers.get("host"), request.url.scheme,
                             fields.get("token"))

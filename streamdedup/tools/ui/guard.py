@@ -66,6 +66,6 @@ class FormGuard:
         """
         if origin is not None and origin != "null" and origin != f"{scheme}://{host}":
             return f"cross-site request refused (Origin {origin})"
-        if origin == "null" or not token or not hmac.compare_digest(token, self.token):
+        if origin == "null" or not token or not hmac.compare_digest(token.encode(), self.token.encode()):
             return "the form has expired or did not come from this inspector: reload the page"
         return None

@@ -76,7 +76,7 @@ class WhatIfResult:
 
 def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) -> ReplayInput:
     if where.input_path is not None:
-        if since and not since.isdigit():
+        if since and not since.isdecimal():
             raise BadQuery("for the input file, 'since' is a number of lines to skip")
         return ReplayInput.from_file(where.input_path, whole_number("since", since, 0), limit)
     if target not in where.topics:
@@ -87,7 +87,7 @@ def _read(cfg: Config, where: WhatIfInput, target: str, since: str, limit: int) 
     try:
         start = parse_since(since, option="since") if since else None
     except (ValueError, OverflowError) as exc:
-        raise BadQuery(f"since {since!r}: {exc}") from None
+        raise BadQuery(str(exc)) from None
     return read_recent(cfg, target, start, limit)
 
 
