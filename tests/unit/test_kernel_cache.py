@@ -52,7 +52,7 @@ def test_a_cached_need_compiles_nothing_and_says_nothing(monkeypatch) -> None:
 def test_a_worker_is_a_fork_only_while_this_process_runs_no_other_thread_native_ones_included() -> None:
     """A Kafka client's threads are librdkafka's, invisible to Python's threading module."""
     code = ("import confluent_kafka\n"
-            "from streamdedup import kernel_workers\n"
+            "from streamdedup.warmup import workers as kernel_workers\n"
             "alone = kernel_workers.can_fork()\n"
             "client = confluent_kafka.Producer({'bootstrap.servers': '127.0.0.1:1'})\n"
             "print(alone, kernel_workers.can_fork())\n")
