@@ -148,12 +148,12 @@ def test_totals_count_committed_records_not_offsets(topics) -> None:
     # out of time before reading: the rest counted as offsets (markers and aborted included), said
     from streamdedup.tools.inspection.kafka_counts import RecordCounter
 
-    counter = RecordCounter(load_config(environ=topics.env()), budget_s=0.0)
+    source = KafkaDuplicates(load_config(environ=topics.env()))
     try:
-        counted = counter.count(topics.outputs["dead_letter"], list(range(topics.partitions)))
+        counted = RecordCounter(source.consumer, budget_s=0.0).count(topics.outputs["dead_letter"], list(range(topics.partitions)))
         assert (counted.records, counted.exact) == (14, False)
     finally:
-        counter.close()
+        source.close()
 
 
 def test_hostile_tags_are_shown_as_such_by_inspect_and_the_web_pages(topics) -> None:

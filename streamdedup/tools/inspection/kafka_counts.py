@@ -16,13 +16,9 @@ of the call; a transaction still open then is counted once it commits.
 from __future__ import annotations
 
 import time
-import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
-
-from streamdedup.config import Config
-from streamdedup.runtime.kafka.clientlog import client_settings
+from confluent_kafka import KafkaError, TopicPartition
 
 
 @dataclass
@@ -36,13 +32,12 @@ class Counted:
 class RecordCounter:
     """Counts the committed records of topics, incrementally (one instance per inspector)."""
 
-    def __init__(self, cfg: Config, timeout_s: float = 15.0, budget_s: float = 5.0):
+    def __init__(self, consumer, timeout_s: float = 15.0, budget_s: float = 5.0):
+        """``consumer``: a read_committed consumer with ``enable.partition.eof``, committing
+        nothing (the inspector's own: its calls are serial, and each read assigns what it reads)."""
         self.timeout_s = timeout_s
         self.budget_s = budget_s
-        self.consumer = Consumer(client_settings(cfg.kafka, {
-            "group.id": f"streamdedup-count-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "auto.offset.reset": "earliest", "enable.partition.eof": True,
-            "fetch.wait.max.ms": 20}))
+        self.consumer = consumer
         #: (topic, partition) -> (next offset to read, committed records before it since ``low``, low)
         self._done: dict[tuple[str, int], tuple[int, int, int]] = {}
 
@@ -86,6 +81,3 @@ class RecordCounter:
             return pos, n, False
         finally:
             self.consumer.unassign()
-
-    def close(self) -> None:
-        self.consumer.close()

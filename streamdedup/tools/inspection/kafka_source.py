@@ -166,7 +166,7 @@ class KafkaDuplicates:
 
     def _counter(self) -> RecordCounter:
         if self._counts is None:
-            self._counts = RecordCounter(self.cfg, self.timeout_s)
+            self._counts = RecordCounter(self.consumer, self.timeout_s)
         return self._counts
 
     def _scan(self, topic: str, start: Cursor, stop: Cursor, limit: int, filt: Filter | None, max_scan: int,
@@ -321,6 +321,4 @@ class KafkaDuplicates:
         return docs
 
     def close(self) -> None:
-        if self._counts is not None:
-            self._counts.close()
         self.consumer.close()
