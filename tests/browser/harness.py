@@ -122,6 +122,23 @@ def file_run(tmp: Path, records: list[dict] | None = None) -> tuple[Path, Path, 
     return inp, out, records
 
 
+@contextmanager
+def serve_file_run(inp: Path, out: Path, page_size: int = 2) -> Iterator[str]:
+    """The inspector over a file-mode run's outputs (the what-if replays its input), served;
+    yields its base URL."""
+    from streamdedup.tools.inspection.file_source import FileDuplicates
+    from streamdedup.tools.ui.app import Inspector
+    from streamdedup.tools.ui.whatif_form import WhatIfInput
+
+    cfg = load_config(environ={})
+    source = FileDuplicates(out, cfg, inp)
+    try:
+        with serve(Inspector(cfg, source, f"file mode: {out}", WhatIfInput(str(inp), ()), page_size=page_size)) as url:
+            yield url
+    finally:
+        source.close()
+
+
 def follow(page, selector: str) -> None:
     """Click a link and wait for the page it opens: reading the DOM right after a click may
     see the old page, or none (a paging loop then stopped early: seen once on Kafka)."""

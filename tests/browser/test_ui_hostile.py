@@ -11,24 +11,14 @@ import urllib.request
 
 import pytest
 
-from streamdedup import load_config
-from streamdedup.tools.inspection.file_source import FileDuplicates
-from streamdedup.tools.ui.app import Inspector
-from streamdedup.tools.ui.whatif_form import WhatIfInput
-
-from .harness import file_run, serve
+from .harness import file_run, serve_file_run
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     inp, out, _ = file_run(tmp_path_factory.mktemp("hostile"))
-    cfg = load_config(environ={})
-    source = FileDuplicates(out, cfg, inp)
-    try:
-        with serve(Inspector(cfg, source, f"file mode: {out}", WhatIfInput(str(inp), ()), page_size=2)) as url:
-            yield url
-    finally:
-        source.close()
+    with serve_file_run(inp, out) as url:
+        yield url
 
 
 def _call(url: str, data: dict | None = None, headers: dict | None = None) -> tuple[int, str]:

@@ -17,7 +17,7 @@ from streamdedup.tools.whatif import Replayer, ReplayInput
 from streamdedup.tools.ui.app import Inspector
 from streamdedup.tools.ui.whatif_form import WhatIfInput
 
-from .harness import XSS_ID, XSS_TAIL, file_run, follow, serve
+from .harness import XSS_ID, XSS_TAIL, file_run, follow, serve, serve_file_run
 
 COPIES = ["c1", "c4", "c7", "c10", XSS_ID]  # in output order
 
@@ -30,13 +30,8 @@ def run(tmp_path_factory):
 @pytest.fixture
 def site(run):
     inp, out, _ = run
-    cfg = load_config(environ={})
-    source = FileDuplicates(out, cfg, inp)
-    try:
-        with serve(Inspector(cfg, source, f"file mode: {out}", WhatIfInput(str(inp), ()), page_size=2)) as url:
-            yield url
-    finally:
-        source.close()
+    with serve_file_run(inp, out) as url:
+        yield url
 
 
 def _ids(page) -> list[str]:
