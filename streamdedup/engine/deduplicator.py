@@ -202,7 +202,7 @@ class Deduplicator:
         submit its state commit with ``positions`` (next offset per source it covers).
 
         ``sources`` are :meth:`source_id` values (-1: none) and ``offsets`` positions in them.
-        ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.sketch.fingerprint.PreparedTexts`
+        ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.text.canonical.PreparedTexts`
         (both made without a Python object per document by the JSON fast path).
         """
         with self._stops_on_failure():

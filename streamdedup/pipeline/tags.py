@@ -223,7 +223,7 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
     sim, ld = _float(h.get("similarity"), "similarity", bad), _float(h.get("ld_similarity"), "ld_similarity", bad)
     return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, sim, ld, h.get("matched") or None,
                 h.get("reason") or None, h.get("stage") or None, h.get("source") or None,
-                int(size) if size and size.isascii() and size.isdigit() else None, h.get("original") or None, h.get("matched_source") or None,
+                int(size) if size and size.isdecimal() else None, h.get("original") or None, h.get("matched_source") or None,
                 h.get("time_invalid") or None, tuple(bad))
 
 

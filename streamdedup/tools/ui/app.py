@@ -137,7 +137,7 @@ async def _form_body(request: Request) -> str:
     """The what-if form's body, read no further than :data:`MAX_FORM_BYTES` (a page on another
     site can post to the loopback: its size must not cost memory before the token refuses it)."""
     declared = request.headers.get("content-length", "")
-    if declared.isascii() and declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+    if declared.isdecimal() and int(declared) > MAX_FORM_BYTES:
         raise HTTPException(413, f"a what-if form is at most {MAX_FORM_BYTES:,} bytes")
     body = bytearray()
     async for chunk in request.stream():

@@ -34,7 +34,7 @@ def parse_cursor(text: str) -> Cursor:
     out: Cursor = {}
     for part in text.split(","):
         p, _, o = part.strip().partition(":")
-        if not (p.isascii() and p.isdigit() and o.isascii() and o.isdigit()) or max(int(p), int(o)) > MAX_WHOLE_NUMBER:
+        if not (p.isdecimal() and o.isdecimal()) or max(int(p), int(o)) > MAX_WHOLE_NUMBER:
             raise BadQuery(f"cursor {text!r}: expected partition:offset pairs such as 0:120,1:98")
         out[int(p)] = int(o)
     return out
