@@ -28,6 +28,7 @@ from streamdedup.engine.checkpoint import Source
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec, decide
+from streamdedup.pipeline.decide import warm_up
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import RocksStore
 from streamdedup.bench.feeds import long_records, mixed_records
@@ -75,7 +76,7 @@ def decider_round(cfg: Config, batches: list[list[bytes]]) -> dict:
     n = sum(len(b) for b in batches)
     with tempfile.TemporaryDirectory() as tmp:
         engine = Deduplicator(cfg, PipelinedStore(RocksStore(os.path.join(tmp, "state"))), auto_sizing="full")
-        engine.warm_up()
+        warm_up(cfg)
         decode_s = 0.0
         position = 0
         counts = np.zeros(3, dtype=np.int64)

@@ -26,6 +26,7 @@ from streamdedup.text.canonical import canonicalize
 from streamdedup.config import Config
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.runtime.filemode import run_file
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import RocksStore
@@ -130,6 +131,7 @@ def index_size(cfg: Config, documents: int = 5_000_000, checkpoint: int = 100_00
         rss0 = _rss_bytes()
         # the store as file mode and Kafka use it: commits on a worker thread
         engine = Deduplicator(eng_cfg, PipelinedStore(RocksStore(os.path.join(tmp, "state"))))
+        step = FingerprintAndDecide(engine)
         seq = 0
 
         def process(texts: list[str]) -> list[float]:
@@ -139,8 +141,8 @@ def index_size(cfg: Config, documents: int = 5_000_000, checkpoint: int = 100_00
                 chunk = texts[i:i + bs]
                 n = len(chunk)
                 t0 = time.perf_counter()
-                engine.process_columns([f"s{seq + j}" for j in range(n)], chunk, np.zeros(n, np.int64),
-                                       np.full(n, -1, np.int64), np.arange(seq, seq + n, dtype=np.int64))
+                step([f"s{seq + j}" for j in range(n)], chunk, np.zeros(n, np.int64), np.full(n, -1, np.int64),
+                     np.arange(seq, seq + n, dtype=np.int64))
                 per_batch.append((time.perf_counter() - t0) / n)
                 seq += n
             return per_batch

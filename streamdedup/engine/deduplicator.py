@@ -24,7 +24,6 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from streamdedup.engine import decisions as D
 from streamdedup.engine import matches
 from streamdedup.engine import record as engine_record
 from streamdedup._kernels import decide as KD
@@ -36,10 +35,10 @@ from streamdedup.engine.decisions import BatchDecisions, Decision
 from streamdedup.engine.evidence import Evidence
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
 from streamdedup.errors import EngineStoppedError
-from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, PreparedTexts
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
 from streamdedup.text.ids import Ids, id_arrays, sparse_utf8
 from streamdedup.engine.index import CandidateIndex
-from streamdedup.state.base import MemoryStore, StateBatch, Store
+from streamdedup.state.base import StateBatch, Store
 from streamdedup.engine.verify import kernel_params
 
 HOUR_MS = 3_600_000
@@ -76,9 +75,11 @@ class Deduplicator:
         """
         self.cfg = cfg
         self.store = store
-        self.fp = Fingerprinter(cfg.fingerprint)
-        self.bands = self.fp.lsh.bands
-        self.rows = self.fp.lsh.rows
+        #: the fingerprints this engine decides on must be made with these
+        self.params = FingerprintParams.of(cfg.fingerprint)
+        self.bands = self.params.bands
+        self.rows = self.params.rows
+        self._fp: Fingerprinter | None = None  # process()'s, made on its first call
         lead = cfg.fingerprint.lead
         #: index bands: the main LSH bands, then the lead bands, then the character bands
         self.index_bands = self.bands + (lead.bands if lead.shingles > 0 else 0) + cfg.fingerprint.chars.bands
@@ -87,7 +88,7 @@ class Deduplicator:
         eng = cfg.engine
         self.window_ms = int(eng.window_hours * HOUR_MS)
         raw = store.get_meta()
-        self.meta = StateMeta.open(raw, self.fp.params.key)
+        self.meta = StateMeta.open(raw, self.params.key)
         full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and auto_sizing == "full")
         self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
                                     full=full, next_seq=self.meta.next_seq)
@@ -105,21 +106,10 @@ class Deduplicator:
         self._source_ids = {src: i for i, src in enumerate(self.meta.sources)}
         #: every document below this seq has durable outputs (replays start here)
         self._confirmed_through = self.meta.last_batch_seq
-        self._stops_on_failure = StopsOnFailure()
-
-    def warm_up(self) -> None:
-        """Load every kernel this engine calls per batch (Numba's cache load is ~1 s on the first call).
-
-        A long-running processor calls this before it consumes, so that the first micro-batch
-        does not carry the load time in its latency. Touches no state: a scratch engine is used.
-        Not the restore kernel: it ran when this engine was made from its state, if it ever runs;
-        nor the exact-evidence kernels: only a noisy copy calls them, and they load (or, on a
-        cold cache, compile: ~1.6 s once) at its question (``kernel_cache.NEEDS``).
-        """
-        eng = self.cfg.engine.model_copy(update={"max_documents": 16, "index_sizing": "grow"})
-        scratch = Deduplicator(self.cfg.model_copy(update={"engine": eng}), MemoryStore())
-        text = "warm up the kernels with a short story about nothing in particular at all"
-        scratch.process([Document("a", text, 0), Document("b", text + " and one more sentence", 0), Document("c", text, 0)])
+        #: ``with engine.stops_on_failure():`` a step of a batch that raises stops this engine:
+        #: every later batch is refused, so no state commit moves the positions past the failed
+        #: batch (the runtime restarts from the state)
+        self.stops_on_failure = StopsOnFailure()
 
     # ------------------------------------------------------------------ state
 
@@ -147,18 +137,6 @@ class Deduplicator:
         earlier text from its stored record (the rest came from recent batches in memory)."""
         return self.evidence.asked, self.evidence.read
 
-    def _decode(self, seq: int, raw: bytes) -> engine_record.StoredDocument:
-        return engine_record.decode(seq, raw, self.index_bands, self.num_perm)
-
-    def _decisions(self, stored: list[engine_record.StoredDocument]) -> list[Decision]:
-        """The decisions of stored documents, with their root's and matched document's positions."""
-        where = matches.stored_positions(self.store, self.meta.sources,
-                                         {s for st in stored if st.relation for s in (st.root_seq, st.matched_seq)})
-        return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
-                D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                            self.cfg.verify, where.get(st.root_seq), where.get(st.matched_seq), bool(st.flags & 2))
-                for st in stored]
-
     # ------------------------------------------------------------------ deciding
 
     def process(
@@ -167,7 +145,8 @@ class Deduplicator:
         positions: dict | None = None,
         before_commit: BeforeCommit | None = None,
     ) -> BatchDecisions:
-        """Decide a micro-batch in order and commit it (with ``positions``) atomically.
+        """Fingerprint and decide a micro-batch in order and commit it (with ``positions``) atomically:
+        a convenience for library users (the runtimes run the pipeline's steps, ``streamdedup.pipeline``).
 
         A text that is empty after canonicalisation is rejected (status ``rejected``) and not
         indexed; a text that is not a string, not UTF-8 or too large raises
@@ -179,48 +158,28 @@ class Deduplicator:
         commit replays the batch).
         """
         n = len(docs)
-        return self.process_columns(
-            [d.id for d in docs], [d.text for d in docs], np.fromiter((d.event_time_ms for d in docs), np.int64, n),
+        if n == 0:
+            return self.commit_positions(positions, before_commit).decisions
+        if self._fp is None:
+            self._fp = Fingerprinter(self.cfg.fingerprint)
+        with self.stops_on_failure():
+            batch = self._fp.fingerprint_batch([d.text for d in docs])
+        return self.run_fingerprinted(
+            [d.id for d in docs], batch, np.fromiter((d.event_time_ms for d in docs), np.int64, n),
             np.fromiter((-1 if d.source is None else self.source_id(d.source) for d in docs), np.int64, n),
-            np.fromiter((d.offset for d in docs), np.int64, n), positions, before_commit)
+            np.fromiter((d.offset for d in docs), np.int64, n), positions, before_commit).decisions
 
-    def process_columns(self, *args, **kwargs) -> BatchDecisions:
-        """:meth:`run_batch`, returning only the decisions."""
-        return self.run_batch(*args, **kwargs).decisions
-
-    def run_batch(
-        self,
-        ids: Sequence[str],
-        texts: Sequence | PreparedTexts,
-        times: np.ndarray,
-        sources: np.ndarray,
-        offsets: np.ndarray,
-        positions: dict[Source, int] | None = None,
-        before_commit: BeforeCommit | None = None,
-    ) -> Checkpoint:
-        """Decide a micro-batch given as columns (what file mode and Kafka hold anyway) and
-        submit its state commit with ``positions`` (next offset per source it covers).
-
-        ``sources`` are :meth:`source_id` values (-1: none) and ``offsets`` positions in them.
-        ``ids`` may be an :class:`Ids` and ``texts`` a :class:`~streamdedup.text.canonical.PreparedTexts`
-        (both made without a Python object per document by the JSON fast path).
-        """
-        with self._stops_on_failure():
-            if len(ids) == 0:
-                return self._run_empty(positions, before_commit)
-            batch = self.fp.fingerprint_prepared(texts) if isinstance(texts, PreparedTexts) else self.fp.fingerprint_batch(texts)
-            return self._run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
-
-    def _run_empty(self, positions: dict[Source, int] | None,
-                   before_commit: BeforeCommit | None) -> Checkpoint:
+    def commit_positions(self, positions: dict[Source, int] | None,
+                         before_commit: BeforeCommit | None = None) -> Checkpoint:
         """A batch without documents: its positions (and the caller's action) are still committed."""
-        out = BatchDecisions.empty(self.cfg.verify)
-        action = before_commit(out) if before_commit else None
-        commit = None
-        if positions or action:
-            self._advance(positions or {})
-            commit = self.store.commit(StateBatch(meta=self.meta.dumps(), before=action))
-        return Checkpoint(out, dict(positions or {}), None, commit)
+        with self.stops_on_failure():
+            out = BatchDecisions.empty(self.cfg.verify)
+            action = before_commit(out) if before_commit else None
+            commit = None
+            if positions or action:
+                self._advance(positions or {})
+                commit = self.store.commit(StateBatch(meta=self.meta.dumps(), before=action))
+            return Checkpoint(out, dict(positions or {}), None, commit)
 
     def run_fingerprinted(
         self,
@@ -232,8 +191,13 @@ class Deduplicator:
         positions: dict[Source, int] | None = None,
         before_commit: BeforeCommit | None = None,
     ) -> Checkpoint:
-        """The decide half of :meth:`run_batch`: a micro-batch whose fingerprints were made
-        elsewhere (a fingerprint worker; ``pipeline.fingerprints`` decodes its records).
+        """Decide a micro-batch in order, given as its fingerprints and columns, and submit its
+        state commit with ``positions`` (next offset per source it covers).
+
+        The fingerprints come from the pipeline's fingerprint step (``pipeline.decide``), a
+        fingerprint worker's records (``pipeline.fingerprints``) or a replay's store.
+        ``sources`` are :meth:`source_id` values (-1: none) and ``offsets`` positions in them;
+        ``ids`` may be an :class:`Ids` (made without a Python object per document).
 
         ``batch`` row i is document ``ids[i]``. The engine reads its digests, the low 32 bits
         of its band, lead and character keys, the low ``minhash.storage_bits`` of its MinHash slots, the
@@ -244,9 +208,9 @@ class Deduplicator:
             EngineStoppedError: an earlier batch failed.
         """
         # a batch refused for its arguments changed nothing: the engine goes on
-        self.fp.params.require_same(batch.params)
+        self.params.require_same(batch.params)
         self._check_shapes(len(ids), batch)
-        with self._stops_on_failure():
+        with self.stops_on_failure():
             return self._run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
 
     def _run_fingerprinted(self, ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray, sources: np.ndarray,
@@ -254,7 +218,7 @@ class Deduplicator:
                            before_commit: BeforeCommit | None) -> Checkpoint:
         n = len(ids)
         if n == 0:
-            return self._run_empty(positions, before_commit)
+            return self.commit_positions(positions, before_commit)
         meta = self.meta
         ids_buf, ids_off = id_arrays(ids)
         keys32 = batch.index_keys
@@ -348,37 +312,6 @@ class Deduplicator:
         """
         through = self.meta.next_seq if through is None else through
         self._confirmed_through = max(self._confirmed_through, min(through, self.meta.next_seq))
-
-    def unconfirmed_decisions(self) -> dict[tuple[Source, int], Decision]:
-        """Decisions of the batches whose outputs are not confirmed, by (source, offset).
-
-        A runtime that committed the state but crashed (or failed) before its outputs became
-        durable re-reads those records; it must re-emit the same decisions, not decide again
-        against a state that already contains them.
-        """
-        sources = self.meta.sources
-        held = [st for st in (self._decode(seq, raw) for seq, raw in
-                              self.store.iter_from(max(self.meta.last_batch_seq, self.meta.seq_lo)))
-                if 0 <= st.source_id < len(sources)]
-        return {(sources[st.source_id], st.offset): d for st, d in zip(held, self._decisions(held))}
-
-    def stored_decisions(self, seqs: Sequence[int]) -> dict[int, Decision]:
-        """The decisions stored for documents ``seqs`` (those still held): a re-sent record's answer."""
-        want = sorted(set(int(s) for s in seqs if s >= 0))
-        held = [self._decode(seq, raw) for seq, raw in zip(want, self.store.get_many(want)) if raw is not None]
-        return {st.seq: d for st, d in zip(held, self._decisions(held))}
-
-    def recent_positions(self, limit: int) -> tuple[list[Source], list[int], list[int]]:
-        """Source, offset and seq of the last ``limit`` documents held (oldest first)."""
-        sources = self.meta.sources
-        out: tuple[list[Source], list[int], list[int]] = ([], [], [])
-        for seq, raw in self.store.iter_from(max(self.meta.seq_lo, self.meta.next_seq - limit)):
-            st = self._decode(seq, raw)
-            if 0 <= st.source_id < len(sources):
-                out[0].append(sources[st.source_id])
-                out[1].append(st.offset)
-                out[2].append(seq)
-        return out
 
     def delete(self, doc_id: str) -> int:
         """Remove every stored document with this id from index and store; returns how many.

@@ -1,8 +1,10 @@
-"""One pipeline for every runtime: prepare -> decide -> route (pure, runtime-neutral).
+"""One pipeline for every runtime: prepare -> fingerprint -> decide -> route (pure, runtime-neutral).
 
 - :mod:`.prepare`: raw records (a scan of JSONL lines or Kafka values) -> dead letters with
   stage and reason, and the engine's columns for the rest.
-- decide: :meth:`streamdedup.engine.deduplicator.Deduplicator.run_batch`, one checkpoint per micro-batch.
+- :mod:`.decide`: fingerprint (texts -> a :class:`~streamdedup.sketch.fingerprint.FingerprintBatch`)
+  then decide (:meth:`streamdedup.engine.deduplicator.Deduplicator.run_fingerprinted`, one
+  checkpoint per micro-batch).
 - :mod:`.route`: decisions -> destination (unique, duplicate, dead_letter) and tags per record.
 - :mod:`.fingerprints`: the record a fingerprint worker sends the decider when prepare and
   decide run in different processes (a staged topology), and :func:`~.fingerprints.decide`.

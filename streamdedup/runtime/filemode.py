@@ -41,6 +41,7 @@ from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecis
 from streamdedup.text.decode import Decoded
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.pipeline import Prepared, Preparer
+from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.route import duplicate_tags, rejected_tags
 from streamdedup.pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from streamdedup.text.scan import LineScanner, Scanned
@@ -225,6 +226,7 @@ def run_file(
     summary.skipped_resumed = done_before
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
     preparer = Preparer(cfg)
+    step = FingerprintAndDecide(engine)
     batch_size = cfg.engine.batch_size
     t0 = time.perf_counter()
     try:
@@ -247,7 +249,7 @@ def run_file(
             docs = prep.docs
             for b in range(0, len(docs), batch_size):
                 batch = docs[b:b + batch_size]
-                _flush(engine, writer, prep, batch, base, source)
+                _flush(step, writer, prep, batch, base, source)
                 if progress:
                     progress(before + int(batch[-1]) - first + 1)
             if last < s.n:
@@ -255,8 +257,8 @@ def run_file(
                 break
         summary.lines = lines
         # dead letters after the last document, and the final position
-        engine.run_batch([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                         {source: line_no} if source else None, before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
+        engine.commit_positions({source: line_no} if source else None,
+                                before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
         if progress:
             progress(lines)
     finally:
@@ -270,11 +272,11 @@ def run_file(
     return summary
 
 
-def _flush(engine: Deduplicator, writer: _Writer, prep: Prepared, docs: np.ndarray, base: int, source: Source | None) -> None:
+def _flush(step: FingerprintAndDecide, writer: _Writer, prep: Prepared, docs: np.ndarray, base: int,
+           source: Source | None) -> None:
     """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
     ids, texts, times = prep.gather(docs)
     through = base + int(docs[-1]) + 1  # lines done once this batch is committed
-    sid = engine.source_id(source) if source else -1
-    engine.run_batch(ids, texts, times, np.full(len(docs), sid, np.int64), docs + (base + 1),
-                     {source: through} if source else None,
-                     before_commit=lambda decisions: writer.batch(prep.data, prep.scan, docs, prep.slow, base, decisions, through))
+    sid = step.engine.source_id(source) if source else -1
+    step(ids, texts, times, np.full(len(docs), sid, np.int64), docs + (base + 1), {source: through} if source else None,
+         before_commit=lambda decisions: writer.batch(prep.data, prep.scan, docs, prep.slow, base, decisions, through))

@@ -48,6 +48,13 @@ class FingerprintParams:
     bands: int
     rows: int
 
+    @staticmethod
+    def of(cfg: FingerprintConfig) -> "FingerprintParams":
+        """The params of fingerprints made with ``cfg`` (what an engine checks a batch against)."""
+        lsh = choose(cfg.lsh, cfg.minhash.num_perm)
+        settings = json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return FingerprintParams(FORMAT_VERSION, settings, lsh.bands, lsh.rows)
+
     @cached_property
     def key(self) -> int:
         """A 32-bit tag of these params, stored in each record to refuse mixed comparisons."""
@@ -183,8 +190,7 @@ class Fingerprinter:
     def __init__(self, cfg: FingerprintConfig):
         self.cfg = cfg
         self.lsh: LSHChoice = choose(cfg.lsh, cfg.minhash.num_perm)
-        settings = json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        self.params = FingerprintParams(FORMAT_VERSION, settings, self.lsh.bands, self.lsh.rows)
+        self.params = FingerprintParams.of(cfg)
         self._alphabet = np.frombuffer(cfg.signature.alphabet.encode("ascii"), dtype=np.uint8).copy()
         self._log2k = cfg.minhash.num_perm.bit_length() - 1
         self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)

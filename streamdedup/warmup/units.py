@@ -108,30 +108,16 @@ def _fingerprint(cfg: Config) -> None:
                                np.zeros(1, np.uint8))
 
 
-class _Placeholders:
-    """The engine's fingerprinter, giving placeholder fingerprints instead of computing them."""
-
-    def __init__(self, fp):
-        self._fp = fp
-
-    def __getattr__(self, name: str):
-        return getattr(self._fp, name)
-
-    def fingerprint_batch(self, texts):
-        return self._fp.placeholder_batch(len(texts))
-
-    def fingerprint_prepared(self, texts):
-        return self._fp.placeholder_batch(len(texts))
-
-
 def _engine(cfg: Config, restore: bool = False) -> None:
-    from streamdedup.engine.deduplicator import Deduplicator, Document
+    from streamdedup.engine.deduplicator import Deduplicator
+    from streamdedup.sketch.fingerprint import Fingerprinter
     from streamdedup.state import MemoryStore
 
     cfg = _small(cfg)
     engine = Deduplicator(cfg, MemoryStore())
-    engine.fp = _Placeholders(engine.fp)
-    engine.process([Document(k, k, 0) for k in "abc"])
+    # placeholder fingerprints: the decide path without the fingerprint kernels (their own unit)
+    batch = Fingerprinter(cfg.fingerprint).placeholder_batch(3)
+    engine.run_fingerprinted(list("abc"), batch, np.zeros(3, np.int64), np.full(3, -1, np.int64), np.arange(3, dtype=np.int64))
     if restore:
         Deduplicator(cfg, engine.store)
 

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, TopicPartition
 from streamdedup import load_config
 from streamdedup.bench.feeds import news_records
 from streamdedup.engine.deduplicator import Deduplicator, Source
+from streamdedup.engine.stored import recent_positions, unconfirmed_decisions
 from streamdedup.runtime.kafka.processor import Processor
 from streamdedup.runtime.staged.decider import Decider
 from streamdedup.runtime.staged.worker import Worker
@@ -69,7 +70,7 @@ def _nothing_later_committed(t: Topics, records: list, state: str, source: Sourc
     engine = Deduplicator(load_config(environ=t.env(**ENV)), open_store(state), explicit_confirm=True)
     try:
         resume = engine.resume_positions().get(source, 0)
-        held = {o for (src, o) in engine.unconfirmed_decisions() if src == source}
+        held = {o for (src, o) in unconfirmed_decisions(engine) if src == source}
     finally:
         engine.close()
     lost = sorted(set(range(resume)) - set(emitted) - held)
@@ -109,7 +110,7 @@ def _decider_committed_nothing_later(cfg, state: str, prints: Source, source: So
     engine = Deduplicator(cfg, open_store(state), explicit_confirm=True)
     try:
         resume = engine.resume_positions().get(prints, 0)
-        stored = {o for src, o, _ in zip(*engine.recent_positions(10 * N)) if src == source}
+        stored = {o for src, o, _ in zip(*recent_positions(engine, 10 * N)) if src == source}
     finally:
         engine.close()
     lost = sorted(set(range(resume - 1)) - stored)

@@ -9,13 +9,14 @@ import numpy as np
 from streamdedup._kernels import decide as KD
 from streamdedup._kernels.verify import REL_EXACT
 from streamdedup.engine.deduplicator import Deduplicator, Document
+from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.state import MemoryStore
 from tests.unit.test_engine import cfg, story, typo
 
 
 def _decide(engine: Deduplicator, texts: list[str], insert: list[bool]) -> KD.Outputs:
     """One batch through the kernel with the engine's index, arena and settings."""
-    batch = engine.fp.fingerprint_batch(texts)
+    batch = Fingerprinter(engine.cfg.fingerprint).fingerprint_batch(texts)
     n = len(texts)
     keys32 = batch.index_keys
     docs = KD.BatchPrints(batch.digest_words, keys32, np.zeros(n, np.int64), batch.empty, batch.minhash, batch.n_shingles,

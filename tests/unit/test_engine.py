@@ -11,7 +11,9 @@ import pytest
 from streamdedup import load_config
 from streamdedup.bench.synthetic import LONG_FOOTERS
 from streamdedup.engine.deduplicator import Deduplicator, Document, Source
+from streamdedup.engine.stored import stored_decisions, unconfirmed_decisions
 from streamdedup.errors import IncompatibleFingerprintError
+from streamdedup.pipeline.decide import FingerprintAndDecide, warm_up
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
 
@@ -224,7 +226,7 @@ def test_full_tables_and_warm_up(monkeypatch) -> None:
     assert Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore(), auto_sizing="full").index.full  # auto, Kafka
     assert not Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096"), MemoryStore()).index.full  # auto, file mode
     cold = run(Deduplicator(cfg(ENGINE__MAX_DOCUMENTS="4096", ENGINE__INDEX_SIZING="full"), MemoryStore()), docs, batch=16)
-    full.warm_up()
+    warm_up(full.cfg)
     assert full.indexed_documents == 0 and full.meta.next_seq == 0  # the warm-up used a scratch engine
     assert [_key(d) for d in run(full, docs, batch=16)] == [_key(d) for d in cold]
     assert full.index.n_cells == full.index.max_cells  # never grew
@@ -272,7 +274,7 @@ def test_duplicates_name_where_their_original_and_match_were_read() -> None:
     for d in dups:
         assert (d.original, d.matched_source) == (at[d.duplicate_of], at[d.matched])
         assert d.tags()["original"] == d.original
-    stored = engine.stored_decisions([d.seq for d in live])
+    stored = stored_decisions(engine, [d.seq for d in live])
     assert [stored[d.seq] for d in live if d.seq >= 0] == [d for d in live if d.seq >= 0]
 
 
@@ -303,7 +305,7 @@ def test_checkpoint_contract_across_a_restart(tmp_path) -> None:
     a, b = Source("news", 0), Source("wires", 3)
     engine = Deduplicator(cfg(), RocksStore(path), explicit_confirm=True)
     docs = [Document("x", story(1), 0, a, 7), Document("y", story(1), 0, b, 40)]
-    first = engine.run_batch(["x"], [docs[0].text], np.zeros(1, np.int64), np.array([engine.source_id(a)]),
+    first = FingerprintAndDecide(engine)(["x"], [docs[0].text], np.zeros(1, np.int64), np.array([engine.source_id(a)]),
                              np.array([7]), {a: 8})
     first.wait_durable()
     assert first.through == 1 and first.decisions[0].status == "unique"
@@ -313,7 +315,7 @@ def test_checkpoint_contract_across_a_restart(tmp_path) -> None:
     engine.close()
     again = Deduplicator(cfg(), RocksStore(path), explicit_confirm=True)
     assert again.resume_positions() == {a: 8, b: 41}
-    replay = again.unconfirmed_decisions()
+    replay = unconfirmed_decisions(again)
     assert list(replay) == [(b, 40)]  # the confirmed batch is not replayed
     assert replay[(b, 40)].duplicate_of == "x" and replay[(b, 40)].relation == second[0].relation
     assert again.source_id(b) == 1 and again.source_id(Source("new", 0)) == 2

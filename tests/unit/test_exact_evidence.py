@@ -11,6 +11,7 @@ from streamdedup import load_config
 from streamdedup.bench.hard_edits import char_noise
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
+from streamdedup.engine.stored import stored_decisions
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
 
@@ -101,7 +102,7 @@ def test_replayed_decisions_keep_the_evidence(stream) -> None:
     """A stored decision (a replay after a crash) says the same as the live one."""
     engine = Deduplicator(cfg(), MemoryStore(), explicit_confirm=True)
     live = {d.id: d for d in _run(engine, stream, 16) if d.reason and "character noise" in d.reason}
-    stored = engine.stored_decisions([d.seq for d in live.values()])
+    stored = stored_decisions(engine, [d.seq for d in live.values()])
     assert live and {d.id: d for d in stored.values()} == live
 
 

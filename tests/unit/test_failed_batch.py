@@ -18,7 +18,9 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.engine.deduplicator import Deduplicator, Source
+from streamdedup.engine.stored import unconfirmed_decisions
 from streamdedup.errors import EngineStoppedError
+from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.runtime.filemode import input_key, run_file
 from streamdedup.state import MemoryStore, open_store
 from tests.faults import STAGES, InjectedFault, arm
@@ -36,7 +38,7 @@ def stored_state(state: str, cfg) -> tuple[dict, set]:
     """Resume positions and the (source, offset)s of the decisions kept for a replay."""
     engine = Deduplicator(cfg, open_store(state), explicit_confirm=True)
     try:
-        return engine.resume_positions(), set(engine.unconfirmed_decisions())
+        return engine.resume_positions(), set(unconfirmed_decisions(engine))
     finally:
         engine.close()
 
@@ -75,15 +77,22 @@ def test_processor_stops_at_a_failed_batch_and_the_restart_equals_a_clean_run(re
     assert decisions(b) == want
 
 
-def test_a_stopped_engine_refuses_every_later_batch(monkeypatch) -> None:
+@pytest.mark.parametrize("stage", ["fingerprint", "decide"])
+def test_a_stopped_engine_refuses_every_later_batch(monkeypatch, stage) -> None:
+    """A batch that fails in the fingerprint step (before the engine saw it) stops the engine
+    as one that fails inside it: the next batch, or a batch of positions alone, is refused."""
     engine = Deduplicator(load_config(environ={}), MemoryStore())
-    arm(monkeypatch, "decide", "processor", at=1)
+    step = FingerprintAndDecide(engine)
+    arm(monkeypatch, stage, "processor", at=1)
     args = (["a"], [story(1)], np.zeros(1, np.int64), np.full(1, -1, np.int64), np.zeros(1, np.int64))
     with pytest.raises(InjectedFault):
-        engine.run_batch(*args)
+        step(*args)
     monkeypatch.undo()
     with pytest.raises(EngineStoppedError, match="InjectedFault"):
-        engine.run_batch(*args)
+        step(*args)
+    with pytest.raises(EngineStoppedError):
+        engine.commit_positions({Source("in", 0): 5})
+    assert engine.resume_positions() == {}
 
 
 def _lines(n: int) -> list[bytes]:

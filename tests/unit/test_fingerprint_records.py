@@ -18,6 +18,7 @@ from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintEr
 from streamdedup.sketch.estimate import pack_bbit, unpack_bbit
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
 from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, KIND_PARAMS, FingerprintCodec, decide
 from streamdedup.state import MemoryStore
 from tests.unit.test_engine import story, typo
@@ -216,7 +217,7 @@ def test_decisions_on_decoded_fingerprints_equal_the_engines(tmp_path) -> None:
         prep = preparer.prepare(data, scan, 0, n, lambda k: f"news:{k}", 1_700_000_000_000)
         ids, texts, times = prep.gather()
         sids = np.array([direct.source_id(src[p]) for p in part[lo:lo + n][prep.docs]], np.int64)
-        want = direct.run_batch(ids, texts, times, sids, offs[lo:lo + n][prep.docs]).decisions
+        want = FingerprintAndDecide(direct)(ids, texts, times, sids, offs[lo:lo + n][prep.docs]).decisions
         dec = codec.decode(codec.encode_prepared(prep, src, part[lo:lo + n], offs[lo:lo + n]))
         assert dec.docs.tolist() == prep.docs.tolist()
         assert dec.dead == prep.dead
@@ -261,7 +262,7 @@ def test_the_engine_refuses_a_batch_of_other_params() -> None:
     batch = Fingerprinter(cfg(FINGERPRINT__MINHASH__SEED="3").fingerprint).fingerprint_batch(["a story of some words here"])
     with pytest.raises(IncompatibleFingerprintError, match=r"fingerprint\.minhash\.seed: \d+ vs 3"):
         engine.run_fingerprinted(["a"], batch, np.zeros(1, np.int64), np.full(1, -1), np.zeros(1, np.int64))
-    ok = engine.fp.fingerprint_batch(["a story of some words here"])
+    ok = Fingerprinter(load_config().fingerprint).fingerprint_batch(["a story of some words here"])
     with pytest.raises(ValueError, match="shapes"):
         engine.run_fingerprinted(["a", "b"], ok, np.zeros(2, np.int64), np.full(2, -1), np.zeros(2, np.int64))
     assert engine.meta.next_seq == 0

@@ -130,6 +130,7 @@ from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.runtime.filemode import run_file
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.decide import FingerprintAndDecide, warm_up
 from streamdedup.state import MemoryStore
 from streamdedup.engine.verify import Fingerprint, compare
 
@@ -139,13 +140,13 @@ lines = kernel_cache.LINES
 for _ in range(2):
     run_file(cfg, str(tmp / "in.jsonl"), str(tmp / "out"))
 engine = Deduplicator(cfg, MemoryStore(), auto_sizing="full", explicit_confirm=True)
-engine.warm_up()
+warm_up(cfg)
 prep = Preparer(cfg)
 data, scan = prep.scan_values(list(lines))
 p = prep.prepare(data, scan, 0, scan.n, lambda k: str(k), 0)
 ids, texts, times = p.gather()
 n = len(p.docs)
-engine.run_batch(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
+FingerprintAndDecide(engine)(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
 engine.process([Document("u", "a story nobody sent before", 0)])  # a batch without duplicates
 # a staged topology: a worker's records of a Kafka batch, the decider's decode and decide
 from streamdedup.engine.checkpoint import Source
@@ -191,16 +192,17 @@ assert set(missing_after_fill) >= {"jsonscan.split_lines", "jsonscan.assemble"} 
 # the processor's path: a full-size engine warmed up, a batch of values (a blank one among them)
 from streamdedup.engine.deduplicator import Deduplicator
 from streamdedup.pipeline import Preparer
+from streamdedup.pipeline.decide import FingerprintAndDecide, warm_up
 from streamdedup.state import MemoryStore
 
 engine = Deduplicator(cfg, MemoryStore(), auto_sizing="full", explicit_confirm=True)
-engine.warm_up()
+warm_up(cfg)
 prep = Preparer(cfg)
 data, scan = prep.scan_values(list(kernel_cache.LINES))
 p = prep.prepare(data, scan, 0, scan.n, lambda k: str(k), 0)
 ids, texts, times = p.gather()
 n = len(p.docs)
-engine.run_batch(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
+FingerprintAndDecide(engine)(ids, texts, times, np.zeros(n, np.int64), np.arange(n, dtype=np.int64))
 print(compiled)
 assert not compiled, compiled
 """

@@ -21,6 +21,7 @@ from streamdedup.engine.decisions import Decision
 from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
 from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
+from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.route import kafka_output
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
 from streamdedup.runtime.kafka.limits import headers_bytes
@@ -96,6 +97,7 @@ class KafkaPipeline:
     def __init__(self, cfg: Config, engine: Deduplicator, guard=None):
         self.cfg = cfg
         self.engine = engine
+        self.step = FingerprintAndDecide(engine)
         self.preparer = Preparer(cfg)
         self.guard = guard
         k = cfg.kafka
@@ -152,8 +154,8 @@ class KafkaPipeline:
         prep.held = np.setdiff1d(prep.held, out)
 
     def decide(self, batch: KafkaBatch) -> Checkpoint:
-        """Decide thread: the engine on the batch (its kernels release the GIL); a batch without
-        documents still commits its positions."""
+        """Decide thread: fingerprint and decide the batch (the kernels release the GIL); a batch
+        without documents still commits its positions."""
         prep = batch.prep
         positions = {Source(t, p): o for (t, p), o in batch.offsets.items()}
         docs = prep.docs
@@ -161,7 +163,7 @@ class KafkaPipeline:
         engine = self.engine
         sid_of = np.array([engine.source_id(Source(*tp)) for tp in batch.partitions], dtype=np.int64)
         sids = sid_of[batch.part_of[docs]] if len(docs) else np.zeros(0, np.int64)
-        return engine.run_batch(ids, texts, times, sids, batch.record_offsets[docs], positions)
+        return self.step(ids, texts, times, sids, batch.record_offsets[docs], positions)
 
     def route(self, batch: KafkaBatch, cp: Checkpoint) -> OutBatch:
         """Outputs of every record: key and value unchanged, the record's headers, then the tags."""

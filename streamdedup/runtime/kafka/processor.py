@@ -36,6 +36,8 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.engine.stored import unconfirmed_decisions
+from streamdedup.pipeline.decide import warm_up
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
@@ -173,7 +175,7 @@ class Processor:
             return self.summary
         engine = self._engine = Deduplicator(self.cfg, PipelinedStore(rocks), auto_sizing="full", explicit_confirm=True)
         try:
-            engine.warm_up()
+            warm_up(self.cfg)
             log.info("state open: %d documents indexed", engine.indexed_documents)
             consumer = self.clients.consumer(self._consumer_conf())
             log.info("connecting to %s (librdkafka settings: %s)", self.kcfg.bootstrap_servers, self.kcfg.redacted_conf())
@@ -210,7 +212,7 @@ class _Loop:
         self.engine = engine
         self.pipeline = KafkaPipeline(proc.cfg, engine, delivery.guard)
         self.decider = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decide")
-        self.replay = engine.unconfirmed_decisions()
+        self.replay = unconfirmed_decisions(engine)
         self.pending: tuple[KafkaBatch, Future] | None = None  # the batch being decided
         self.closed = False
 
@@ -239,7 +241,7 @@ class _Loop:
             return
         self._take_pending()
         self.delivery.settle(rewind=False)  # a failed commit needs no seek: the assignment repositions
-        self.replay.update(self.engine.unconfirmed_decisions())
+        self.replay.update(unconfirmed_decisions(self.engine))
         log.info("partitions revoked (%d): decided batches not yet committed are replayed after the assignment",
                  len(partitions))
 
@@ -256,7 +258,7 @@ class _Loop:
                 msgs = self.consume()
                 if not msgs:
                     if not self.emit_pending() or not delivery.settle():
-                        self.replay.update(self.engine.unconfirmed_decisions())
+                        self.replay.update(unconfirmed_decisions(self.engine))
                     if idle.expired():
                         log.info("idle for %.1f s and caught up: stopping", proc.stop_when_idle)
                         break
@@ -270,7 +272,7 @@ class _Loop:
                     # unconfirmed ones), and everything since the last commit is replayed
                     self.pending = (batch, fut)
                     self._take_pending()
-                    self.replay.update(self.engine.unconfirmed_decisions())
+                    self.replay.update(unconfirmed_decisions(self.engine))
                     continue
                 self.pending = (batch, fut)
                 proc.metrics.observe_lag(self.consumer)

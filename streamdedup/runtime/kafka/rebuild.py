@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-import numpy as np
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 
 from streamdedup.config import Config
@@ -100,8 +99,7 @@ def rebuild(cfg: Config, engine: Deduplicator, new_consumer: Callable[[dict], ob
             summary.duplicates += int((last.decisions.codes == DUPLICATE).sum())
         # the state's positions end at the committed offsets even where the log's last record
         # below them is a transaction marker (never delivered): the next start sees no gap
-        done = engine.run_batch([], [], np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
-                                {Source(t, p): o for (t, p), o in ends.items()})
+        done = engine.commit_positions({Source(t, p): o for (t, p), o in ends.items()})
         engine.confirm_outputs()
         done.wait_durable()
     finally:

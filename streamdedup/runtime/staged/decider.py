@@ -26,9 +26,11 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from streamdedup.config import Config
 from streamdedup.engine.decisions import UNIQUE, Decision
 from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.engine.stored import recent_positions, stored_decisions, unconfirmed_decisions
 from streamdedup.engine.checkpoint import Source
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline.fingerprints import KIND_FINGERPRINT, FingerprintCodec, decide
+from streamdedup.pipeline.decide import warm_up
 from streamdedup.pipeline.route import duplicate_tags, rejected_tags
 from streamdedup.pipeline.tags import DeadLetterTags
 from streamdedup.state.pipelined import PipelinedStore
@@ -92,10 +94,10 @@ class Decider:
             return self.summary
         engine = self.engine = Deduplicator(self.cfg, PipelinedStore(rocks), auto_sizing="full", explicit_confirm=True)
         try:
-            engine.warm_up()
+            warm_up(self.cfg)
             self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
             self.recent = RecentPositions(k.staged.recent_positions)
-            self.recent.remember(*engine.recent_positions(k.staged.recent_positions))
+            self.recent.remember(*recent_positions(engine, k.staged.recent_positions))
             self.source = Source(k.staged.fingerprints_topic, 0)
             self.producer = self.clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
             consumer = self.clients.consumer(client_settings(k, {
@@ -120,7 +122,7 @@ class Decider:
 
     def _resend_unconfirmed(self) -> None:
         """Decisions stored but maybe never delivered (a crash before their confirmation)."""
-        again = self.engine.unconfirmed_decisions()
+        again = unconfirmed_decisions(self.engine)
         for (src, offset), d in sorted(again.items(), key=lambda kv: kv[1].seq if kv[1].seq is not None else -1):
             self._send(src, offset, _tags(d, f"{src.topic}:{src.partition}:{offset}"))
         self.summary.resent_at_start = len(again)
@@ -167,7 +169,7 @@ class Decider:
         codes = cp.decisions.codes.tolist()
         for j, k in enumerate(fresh):
             decision_of[k] = None if codes[j] == UNIQUE else cp.decisions.decision(j)
-        stored = self.engine.stored_decisions(list(sorted_out.before.values()))
+        stored = stored_decisions(self.engine, list(sorted_out.before.values()))
         for j, seq in sorted_out.before.items():
             if seq < 0:
                 decision_of[idx[j]] = Decision("", "rejected")
