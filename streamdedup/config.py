@@ -1,9 +1,10 @@
 """Typed, frozen, validated configuration loaded in one place.
 
 ``load_config(path)`` reads a YAML file, applies ``STREAMDEDUP_*`` environment overrides and
-validates the result. Nothing is read at import time. Every setting and its default lives in
-``config/default.yaml`` with its unit; the models below mirror that file and reject unknown keys,
-so a typo fails at start-up with the dotted name of the setting.
+validates the result. Nothing is read at import time. The models below are the source of every
+setting's default, unit, range and meaning (the generated docs/reference/configuration.md reads
+them); ``config/default.yaml`` lists the same settings (a test holds the two equal). Unknown keys
+are rejected, so a typo fails at start-up with the dotted name of the setting.
 
 Environment overrides (``STREAMDEDUP_SECTION__SETTING``) are read by ``config_sources``, typed by
 these models; secrets are ``SecretStr``.
@@ -17,7 +18,8 @@ from typing import Any, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, is_secret_property, read_file, set_overrides, set_path
+from streamdedup.config_sources import (AutoOnOff, env_overrides, format_error, is_secret_property, librdkafka_properties, read_file,
+                                        set_overrides, set_path)
 from streamdedup.errors import ConfigError
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
@@ -29,32 +31,43 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
 
 
+def _setting(default: Any, meaning: str, unit: str | None = None, **constraints: Any) -> Any:
+    """A setting's ``Field``: its one-line meaning and unit live with the code, so the generated
+    configuration reference (``scripts/gen_reference.py``) cannot drift from it."""
+    return Field(default, description=meaning, json_schema_extra={"unit": unit} if unit else None, **constraints)
+
+
 class CanonicalConfig(_Frozen):
     """Broder's canonical form: documents that differ only in formatting are the same."""
-    nfkc: bool = True
-    casefold: bool = True
-    strip_html: bool = True
-    punctuation_to_space: bool = True
-    fold_traditional: AutoOnOff = "auto"  # Traditional -> Simplified Chinese; auto: Han text without kana (canonical.py)
+
+    nfkc: bool = _setting(True, "Unicode NFKC normalisation (full-width forms, ligatures, no-break spaces)")
+    casefold: bool = _setting(True, 'Unicode case folding ("Straße" -> "strasse")')
+    strip_html: bool = _setting(True, "drop HTML tags and comments and decode entities, only in texts that look like HTML")
+    punctuation_to_space: bool = _setting(True, "every character that is not a letter, digit or combining mark becomes a space")
+    fold_traditional: AutoOnOff = _setting(
+        "auto", "Traditional -> Simplified Chinese (OpenCC t2s): auto = Han text without kana, on = Japanese too, off")
 
 
 class ShingleConfig(_Frozen):
-    kind: Literal["word", "char"] = "word"
-    #: words per shingle for ``word``, UTF-8 bytes per shingle for ``char``
-    size: int = Field(5, ge=1, le=32)
-    #: ``word`` only: tokens per shingle in a text whose tokens are mostly single characters
-    #: of scripts written without spaces (Chinese, Japanese, Thai; ``streamdedup.text.scripts``)
-    unspaced_size: int = Field(5, ge=1, le=32)
+    """The shingles of the main MinHash."""
+
+    kind: Literal["word", "char"] = _setting("word", "shingles of words or of UTF-8 bytes")
+    size: int = _setting(5, "words per shingle (kind word) or UTF-8 bytes per shingle (kind char)", "words or bytes", ge=1, le=32)
+    unspaced_size: int = _setting(
+        5, "kind word: tokens per shingle in a text written without spaces (Chinese, Japanese, Thai: one token a character)",
+        "tokens", ge=1, le=32)
 
 
 class MinHashConfig(_Frozen):
-    #: slots (K); a power of two so a slot index is the top bits of one hash
-    num_perm: int = Field(128, ge=8, le=1024)
-    #: ``oph`` = one-permutation hashing with densification; ``classic`` = K hash functions
-    method: Literal["oph", "classic"] = "oph"
-    seed: int = Field(1, ge=0, lt=2**63)
-    #: bits kept per slot in the stored record (b-bit minwise hashing, seed 004)
-    storage_bits: Literal[1, 2, 4, 8, 16, 32] = 8
+    """The main MinHash sketch."""
+
+    num_perm: int = _setting(128, "MinHash slots K; a power of two, so a slot index is the top bits of one hash", "slots",
+                             ge=8, le=1024)
+    method: Literal["oph", "classic"] = _setting(
+        "oph", "oph = one-permutation hashing with densification; classic = K hash functions (slow, the reference)")
+    seed: int = _setting(1, "hash seed; fingerprints made with different seeds are refused as incomparable", ge=0, lt=2**63)
+    storage_bits: Literal[1, 2, 4, 8, 16, 32] = _setting(8, "bits kept per slot in the stored record (b-bit minwise hashing)",
+                                                         "bits")
 
     @field_validator("num_perm")
     @classmethod
@@ -66,16 +79,18 @@ class MinHashConfig(_Frozen):
 
 
 class LSHConfig(_Frozen):
-    #: Jaccard similarity at which a pair should become a candidate
-    threshold: float = Field(0.4, gt=0.0, lt=1.0)
-    #: recall matters more than candidate count: a false candidate costs one verification,
-    #: a missed one is a duplicate let through (measured: 0.2/0.8 gives 31 bands of 3 rows,
-    #: P(candidate) 0.98 at J=0.5, where teasers and reordered stories sit)
-    false_positive_weight: float = Field(0.2, ge=0.0, le=1.0)
-    false_negative_weight: float = Field(0.8, ge=0.0, le=1.0)
-    #: explicit override; both or neither, bands * rows <= num_perm
-    bands: int | None = Field(None, ge=1)
-    rows: int | None = Field(None, ge=1)
+    """LSH bands of the main MinHash: bands and rows follow from the threshold and the weights."""
+
+    threshold: float = _setting(0.4, "Jaccard similarity at which a pair should become a candidate", gt=0.0, lt=1.0)
+    # recall matters more than candidate count: a false candidate costs one verification, a
+    # missed one is a duplicate let through (measured: 0.2/0.8 gives 31 bands of 3 rows,
+    # P(candidate) 0.98 at J=0.5, where teasers and reordered stories sit)
+    false_positive_weight: float = _setting(
+        0.2, "weight of the S-curve's area below the threshold (a false candidate costs one verification)", ge=0.0, le=1.0)
+    false_negative_weight: float = _setting(
+        0.8, "weight of the area above it (a missed candidate lets a duplicate through)", ge=0.0, le=1.0)
+    bands: int | None = _setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1)
+    rows: int | None = _setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1)
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> "LSHConfig":
@@ -89,12 +104,11 @@ class LSHConfig(_Frozen):
 class LeadConfig(_Frozen):
     """A small MinHash of each text's first shingles: a teaser's lead matches its story's. 0 shingles: off."""
 
-    #: shingles from the start of the canonical text that make the lead
-    shingles: int = Field(48, ge=0, le=100_000)
-    #: MinHash slots of the lead (a power of two)
-    num_perm: int = Field(32, ge=4, le=256)
-    bands: int = Field(10, ge=1)
-    rows: int = Field(3, ge=1)
+    shingles: int = _setting(48, "shingles from the start of the canonical text that make the lead; 0 disables the lead",
+                             "shingles", ge=0, le=100_000)
+    num_perm: int = _setting(32, "slots of the lead MinHash (a power of two)", "slots", ge=4, le=256)
+    bands: int = _setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1)
+    rows: int = _setting(3, "slots per lead band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
@@ -109,33 +123,36 @@ def _sketch_fits(s: Any) -> Any:
 
 
 class CharsConfig(_Frozen):
-    """A MinHash of the canonical text's byte n-grams with its own LSH bands (issue 11): a
-    character edit breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay
-    candidates; bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
+    """A MinHash of the canonical text's byte n-grams with its own LSH bands: a character edit
+    breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay candidates;
+    bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
 
-    size: int = Field(8, ge=2, le=8)  # bytes per gram, each the exact window as one 64-bit integer
-    sample_bits: int = Field(3, ge=0, le=6)  # keep 1 gram in 2**sample_bits, chosen by content (Broder's MOD_m)
-    num_perm: int = Field(64, ge=8, le=1024)  # a power of two
-    bands: int = Field(16, ge=0, le=255)
-    rows: int = Field(4, ge=1)
+    # each gram is the exact window as one 64-bit integer
+    size: int = _setting(8, "bytes per gram", "bytes", ge=2, le=8)
+    sample_bits: int = _setting(
+        3, "the MinHash reads 1 gram in 2**sample_bits, chosen by the gram's bytes (the same sample in every text)",
+        "bits", ge=0, le=6)
+    num_perm: int = _setting(64, "slots of the character MinHash (a power of two)", "slots", ge=8, le=1024)
+    bands: int = _setting(16, "character LSH bands, indexed after the lead bands; 0 disables them", "bands", ge=0, le=255)
+    rows: int = _setting(4, "slots per character band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
 
 class SignatureConfig(_Frozen):
-    """Coates LD signatures (seeds 000 and 001)."""
+    """Coates LD signatures: edit distance estimated from short signatures."""
 
-    #: C of the fine signature: about one symbol per C bytes of canonical text
-    compression: int = Field(16, ge=2, le=4096)
-    #: the coarse signature uses C * coarse_factor (its positions are a subset of the fine ones)
-    coarse_factor: int = Field(8, ge=2, le=256)
-    #: N, bytes in each hashed window. At most 8: the window is then one exact 64-bit value,
-    #: and larger N only spreads each edit over more windows (measured: worse estimates).
-    neighbourhood: int = Field(4, ge=2, le=8)
-    #: k, the residue that selects emitting positions, 0 <= k < compression
-    residue: int = Field(0, ge=0)
-    alphabet: str = Field(DEFAULT_ALPHABET, min_length=2, max_length=256)
-    seed: int = Field(7, ge=0, lt=2**63)
+    compression: int = _setting(16, "C of the fine signature: about one symbol per C bytes of canonical text", "bytes",
+                                ge=2, le=4096)
+    coarse_factor: int = _setting(8, "the coarse signature uses C * coarse_factor; its positions are a subset of the fine ones",
+                                  ge=2, le=256)
+    # At most 8: the window is then one exact 64-bit value, and a larger N only spreads each
+    # edit over more windows (measured: worse estimates).
+    neighbourhood: int = _setting(4, "N, bytes in each hashed window", "bytes", ge=2, le=8)
+    residue: int = _setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0)
+    alphabet: str = _setting(DEFAULT_ALPHABET, "the signature's output symbols (distinct ASCII characters)",
+                             min_length=2, max_length=256)
+    seed: int = _setting(7, "window-hash seed", ge=0, lt=2**63)
 
     @model_validator(mode="after")
     def _check(self) -> "SignatureConfig":
@@ -147,6 +164,8 @@ class SignatureConfig(_Frozen):
 
 
 class FingerprintConfig(_Frozen):
+    """How each text is fingerprinted; a state built with other fingerprint settings is refused."""
+
     canonical: CanonicalConfig = CanonicalConfig()
     shingle: ShingleConfig = ShingleConfig()
     minhash: MinHashConfig = MinHashConfig()
@@ -154,8 +173,8 @@ class FingerprintConfig(_Frozen):
     lead: LeadConfig = LeadConfig()
     chars: CharsConfig = CharsConfig()
     signature: SignatureConfig = SignatureConfig()
-    #: UTF-8 bytes; longer texts are rejected (InputError), never silently truncated
-    max_text_bytes: int = Field(1_000_000, ge=1)
+    max_text_bytes: int = _setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
+                                   "bytes of UTF-8", ge=1)
 
     @model_validator(mode="after")
     def _bands_fit(self) -> "FingerprintConfig":
@@ -170,150 +189,130 @@ class FingerprintConfig(_Frozen):
 class VerifyConfig(_Frozen):
     """When a candidate pair counts as a duplicate (used by `explain` and the engine)."""
 
-    #: estimated Jaccard at or above which a pair is a near-duplicate
-    jaccard_threshold: float = Field(0.55, ge=0.0, le=1.0)
-    #: calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate
-    ld_similarity_threshold: float = Field(0.65, ge=0.0, le=1.0)
-    #: signature embedding (and estimated containment, for contains) for contains/contained_in
-    containment_threshold: float = Field(0.8, ge=0.0, le=1.0)
-    contained_min_estimate: float = Field(0.5, ge=0.0, le=1.0)  # estimated containment for contained_in
-    #: the LD similarity only counts if the Jaccard (over non-boilerplate slots) is at least
-    #: this: a shared footer or a fixed template (earnings tables) aligns well in signatures
-    #: but carries no shared story
-    ld_min_jaccard: float = Field(0.4, ge=0.0, le=1.0)
-    #: slots left after removing boilerplate bands below which a pair is not judged by Jaccard
-    min_informative_slots: int = Field(16, ge=1)
-    #: exact character evidence (issue 11, ``_kernels.evidence``): the best pair below
-    #: ld_min_jaccard of a document nothing else decided, if its LD similarity reaches
-    #: exact_min_ld, is a near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard,
-    #: unless digits read as 0 raise it by more than exact_max_digit_gain (numbers differ) or
-    #: fewer than exact_min_near_words of the copy's own words are one edit from the other's
-    exact_evidence: bool = True
-    exact_min_ld: float = Field(0.9, ge=0.0, le=1.0)
-    exact_gram_jaccard: float = Field(0.58, ge=0.0, le=1.0)
-    exact_max_digit_gain: float = Field(0.05, ge=0.0, le=1.0)
-    exact_min_near_words: float = Field(0.3, ge=0.0, le=1.0)
-    #: shorter texts are never asked about: their signature is too coarse for exact_min_ld
-    exact_min_bytes: int = Field(300, ge=0)
-    #: relations that make a document a duplicate
-    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
-        "exact",
-        "near_duplicate",
-        "contained_in",
-    )
+    jaccard_threshold: float = _setting(0.55, "estimated Jaccard at or above which a pair is a near-duplicate", ge=0.0, le=1.0)
+    ld_similarity_threshold: float = _setting(
+        0.65, "calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate, if ld_min_jaccard holds",
+        ge=0.0, le=1.0)
+    containment_threshold: float = _setting(
+        0.8, "signature embedding for contains / contained_in, and estimated containment for contains", ge=0.0, le=1.0)
+    contained_min_estimate: float = _setting(
+        0.5, "lowest estimated containment for contained_in; below containment_threshold the embedding must rise to 1.0 here",
+        ge=0.0, le=1.0)
+    # a shared footer or a fixed template (earnings tables) aligns well in signatures but
+    # carries no shared story
+    ld_min_jaccard: float = _setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",
+                                     ge=0.0, le=1.0)
+    min_informative_slots: int = _setting(
+        16, "MinHash slots left outside boilerplate bands below which a pair is not judged by its Jaccard", "slots", ge=1)
+    # exact character evidence (``_kernels.evidence``): the best pair below ld_min_jaccard of a
+    # document nothing else decided, if its LD similarity reaches exact_min_ld, is a
+    # near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard, unless digits read as 0
+    # raise it by more than exact_max_digit_gain (numbers differ) or fewer than
+    # exact_min_near_words of the copy's own words are one edit from the other's
+    exact_evidence: bool = _setting(
+        True, "compare the canonical texts of a pair below ld_min_jaccard that nothing else decided (character noise)")
+    exact_min_ld: float = _setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
+    exact_gram_jaccard: float = _setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
+                                         ge=0.0, le=1.0)
+    exact_max_digit_gain: float = _setting(
+        0.05, "unless reading digits as 0 raises that Jaccard by more than this (templates differ in numbers)", ge=0.0, le=1.0)
+    exact_min_near_words: float = _setting(
+        0.3, "or fewer than this share of the copy's own words are one edit from a word of the other", ge=0.0, le=1.0)
+    # a shorter text's signature (~1 symbol per 16 bytes) is too coarse for exact_min_ld
+    exact_min_bytes: int = _setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
+    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = _setting(
+        ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
 
 
 class EngineConfig(_Frozen):
     """The dedup engine: window, bounds and candidate handling."""
 
-    #: hours of event time a document stays a possible original
-    window_hours: float = Field(72.0, gt=0.0)
-    #: documents kept in the index at most (oldest evicted first); memory is sized from it
-    max_documents: int = Field(1_000_000, ge=16, le=2**31 - 1)
-    #: a band key written by this many different clusters in a row is boilerplate (hot)
-    hot_bucket_clusters: int = Field(3, ge=2, le=255)
-    #: distinct candidates collected per document
-    max_candidates: int = Field(16, ge=1, le=1024)
-    #: candidates verified per document, most shared bands first
-    max_verified: int = Field(8, ge=1, le=1024)
-    #: documents per micro-batch (one fingerprint call, one state commit)
-    batch_size: int = Field(512, ge=1, le=100_000)
-    #: cell tables of the index: ``grow`` starts small and grows fourfold with the stream (a
-    #: short file does not pay for max_documents), ``full`` sizes them for max_documents at
-    #: start-up and faults every page in (in the background where the kernel can; no growth
-    #: pauses: a long-running processor), ``auto``
-    #: is full for the Kafka processor and grow for file mode. Decisions depend on it only as
-    #: they depend on max_documents (which documents share a cell).
-    index_sizing: Literal["auto", "grow", "full"] = "auto"
+    window_hours: float = _setting(72.0, "event time a document stays a possible original", "hours", gt=0.0)
+    max_documents: int = _setting(1_000_000, "documents kept in the index at most (oldest evicted first); memory is sized from it",
+                                  "documents", ge=16, le=2**31 - 1)
+    hot_bucket_clusters: int = _setting(3, "a band key written by this many different clusters in a row is boilerplate (hot)",
+                                        "clusters", ge=2, le=255)
+    max_candidates: int = _setting(16, "distinct candidates collected per document", "candidates", ge=1, le=1024)
+    max_verified: int = _setting(8, "candidates verified per document, most shared bands first", "candidates", ge=1, le=1024)
+    batch_size: int = _setting(512, "documents per micro-batch (one fingerprint call, one state commit)", "documents",
+                               ge=1, le=100_000)
+    # Decisions depend on it only as they depend on max_documents (which documents share a cell);
+    # full faults every page in at start-up (in the background where the kernel can)
+    index_sizing: Literal["auto", "grow", "full"] = _setting(
+        "auto", "index tables: grow = start small, grow with the stream; full = sized for max_documents at start-up; "
+        "auto = full for Kafka, grow for file mode")
 
 
 class InputConfig(_Frozen):
     """How records are decoded (file mode and Kafka)."""
 
-    #: ``json`` (one object per record) or ``text`` (the whole record is the text)
-    format: Literal["json", "text"] = "json"
-    id_field: str = Field("id", min_length=1)
-    #: joined with ``text_separator`` in this order; missing fields are skipped, all missing is an error
-    text_fields: tuple[str, ...] = Field(("text",), min_length=1)
-    text_separator: str = "\n"
-    #: event time: epoch milliseconds (number) or ISO-8601 string; null = processing time
-    time_field: str | None = None
-    #: records larger than this many bytes go to dead-letter
-    max_record_bytes: int = Field(1_000_000, ge=16)
-    #: hours an event time may lie past the wall clock (the window follows the latest event time)
-    max_future_skew_hours: float = Field(24.0, gt=0.0, le=87_600.0)
-    #: event time not finite, before 1970, out of range or past the skew: ``arrival`` decides the
-    #: record with its arrival time, tagged ``dedup.time_invalid``; ``dead_letter``: stage ``time``
-    invalid_time: Literal["arrival", "dead_letter"] = "arrival"
+    format: Literal["json", "text"] = _setting("json", "json = one object per record; text = the whole record is the text")
+    id_field: str = _setting("id", "field holding the record's id; missing: the source position names the record",
+                             min_length=1)
+    text_fields: tuple[str, ...] = _setting(
+        ("text",), "fields joined into the text, in this order; missing ones are skipped, all missing is a dead letter",
+        min_length=1)
+    text_separator: str = _setting("\n", "what joins the text fields")
+    time_field: str | None = _setting(None, "event time field: epoch milliseconds or ISO-8601; null = processing time")
+    max_record_bytes: int = _setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16)
+    max_future_skew_hours: float = _setting(24.0, "how far an event time may lie past the wall clock", "hours",
+                                            gt=0.0, le=87_600.0)
+    invalid_time: Literal["arrival", "dead_letter"] = _setting(
+        "arrival", "an invalid event time: arrival = decide with the arrival time, tagged dedup.time_invalid; "
+        "dead_letter = a dead letter of stage time")
 
 
 class StateConfig(_Frozen):
-    #: RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka
-    dir: str | None = None
-    #: fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)
-    sync: bool = True
+    """The RocksDB state: every indexed document's record and the input positions."""
+
+    # it holds each indexed story's canonical text: protect it as the feed itself
+    dir: str | None = _setting(None, "RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka")
+    sync: bool = _setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
 
 
 class StagedConfig(_Frozen):
     """The staged topology (``streamdedup run --topology staged``): workers and one decider."""
 
-    #: one partition: its order defines "first seen"
-    fingerprints_topic: str = "news.fingerprints"
-    #: at least as many partitions as the input topics have together
-    decisions_topic: str = "news.decisions"
-    #: a re-sent fingerprint older than this many decisions per input partition is decided again
-    recent_positions: int = Field(200_000, ge=1_000)
+    fingerprints_topic: str = _setting("news.fingerprints", "one partition: its order defines which copy came first")
+    decisions_topic: str = _setting("news.decisions", "at least as many partitions as the input topics have together")
+    recent_positions: int = _setting(
+        200_000, "decided input positions remembered per partition: a re-sent fingerprint gets its first decision",
+        "positions", ge=1_000)
 
 
 class KafkaConfig(_Frozen):
     """The Kafka processor (``streamdedup run`` without ``--input``)."""
 
-    bootstrap_servers: str = "127.0.0.1:9092"
-    input_topics: tuple[str, ...] = Field(("news",), min_length=1)
-    unique_topic: str = "news.unique"
-    duplicates_topic: str = "news.duplicates"
-    dead_letter_topic: str = "news.dead-letter"
-    group_id: str = "streamdedup"
-    #: one per processor instance *role*: a standby with the same id fences a zombie
-    transactional_id: str = "streamdedup-single-index"
-    delivery: Literal["exactly_once", "at_least_once"] = "exactly_once"
-    #: ms to wait for a micro-batch to fill (batch size is engine.batch_size)
-    linger_ms: int = Field(50, ge=0, le=60_000)
-    #: when provisioning topics (``streamdedup topics create``)
-    partitions: int = Field(3, ge=1)
-    replication_factor: int = Field(1, ge=1)
-    #: Prometheus metrics on this port (0 = off)
-    metrics_port: int = Field(0, ge=0, le=65535)
-    #: address the metrics server binds; 0.0.0.0 exposes it on every interface (containers)
-    metrics_host: str = Field("127.0.0.1", min_length=1)
-    #: seconds without progress in the main loop after which the processor restarts itself
-    #: (a client call that never returns); 0 = never
-    stall_restart_s: float = Field(180.0, ge=0.0)
-    #: seconds allowed for the start-up checks (broker reachable, authentication, topics exist)
-    startup_timeout_s: float = Field(30.0, gt=0.0)
-    #: create missing input and output topics at start-up instead of failing
-    create_topics: bool = False
+    bootstrap_servers: str = _setting("127.0.0.1:9092", "the Kafka cluster's bootstrap servers, host:port[,host:port]")
+    input_topics: tuple[str, ...] = _setting(("news",), "topics the records are read from", min_length=1)
+    unique_topic: str = _setting("news.unique", "where records judged unique go")
+    duplicates_topic: str = _setting("news.duplicates", "where duplicates go, tagged with their original")
+    dead_letter_topic: str = _setting("news.dead-letter", "where records that cannot be judged go, with stage and reason")
+    group_id: str = _setting("streamdedup", "consumer group of the input topics")
+    transactional_id: str = _setting(
+        "streamdedup-single-index", "one per processor role: a standby with the same id fences a zombie")
+    delivery: Literal["exactly_once", "at_least_once"] = _setting(
+        "exactly_once", "exactly_once = outputs and offsets in one transaction; at_least_once = flush, then commit")
+    linger_ms: int = _setting(50, "time to wait for a micro-batch (engine.batch_size records) to fill", "ms", ge=0, le=60_000)
+    partitions: int = _setting(3, "partitions of the topics `streamdedup topics create` makes", "partitions", ge=1)
+    replication_factor: int = _setting(1, "replication factor of the topics it makes", "replicas", ge=1)
+    metrics_port: int = _setting(0, "Prometheus metrics port; 0 = off", "TCP port", ge=0, le=65535)
+    metrics_host: str = _setting("127.0.0.1", "address the metrics server binds; 0.0.0.0 = every interface (containers)",
+                                 min_length=1)
+    stall_restart_s: float = _setting(
+        180.0, "time without main-loop progress after which the processor restarts itself; 0 = never", "seconds", ge=0.0)
+    startup_timeout_s: float = _setting(
+        30.0, "time allowed for the start-up checks (broker reachable, authentication, topics exist)", "seconds", gt=0.0)
+    create_topics: bool = _setting(False, "create missing input and output topics at start-up instead of failing")
     staged: StagedConfig = StagedConfig()
-    #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); secret values are SecretStr
-    librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(default_factory=dict)
+    librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(
+        default_factory=dict,
+        description="passed to librdkafka untouched (security.protocol, sasl.*, ...); secret values are never shown")
 
     @field_validator("librdkafka", mode="before")
     @classmethod
     def _hold_secrets(cls, v: Any) -> Any:
-        if not isinstance(v, Mapping):
-            return v  # pydantic reports the type
-        out = {}
-        for key, value in v.items():
-            if key in ("bootstrap.servers", "metadata.broker.list"):
-                # two sources for the brokers would make --bootstrap-servers silently lose
-                raise ValueError(f"{key}: set kafka.bootstrap_servers instead")
-            if isinstance(key, str) and is_secret_property(key) and not isinstance(value, SecretStr):
-                if not isinstance(value, str):
-                    # YAML reads an unquoted 0123 as 83 and yes as true: never guess a secret
-                    raise ValueError(f"{key} is a secret and must be a string; quote it in YAML")
-                value = SecretStr(value)
-            out[key] = value
-        return out
+        return librdkafka_properties(v)
 
     def client_conf(self) -> dict[str, str | int | float | bool]:
         """librdkafka configuration with secrets revealed: the one place they are handed out.
