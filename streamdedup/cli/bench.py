@@ -102,9 +102,9 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
 @config_option
 @click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th"]), default="standard", show_default=True,
               help="standard: eight edit kinds and shared-footer negatives; hard: character noise 0.5-3%, short teasers, "
-                   "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives (issue 11); "
+                   "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives; "
                    "zh: People's Daily 1998 with character noise, teasers, new headlines, Traditional script and near misses, "
-                   "ja/th: the same kinds on the UDHR (issue 17), datasketch on character 3-grams")
+                   "ja/th: the same kinds on the UDHR, datasketch on character 3-grams")
 @click.option("--per-kind", type=click.IntRange(1, 5000), default=None,
               help="synthetic copies per edit kind (hard, zh, ja, th: also negatives per kind)  "
                    "[default: 150 standard, 200 hard, 100 zh, 6 ja/th]")
