@@ -132,15 +132,14 @@ def configuration_md() -> str:
         if not rows:
             out += [f"Its settings are in the sections below (`{dotted}.*`).", ""]
             continue
-        out += ["| setting | type | default | unit | allowed | environment variable | meaning |",
-                "|---|---|---|---|---|---|---|"]
+        # three columns, not seven: the meaning stays readable at the site's width
+        out += ["| setting and environment variable | default and type | meaning |", "|---|---|---|"]
         for name, field in rows:
             full = (*path, name)
-            out.append("| " + " | ".join([
-                _code(".".join(full)), _text(type_name(field.annotation)), _code(default_text(field)),
-                _text(unit_of(field)), _text(range_text(field)), _code(env_name(full)),
-                _text(field.description or ""),
-            ]) + " |")
+            unit, allowed = unit_of(field), range_text(field)
+            default = _code(default_text(field)) + (f" {_text(unit)}" if unit else "")
+            kind = _text(type_name(field.annotation)) + (f", {_text(allowed)}" if allowed else "")
+            out.append(f"| {_code('.'.join(full))}<br>{_code(env_name(full))} | {default}<br>{kind} | {_text(field.description or '')} |")
         out.append("")
     return "\n".join(out)
 
