@@ -77,3 +77,17 @@ def test_the_patterns_catch_what_they_are_for() -> None:
     assert not ISSUE_NUMBER.search("[the runbook](operations.md#lost-state)") and not ISSUE_NUMBER.search("&#1234;")
     assert DIARY.search("six runs in one evening") and DIARY.search("(seed 002)") and DIARY.search("after session 8")
     assert not DIARY.search("--seed 23") and not DIARY.search("each page took under 0.5 s")
+
+
+def test_operations_documents_every_metric_family() -> None:
+    """The metrics table cannot fall behind the code: every family the processor, the staged
+    decider and the workers register (one Metrics class) is named on the operations page."""
+    from streamdedup.runtime.kafka.metrics import Metrics
+
+    metrics = Metrics(0)
+    families = {m.name for m in metrics.registry.collect()}
+    page = (DOCS / "operations.md").read_text(encoding="utf-8")
+    assert len(families) >= 7
+    # prometheus_client reports counters without their _total suffix
+    missing = [f for f in families if f"`{f}`" not in page and f"`{f}_total`" not in page]
+    assert missing == []
