@@ -252,6 +252,10 @@ class StateConfig(_Frozen):
     dir: str | None = None
     #: fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)
     sync: bool = True
+    #: keep each indexed story's canonical text (lower-cased words) in the state: exact character
+    #: evidence compares a noisy copy with it. false: the state holds fingerprints, ids and
+    #: decisions only (needs verify.exact_evidence: false; records written before keep theirs)
+    keep_text: bool = True
 
 
 class StagedConfig(_Frozen):
@@ -349,6 +353,13 @@ class Config(_Frozen):
     input: InputConfig = InputConfig()
     state: StateConfig = StateConfig()
     kafka: KafkaConfig = KafkaConfig()
+
+    @model_validator(mode="after")
+    def _text_for_evidence(self) -> "Config":
+        if not self.state.keep_text and self.verify.exact_evidence:
+            raise ValueError("state.keep_text: false needs verify.exact_evidence: false (exact evidence compares a "
+                             "copy with the earlier story's text, kept in the state)")
+        return self
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
