@@ -3,7 +3,7 @@
 Run: python scripts/gen_reference.py   (writes docs/reference/configuration.md and cli.md)
 
 The configuration reference reads the pydantic models of ``streamdedup.config`` (each setting's
-``Field`` description, unit and constraints); the CLI reference reads the click commands of
+``Field`` description, unit and constraints, made by ``streamdedup.config_fields.setting``); the CLI reference reads the click commands of
 ``streamdedup.cli`` (what ``--help`` prints). tests/unit/test_reference.py fails when a setting or
 an option has no description, or when the committed pages differ from what this writes.
 """

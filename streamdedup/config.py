@@ -16,57 +16,48 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import ValidationError, field_validator, model_validator
 
-from streamdedup.config_sources import (AutoOnOff, env_overrides, format_error, is_secret_property, librdkafka_properties, read_file,
-                                        set_overrides, set_path)
+from streamdedup.config_fields import Frozen, setting
+from streamdedup.config_kafka import KafkaConfig, StagedConfig  # noqa: F401 (re-exported: streamdedup.config names every section)
+from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, read_file, set_overrides, set_path
+from streamdedup.config_sources import is_secret_property  # noqa: F401 (re-exported)
 from streamdedup.errors import ConfigError
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
-class _Frozen(BaseModel):
-    # hide_input_in_errors: a pydantic error printed anywhere must not carry a secret it was given
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
-
-
-def _setting(default: Any, meaning: str, unit: str | None = None, **constraints: Any) -> Any:
-    """A setting's ``Field``: its one-line meaning and unit live with the code, so the generated
-    configuration reference (``scripts/gen_reference.py``) cannot drift from it."""
-    return Field(default, description=meaning, json_schema_extra={"unit": unit} if unit else None, **constraints)
-
-
-class CanonicalConfig(_Frozen):
+class CanonicalConfig(Frozen):
     """Broder's canonical form: documents that differ only in formatting are the same."""
 
-    nfkc: bool = _setting(True, "Unicode NFKC normalisation (full-width forms, ligatures, no-break spaces)")
-    casefold: bool = _setting(True, 'Unicode case folding ("Straße" -> "strasse")')
-    strip_html: bool = _setting(True, "drop HTML tags and comments and decode entities, only in texts that look like HTML")
-    punctuation_to_space: bool = _setting(True, "every character that is not a letter, digit or combining mark becomes a space")
-    fold_traditional: AutoOnOff = _setting(
+    nfkc: bool = setting(True, "Unicode NFKC normalisation (full-width forms, ligatures, no-break spaces)")
+    casefold: bool = setting(True, 'Unicode case folding ("Straße" -> "strasse")')
+    strip_html: bool = setting(True, "drop HTML tags and comments and decode entities, only in texts that look like HTML")
+    punctuation_to_space: bool = setting(True, "every character that is not a letter, digit or combining mark becomes a space")
+    fold_traditional: AutoOnOff = setting(
         "auto", "Traditional -> Simplified Chinese (OpenCC t2s): auto = Han text without kana, on = Japanese too, off")
 
 
-class ShingleConfig(_Frozen):
+class ShingleConfig(Frozen):
     """The shingles of the main MinHash."""
 
-    kind: Literal["word", "char"] = _setting("word", "shingles of words or of UTF-8 bytes")
-    size: int = _setting(5, "words per shingle (kind word) or UTF-8 bytes per shingle (kind char)", "words or bytes", ge=1, le=32)
-    unspaced_size: int = _setting(
+    kind: Literal["word", "char"] = setting("word", "shingles of words or of UTF-8 bytes")
+    size: int = setting(5, "words per shingle (kind word) or UTF-8 bytes per shingle (kind char)", "words or bytes", ge=1, le=32)
+    unspaced_size: int = setting(
         5, "kind word: tokens per shingle in a text written without spaces (Chinese, Japanese, Thai: one token a character)",
         "tokens", ge=1, le=32)
 
 
-class MinHashConfig(_Frozen):
+class MinHashConfig(Frozen):
     """The main MinHash sketch."""
 
-    num_perm: int = _setting(128, "MinHash slots K; a power of two, so a slot index is the top bits of one hash", "slots",
+    num_perm: int = setting(128, "MinHash slots K; a power of two, so a slot index is the top bits of one hash", "slots",
                              ge=8, le=1024)
-    method: Literal["oph", "classic"] = _setting(
+    method: Literal["oph", "classic"] = setting(
         "oph", "oph = one-permutation hashing with densification; classic = K hash functions (slow, the reference)")
-    seed: int = _setting(1, "hash seed; fingerprints made with different seeds are refused as incomparable", ge=0, lt=2**63)
-    storage_bits: Literal[1, 2, 4, 8, 16, 32] = _setting(8, "bits kept per slot in the stored record (b-bit minwise hashing)",
+    seed: int = setting(1, "hash seed; fingerprints made with different seeds are refused as incomparable", ge=0, lt=2**63)
+    storage_bits: Literal[1, 2, 4, 8, 16, 32] = setting(8, "bits kept per slot in the stored record (b-bit minwise hashing)",
                                                          "bits")
 
     @field_validator("num_perm")
@@ -78,19 +69,19 @@ class MinHashConfig(_Frozen):
         return v
 
 
-class LSHConfig(_Frozen):
+class LSHConfig(Frozen):
     """LSH bands of the main MinHash: bands and rows follow from the threshold and the weights."""
 
-    threshold: float = _setting(0.4, "Jaccard similarity at which a pair should become a candidate", gt=0.0, lt=1.0)
+    threshold: float = setting(0.4, "Jaccard similarity at which a pair should become a candidate", gt=0.0, lt=1.0)
     # recall matters more than candidate count: a false candidate costs one verification, a
     # missed one is a duplicate let through (measured: 0.2/0.8 gives 31 bands of 3 rows,
     # P(candidate) 0.98 at J=0.5, where teasers and reordered stories sit)
-    false_positive_weight: float = _setting(
+    false_positive_weight: float = setting(
         0.2, "weight of the S-curve's area below the threshold (a false candidate costs one verification)", ge=0.0, le=1.0)
-    false_negative_weight: float = _setting(
+    false_negative_weight: float = setting(
         0.8, "weight of the area above it (a missed candidate lets a duplicate through)", ge=0.0, le=1.0)
-    bands: int | None = _setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1)
-    rows: int | None = _setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1)
+    bands: int | None = setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1)
+    rows: int | None = setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1)
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> "LSHConfig":
@@ -101,14 +92,14 @@ class LSHConfig(_Frozen):
         return self
 
 
-class LeadConfig(_Frozen):
+class LeadConfig(Frozen):
     """A small MinHash of each text's first shingles: a teaser's lead matches its story's. 0 shingles: off."""
 
-    shingles: int = _setting(48, "shingles from the start of the canonical text that make the lead; 0 disables the lead",
+    shingles: int = setting(48, "shingles from the start of the canonical text that make the lead; 0 disables the lead",
                              "shingles", ge=0, le=100_000)
-    num_perm: int = _setting(32, "slots of the lead MinHash (a power of two)", "slots", ge=4, le=256)
-    bands: int = _setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1)
-    rows: int = _setting(3, "slots per lead band", "slots", ge=1)
+    num_perm: int = setting(32, "slots of the lead MinHash (a power of two)", "slots", ge=4, le=256)
+    bands: int = setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1)
+    rows: int = setting(3, "slots per lead band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
@@ -122,37 +113,37 @@ def _sketch_fits(s: Any) -> Any:
     return s
 
 
-class CharsConfig(_Frozen):
+class CharsConfig(Frozen):
     """A MinHash of the canonical text's byte n-grams with its own LSH bands: a character edit
     breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay candidates;
     bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
 
     # each gram is the exact window as one 64-bit integer
-    size: int = _setting(8, "bytes per gram", "bytes", ge=2, le=8)
-    sample_bits: int = _setting(
+    size: int = setting(8, "bytes per gram", "bytes", ge=2, le=8)
+    sample_bits: int = setting(
         3, "the MinHash reads 1 gram in 2**sample_bits, chosen by the gram's bytes (the same sample in every text)",
         "bits", ge=0, le=6)
-    num_perm: int = _setting(64, "slots of the character MinHash (a power of two)", "slots", ge=8, le=1024)
-    bands: int = _setting(16, "character LSH bands, indexed after the lead bands; 0 disables them", "bands", ge=0, le=255)
-    rows: int = _setting(4, "slots per character band", "slots", ge=1)
+    num_perm: int = setting(64, "slots of the character MinHash (a power of two)", "slots", ge=8, le=1024)
+    bands: int = setting(16, "character LSH bands, indexed after the lead bands; 0 disables them", "bands", ge=0, le=255)
+    rows: int = setting(4, "slots per character band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
 
-class SignatureConfig(_Frozen):
+class SignatureConfig(Frozen):
     """Coates LD signatures: edit distance estimated from short signatures."""
 
-    compression: int = _setting(16, "C of the fine signature: about one symbol per C bytes of canonical text", "bytes",
+    compression: int = setting(16, "C of the fine signature: about one symbol per C bytes of canonical text", "bytes",
                                 ge=2, le=4096)
-    coarse_factor: int = _setting(8, "the coarse signature uses C * coarse_factor; its positions are a subset of the fine ones",
+    coarse_factor: int = setting(8, "the coarse signature uses C * coarse_factor; its positions are a subset of the fine ones",
                                   ge=2, le=256)
     # At most 8: the window is then one exact 64-bit value, and a larger N only spreads each
     # edit over more windows (measured: worse estimates).
-    neighbourhood: int = _setting(4, "N, bytes in each hashed window", "bytes", ge=2, le=8)
-    residue: int = _setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0)
-    alphabet: str = _setting(DEFAULT_ALPHABET, "the signature's output symbols (distinct ASCII characters)",
+    neighbourhood: int = setting(4, "N, bytes in each hashed window", "bytes", ge=2, le=8)
+    residue: int = setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0)
+    alphabet: str = setting(DEFAULT_ALPHABET, "the signature's output symbols (distinct ASCII characters)",
                              min_length=2, max_length=256)
-    seed: int = _setting(7, "window-hash seed", ge=0, lt=2**63)
+    seed: int = setting(7, "window-hash seed", ge=0, lt=2**63)
 
     @model_validator(mode="after")
     def _check(self) -> "SignatureConfig":
@@ -163,7 +154,7 @@ class SignatureConfig(_Frozen):
         return self
 
 
-class FingerprintConfig(_Frozen):
+class FingerprintConfig(Frozen):
     """How each text is fingerprinted; a state built with other fingerprint settings is refused."""
 
     canonical: CanonicalConfig = CanonicalConfig()
@@ -173,7 +164,7 @@ class FingerprintConfig(_Frozen):
     lead: LeadConfig = LeadConfig()
     chars: CharsConfig = CharsConfig()
     signature: SignatureConfig = SignatureConfig()
-    max_text_bytes: int = _setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
+    max_text_bytes: int = setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
                                    "bytes of UTF-8", ge=1)
 
     @model_validator(mode="after")
@@ -186,168 +177,107 @@ class FingerprintConfig(_Frozen):
         return self
 
 
-class VerifyConfig(_Frozen):
+class VerifyConfig(Frozen):
     """When a candidate pair counts as a duplicate (used by `explain` and the engine)."""
 
-    jaccard_threshold: float = _setting(0.55, "estimated Jaccard at or above which a pair is a near-duplicate", ge=0.0, le=1.0)
-    ld_similarity_threshold: float = _setting(
+    jaccard_threshold: float = setting(0.55, "estimated Jaccard at or above which a pair is a near-duplicate", ge=0.0, le=1.0)
+    ld_similarity_threshold: float = setting(
         0.65, "calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate, if ld_min_jaccard holds",
         ge=0.0, le=1.0)
-    containment_threshold: float = _setting(
+    containment_threshold: float = setting(
         0.8, "signature embedding for contains / contained_in, and estimated containment for contains", ge=0.0, le=1.0)
-    contained_min_estimate: float = _setting(
+    contained_min_estimate: float = setting(
         0.5, "lowest estimated containment for contained_in; below containment_threshold the embedding must rise to 1.0 here",
         ge=0.0, le=1.0)
     # a shared footer or a fixed template (earnings tables) aligns well in signatures but
     # carries no shared story
-    ld_min_jaccard: float = _setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",
+    ld_min_jaccard: float = setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",
                                      ge=0.0, le=1.0)
-    min_informative_slots: int = _setting(
+    min_informative_slots: int = setting(
         16, "MinHash slots left outside boilerplate bands below which a pair is not judged by its Jaccard", "slots", ge=1)
     # exact character evidence (``_kernels.evidence``): the best pair below ld_min_jaccard of a
     # document nothing else decided, if its LD similarity reaches exact_min_ld, is a
     # near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard, unless digits read as 0
     # raise it by more than exact_max_digit_gain (numbers differ) or fewer than
     # exact_min_near_words of the copy's own words are one edit from the other's
-    exact_evidence: bool = _setting(
+    exact_evidence: bool = setting(
         True, "compare the canonical texts of a pair below ld_min_jaccard that nothing else decided (character noise)")
-    exact_min_ld: float = _setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
-    exact_gram_jaccard: float = _setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
+    exact_min_ld: float = setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
+    exact_gram_jaccard: float = setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
                                          ge=0.0, le=1.0)
-    exact_max_digit_gain: float = _setting(
+    exact_max_digit_gain: float = setting(
         0.05, "unless reading digits as 0 raises that Jaccard by more than this (templates differ in numbers)", ge=0.0, le=1.0)
-    exact_min_near_words: float = _setting(
+    exact_min_near_words: float = setting(
         0.3, "or fewer than this share of the copy's own words are one edit from a word of the other", ge=0.0, le=1.0)
     # a shorter text's signature (~1 symbol per 16 bytes) is too coarse for exact_min_ld
-    exact_min_bytes: int = _setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
-    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = _setting(
+    exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
+    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = setting(
         ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
 
 
-class EngineConfig(_Frozen):
+class EngineConfig(Frozen):
     """The dedup engine: window, bounds and candidate handling."""
 
-    window_hours: float = _setting(72.0, "event time a document stays a possible original", "hours", gt=0.0)
-    max_documents: int = _setting(1_000_000, "documents kept in the index at most (oldest evicted first); memory is sized from it",
+    window_hours: float = setting(72.0, "event time a document stays a possible original", "hours", gt=0.0)
+    max_documents: int = setting(1_000_000, "documents kept in the index at most (oldest evicted first); memory is sized from it",
                                   "documents", ge=16, le=2**31 - 1)
-    hot_bucket_clusters: int = _setting(3, "a band key written by this many different clusters in a row is boilerplate (hot)",
+    hot_bucket_clusters: int = setting(3, "a band key written by this many different clusters in a row is boilerplate (hot)",
                                         "clusters", ge=2, le=255)
-    max_candidates: int = _setting(16, "distinct candidates collected per document", "candidates", ge=1, le=1024)
-    max_verified: int = _setting(8, "candidates verified per document, most shared bands first", "candidates", ge=1, le=1024)
-    batch_size: int = _setting(512, "documents per micro-batch (one fingerprint call, one state commit)", "documents",
+    max_candidates: int = setting(16, "distinct candidates collected per document", "candidates", ge=1, le=1024)
+    max_verified: int = setting(8, "candidates verified per document, most shared bands first", "candidates", ge=1, le=1024)
+    batch_size: int = setting(512, "documents per micro-batch (one fingerprint call, one state commit)", "documents",
                                ge=1, le=100_000)
     # Decisions depend on it only as they depend on max_documents (which documents share a cell);
     # full faults every page in at start-up (in the background where the kernel can)
-    index_sizing: Literal["auto", "grow", "full"] = _setting(
+    index_sizing: Literal["auto", "grow", "full"] = setting(
         "auto", "index tables: grow = start small, grow with the stream; full = sized for max_documents at start-up; "
         "auto = full for Kafka, grow for file mode")
 
 
-class InputConfig(_Frozen):
+class InputConfig(Frozen):
     """How records are decoded (file mode and Kafka)."""
 
-    format: Literal["json", "text"] = _setting("json", "json = one object per record; text = the whole record is the text")
-    id_field: str = _setting("id", "field holding the record's id; missing: the source position names the record",
+    format: Literal["json", "text"] = setting("json", "json = one object per record; text = the whole record is the text")
+    id_field: str = setting("id", "field holding the record's id; missing: the source position names the record",
                              min_length=1)
-    text_fields: tuple[str, ...] = _setting(
+    text_fields: tuple[str, ...] = setting(
         ("text",), "fields joined into the text, in this order; missing ones are skipped, all missing is a dead letter",
         min_length=1)
-    text_separator: str = _setting("\n", "what joins the text fields")
-    time_field: str | None = _setting(None, "event time field: epoch milliseconds or ISO-8601; null = processing time")
-    max_record_bytes: int = _setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16)
-    max_future_skew_hours: float = _setting(24.0, "how far an event time may lie past the wall clock", "hours",
+    text_separator: str = setting("\n", "what joins the text fields")
+    time_field: str | None = setting(None, "event time field: epoch milliseconds or ISO-8601; null = processing time")
+    max_record_bytes: int = setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16)
+    max_future_skew_hours: float = setting(24.0, "how far an event time may lie past the wall clock", "hours",
                                             gt=0.0, le=87_600.0)
-    invalid_time: Literal["arrival", "dead_letter"] = _setting(
+    invalid_time: Literal["arrival", "dead_letter"] = setting(
         "arrival", "an invalid event time: arrival = decide with the arrival time, tagged dedup.time_invalid; "
         "dead_letter = a dead letter of stage time")
 
 
-class StateConfig(_Frozen):
+class StateConfig(Frozen):
     """The RocksDB state: every indexed document's record and the input positions."""
 
-    # it holds each indexed story's canonical text: protect it as the feed itself
-    dir: str | None = _setting(None, "RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka")
-    sync: bool = _setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
+    # by default it holds each indexed story's canonical text: protect it as the feed itself
+    dir: str | None = setting(None, "RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka")
+    sync: bool = setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
+    # exact character evidence compares a noisy copy with the earlier story's kept text
+    keep_text: bool = setting(True, "keep each indexed story's canonical text in the state; false needs verify.exact_evidence: "
+                               "false (the state then holds fingerprints, ids and decisions; older records keep theirs)")
 
 
-class StagedConfig(_Frozen):
-    """The staged topology (``streamdedup run --topology staged``): workers and one decider."""
-
-    fingerprints_topic: str = _setting("news.fingerprints", "one partition: its order defines which copy came first")
-    decisions_topic: str = _setting("news.decisions", "at least as many partitions as the input topics have together")
-    recent_positions: int = _setting(
-        200_000, "decided input positions remembered per partition: a re-sent fingerprint gets its first decision",
-        "positions", ge=1_000)
-
-
-class KafkaConfig(_Frozen):
-    """The Kafka processor (``streamdedup run`` without ``--input``)."""
-
-    bootstrap_servers: str = _setting("127.0.0.1:9092", "the Kafka cluster's bootstrap servers, host:port[,host:port]")
-    input_topics: tuple[str, ...] = _setting(("news",), "topics the records are read from", min_length=1)
-    unique_topic: str = _setting("news.unique", "where records judged unique go")
-    duplicates_topic: str = _setting("news.duplicates", "where duplicates go, tagged with their original")
-    dead_letter_topic: str = _setting("news.dead-letter", "where records that cannot be judged go, with stage and reason")
-    group_id: str = _setting("streamdedup", "consumer group of the input topics")
-    transactional_id: str = _setting(
-        "streamdedup-single-index", "one per processor role: a standby with the same id fences a zombie")
-    delivery: Literal["exactly_once", "at_least_once"] = _setting(
-        "exactly_once", "exactly_once = outputs and offsets in one transaction; at_least_once = flush, then commit")
-    linger_ms: int = _setting(50, "time to wait for a micro-batch (engine.batch_size records) to fill", "ms", ge=0, le=60_000)
-    partitions: int = _setting(3, "partitions of the topics `streamdedup topics create` makes", "partitions", ge=1)
-    replication_factor: int = _setting(1, "replication factor of the topics it makes", "replicas", ge=1)
-    metrics_port: int = _setting(0, "Prometheus metrics port; 0 = off", "TCP port", ge=0, le=65535)
-    metrics_host: str = _setting("127.0.0.1", "address the metrics server binds; 0.0.0.0 = every interface (containers)",
-                                 min_length=1)
-    stall_restart_s: float = _setting(
-        180.0, "time without main-loop progress after which the processor restarts itself; 0 = never", "seconds", ge=0.0)
-    startup_timeout_s: float = _setting(
-        30.0, "time allowed for the start-up checks (broker reachable, authentication, topics exist)", "seconds", gt=0.0)
-    create_topics: bool = _setting(False, "create missing input and output topics at start-up instead of failing")
-    staged: StagedConfig = StagedConfig()
-    librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(
-        default_factory=dict,
-        description="passed to librdkafka untouched (security.protocol, sasl.*, ...); secret values are never shown")
-
-    @field_validator("librdkafka", mode="before")
-    @classmethod
-    def _hold_secrets(cls, v: Any) -> Any:
-        return librdkafka_properties(v)
-
-    def client_conf(self) -> dict[str, str | int | float | bool]:
-        """librdkafka configuration with secrets revealed: the one place they are handed out.
-
-        Callers pass it (adding their own client-specific properties) to confluent-kafka
-        clients (``Consumer``, ``Producer``, ``AdminClient``); never log it, log
-        :meth:`redacted_conf` instead.
-
-        >>> KafkaConfig(librdkafka={"sasl.password": "0123"}).client_conf()
-        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '0123'}
-        """
-        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
-        for key, value in self.librdkafka.items():
-            conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
-        return conf
-
-    def redacted_conf(self) -> dict[str, str | int | float | bool]:
-        """:meth:`client_conf` for logs: secret values are ``***``.
-
-        >>> KafkaConfig(librdkafka={"sasl.password": "0123", "security.protocol": "SASL_SSL"}).redacted_conf()
-        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '***', 'security.protocol': 'SASL_SSL'}
-        """
-        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
-        for key, value in self.librdkafka.items():
-            conf[key] = "***" if isinstance(value, SecretStr) else value
-        return conf
-
-
-class Config(_Frozen):
+class Config(Frozen):
     fingerprint: FingerprintConfig = FingerprintConfig()
     verify: VerifyConfig = VerifyConfig()
     engine: EngineConfig = EngineConfig()
     input: InputConfig = InputConfig()
     state: StateConfig = StateConfig()
     kafka: KafkaConfig = KafkaConfig()
+
+    @model_validator(mode="after")
+    def _text_for_evidence(self) -> "Config":
+        if not self.state.keep_text and self.verify.exact_evidence:
+            raise ValueError("state.keep_text: false needs verify.exact_evidence: false (exact evidence compares a "
+                             "copy with the earlier story's text, kept in the state)")
+        return self
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:

@@ -14,6 +14,10 @@ from numba import int64, njit, uint8, uint64, void
 from streamdedup._kernels import arena
 from streamdedup._kernels.index import restore
 
+#: record flag (beside ``decide.F_*``): the record does not keep the canonical text
+#: (``state.keep_text: false``)
+F_NO_TEXT = 4
+
 ENGINE_VERSION = 5
 #: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)
 N_NUMBERS = 8
@@ -112,15 +116,17 @@ def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off,
     digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
-    canon_buf, canon_start,
+    canon_buf, canon_start, keep_text,
 ):
     """Records of every indexed document of a batch (``seq_out >= 0``): ``(buffer, offsets)``.
 
     Document i's record is ``buffer[offsets[i]:offsets[i + 1]]`` (empty for documents that were
     not indexed). ``roots_*`` and ``matched_*`` hold the root id and the matched id of each
     duplicate as UTF-8 (empty for roots); document i's canonical text is
-    ``canon_buf[canon_start[i]:][:lengths[i]]``. Layout: ``streamdedup/engine/record.py``.
+    ``canon_buf[canon_start[i]:][:lengths[i]]``; without ``keep_text`` no record holds it (flag
+    ``F_NO_TEXT``). Layout: ``streamdedup/engine/record.py``.
     """
+    text_flag = np.uint8(0) if keep_text else np.uint8(F_NO_TEXT)
     n = seq_out.shape[0]
     bands = keys.shape[1]
     k = minhash.shape[1]
@@ -149,7 +155,7 @@ def encode_batch(
         dup = rel_out[i] != 0
         buf[q] = ENGINE_VERSION
         buf[q + 1] = rel_out[i]
-        buf[q + 2] = flag_out[i]
+        buf[q + 2] = flag_out[i] | text_flag
         buf[q + 3] = bits
         _put_uint(buf, q + 4, digests[i, 0], 8)
         _put_uint(buf, q + 12, digests[i, 1], 8)
@@ -200,9 +206,10 @@ def encode_batch(
             buf[q + t] = fine_buf[fine_start[i] + t]
         q += fine_len[i]
         # the canonical text, last: exact evidence reads it (engine_evidence), restore never
-        for t in range(lengths[i]):
-            buf[q + t] = canon_buf[canon_start[i] + t]
-        q += lengths[i]
+        if keep_text:
+            for t in range(lengths[i]):
+                buf[q + t] = canon_buf[canon_start[i] + t]
+            q += lengths[i]
         out_off[i + 1] = q
     return buf[:q], out_off
 

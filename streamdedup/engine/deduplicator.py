@@ -258,7 +258,7 @@ class Deduplicator:
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
-            batch.canon_buf, batch.canon_start,
+            batch.canon_buf, batch.canon_start, self.cfg.state.keep_text,
         )
         raw = buf.tobytes()
         bounds = off.tolist()
@@ -319,12 +319,13 @@ class Deduplicator:
         An operator action: it scans the stored records (ids are not indexed, which saves a
         write per document on the hot path).
         """
-        seqs = [seq for seq, raw in self.store.iter_from(self.meta.seq_lo) if engine_record.ids(raw, seq)[0] == doc_id]
-        for seq in seqs:
-            self.index.forget(seq)
-        if seqs:
-            self.store.commit(StateBatch(deletes=seqs, meta=self.meta.dumps()))
-        return len(seqs)
+        with self.stops_on_failure():  # a half-applied delete leaves the index and the store apart
+            seqs = [seq for seq, raw in self.store.iter_from(self.meta.seq_lo) if engine_record.ids(raw, seq)[0] == doc_id]
+            for seq in seqs:
+                self.index.forget(seq)
+            if seqs:
+                self.store.commit(StateBatch(deletes=seqs, meta=self.meta.dumps()))
+            return len(seqs)
 
     def close(self) -> None:
         self.store.close()

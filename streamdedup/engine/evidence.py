@@ -63,7 +63,7 @@ class Evidence:
         b = buf[int(start[i]):int(start[i]) + int(length[i])]
         a = self._text(buf, start, length, i, seqs, seq)
         if a is None:
-            return 0.0, 0.0, 0.0  # its record is gone (evicted since): no evidence
+            return 0.0, 0.0, 0.0  # no earlier text: no evidence
         return self._tables.measure(a, b)
 
     def _text(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
@@ -76,9 +76,9 @@ class Evidence:
                 return t.text(seq)
         self.read += 1
         raw = self.store.get_many([seq])[0]
-        if raw is None:
-            return None
-        return np.frombuffer(engine_record.canonical_text(raw, seq), dtype=np.uint8)
+        text = None if raw is None else engine_record.canonical_text(raw, seq)
+        # its record is gone (evicted since) or keeps no text (written with state.keep_text: false)
+        return None if text is None else np.frombuffer(text, dtype=np.uint8)
 
     def remember(self, seqs: np.ndarray, buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> None:
         """Keep a decided batch's texts (its arrays, not copies), dropping the oldest over budget."""

@@ -7,7 +7,9 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     1      engine record version (5)
     1      relation code of the decision (0 = unique; _kernels.verify.REL_*)
     1      flags: bit 0 = boilerplate slots were left out of the estimates, bit 1 = a
-           near-duplicate on exact character evidence (``_kernels.evidence``)
+           near-duplicate on exact character evidence (``_kernels.evidence``), bit 2 = the
+           canonical text is not kept (``state.keep_text: false``: the record ends with the
+           signature)
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
@@ -24,8 +26,8 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     4*bands  the low half of each band key (what the index uses), main then lead
     ..     fine LD signature
-    ..     the canonical text (canonical length bytes): the exact evidence of a later pair
-           (issue 11) compares it; restore stops before it
+    ..     the canonical text (canonical length bytes; none with flag bit 2): the exact
+           evidence of a later pair compares it; restore stops before it
 
 What it holds and why: the fingerprint as far as the engine uses it (to rebuild the in-memory
 index and verification arena on start, so a restarted engine decides exactly as one that
@@ -51,6 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from streamdedup._kernels.records import F_NO_TEXT
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.sketch.estimate import unpack_bbit
 
@@ -101,7 +104,7 @@ class StoredDocument:
     minhash: np.ndarray  # low ``minhash_bits`` of each slot, uint32
     band_keys: np.ndarray  # uint32, the low half of each key
     signature: bytes
-    text: bytes  # the canonical text (UTF-8)
+    text: bytes | None  # the canonical text (UTF-8); None when the record does not keep it
 
 
 _NAN8 = (float("nan"),) * 8
@@ -183,13 +186,17 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
     pos += n_sig
+    text = None if flags & F_NO_TEXT else data[pos:pos + length]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature, data[pos:pos + length])
+                          signature, text)
 
 
-def canonical_text(data: bytes, seq: int = -1) -> bytes:
-    """The canonical text a record ends with (its length is the record's canonical length)."""
+def canonical_text(data: bytes, seq: int = -1) -> bytes | None:
+    """The canonical text a record ends with (its length is the record's canonical length);
+    None when the record does not keep it (``state.keep_text: false``)."""
+    if data[2] & F_NO_TEXT:
+        return None
     _, _, n_matched, pos = _id_fields(seq, data)
     _, pos = _varint(data, pos + n_matched)  # hot entries
     length, _ = _varint(data, pos)

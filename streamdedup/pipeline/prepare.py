@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from streamdedup.config import CanonicalConfig, Config
-from streamdedup.text.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.text.decode import Decoded, RecordDecoder, Rejected, wall_clock_ms
 from streamdedup.text.ids import Ids
 from streamdedup.text.canonical import PreparedTexts
 from streamdedup.text.scan import BLANK, FAST, LineScanner, Scanned, gather_documents
@@ -59,6 +59,15 @@ class Preparer:
         self.scanner = LineScanner(cfg.input, cfg.fingerprint.max_text_bytes, cfg.fingerprint.canonical.strip_html)
         self.canonical = cfg.fingerprint.canonical
 
+    def _usable_times(self, times: np.ndarray) -> np.ndarray:
+        now = wall_clock_ms()
+        bad = (times < 0) | (times > now + self.decoder.max_future_skew_ms)
+        if not bad.any():
+            return times
+        times = times.copy()
+        times[bad] = now
+        return times
+
     def scan_values(self, values: list[bytes]) -> tuple[bytes, Scanned]:
         """Scan separate records (Kafka values) in one call."""
         return self.scanner.scan_records(values)
@@ -69,7 +78,10 @@ class Preparer:
 
         Args:
             name_of: names record ``k`` when it has no id (``line:17``, ``topic:0:42``).
-            default_time: event time of a record without one (a value, or one per scan record).
+            default_time: event time of a record without one (a value, or one per scan record:
+                Kafka message timestamps, which a producer sets; one before 1970 or past the
+                wall clock plus ``input.max_future_skew_hours`` is replaced by the wall clock,
+                as a record's own invalid time is, so it cannot expire the index's window).
             hold: per record of ``lo..hi``, True for a record the engine must not decide (a
                 replay): it is still decoded, so a dead letter stays a dead letter.
         """
@@ -79,6 +91,8 @@ class Preparer:
         slow: dict[int, Decoded] = {}
         decode = self.decoder
         per_record = not np.isscalar(default_time)
+        if per_record:
+            default_time = self._usable_times(np.asarray(default_time, dtype=np.int64))
         for k in (np.flatnonzero(~doc_mask) + lo).tolist():
             if scan.status[k] == BLANK:
                 dead[k] = decode.blank()

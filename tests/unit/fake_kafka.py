@@ -36,6 +36,7 @@ class Rec:
     headers: list | None
     txn: object | None = None  # the open transaction that wrote it; None once decided
     aborted: bool = False
+    ts: int | None = None  # a producer's CreateTime (default: one per offset)
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Msg:
         return self.rec.headers
 
     def timestamp(self):
-        return (1, 1_700_000_000_000 + self._offset)
+        return (1, 1_700_000_000_000 + self._offset if self.rec.ts is None else self.rec.ts)
 
     def error(self):
         return None

@@ -88,7 +88,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
                                batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
-                               keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start)
+                               keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, True)
     raw = out.tobytes()
     for i in range(n):
         got = raw[off[i]:off[i + 1]]

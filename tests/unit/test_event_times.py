@@ -128,3 +128,34 @@ def test_kafka_a_time_beyond_64_bits_in_the_last_batch_is_decided_and_tagged(tmp
     got = {k: parse_headers(h) for _, k, _, h in b.read_committed(list(TOPICS.values()))}
     assert got[b"k40"].status == "unique" and got[b"k40"].time_invalid.startswith("ts 1e+30")
     assert got[b"k0"].time_invalid is None and len(decisions(b)) == len(values)
+
+
+def test_kafka_a_producer_timestamp_far_in_the_future_does_not_blind_detection(tmp_path) -> None:
+    """Without ``input.time_field`` the message timestamp is the event time, and a producer sets
+    it: one in the year 9999 (or before 1970) is replaced by the arrival time like a record's own
+    invalid time, so it does not expire the window (before: the resends after it came out unique)."""
+    values = _stories(40) + [b'{"id":"far","text":"' + story(9997).encode() + b'"}'] + _resends(40, "a")
+    b = broker([(f"k{i}".encode(), v) for i, v in enumerate(values)])
+    log = b.logs[("in", 0)]
+    for k, rec in enumerate(log):
+        rec.ts = _recent() + k  # as a producer stamps them
+    log[40].ts = 253_402_300_799_000  # 9999-12-31
+    log[41].ts = -5
+    s = run(b, str(tmp_path / "s"))
+    assert s.reconciles() and s.duplicates == 40, s
+    b.append("in", [(f"m{i}".encode(), v) for i, v in enumerate(_resends(20, "b"))])
+    for rec in log[81:]:
+        rec.ts = _recent()
+    assert run(b, str(tmp_path / "s")).duplicates == 20  # after a restart too
+
+
+def test_prepare_replaces_unusable_default_times() -> None:
+    cfg = load_config(environ={})
+    prep = Preparer(cfg)
+    values = [_record(b"0", k).replace(b',"ts":0', b"") for k in range(4)]
+    data, scan = prep.scan_values(values)
+    now = int(time.time() * 1000)
+    times = np.array([NOW, 2**62, -1, now + 3_600_000], np.int64)
+    _, _, got = prep.prepare(data, scan, 0, 4, str, times).gather()
+    assert got[0] == NOW and got[3] == now + 3_600_000  # within the skew (24 h) is kept
+    assert all(now <= t <= int(time.time() * 1000) for t in got[1:3].tolist())

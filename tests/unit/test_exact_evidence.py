@@ -11,7 +11,9 @@ from streamdedup import load_config
 from streamdedup.bench.hard_edits import char_noise
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
+from streamdedup.engine.record import canonical_text
 from streamdedup.engine.stored import stored_decisions
+from streamdedup.errors import ConfigError
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
 
@@ -162,3 +164,57 @@ def test_a_bad_exact_setting_is_refused_by_name(setting: str, value: str) -> Non
 
     with pytest.raises(ConfigError, match=f"verify.{setting.lower()}"):
         cfg(**{f"VERIFY__{setting}": value})
+
+
+def _state_bytes(path) -> bytes:
+    return b"".join(f.read_bytes() for f in sorted(path.rglob("*")) if f.is_file())
+
+
+def _phrases(docs: list[Document], engine_cfg) -> list[bytes]:
+    """Six-word runs of the stories' canonical texts (what a reader of the state files would find)."""
+    from streamdedup.sketch.fingerprint import Fingerprinter
+
+    canon = Fingerprinter(engine_cfg.fingerprint).fingerprint_batch([d.text for d in docs]).canonical
+    out = []
+    for c in canon:
+        words = c.split()
+        out += [b" ".join(words[k:k + 6]) for k in range(0, len(words) - 6, 40)]
+    return out
+
+
+def test_a_state_that_keeps_no_text(stream, tmp_path) -> None:
+    """``state.keep_text: false`` (with exact evidence off): no record holds the canonical text and
+    no phrase of it is in the state files; decisions equal exact evidence off on a kept-text
+    state, across a restart; the defaults keep the text (the check can fail). An engine with
+    exact evidence reading such a record gets no evidence, not the bytes before it."""
+    with pytest.raises(ConfigError, match=r"state\.keep_text: false needs verify\.exact_evidence: false"):
+        cfg(STATE__KEEP_TEXT="false")
+    off = dict(VERIFY__EXACT_EVIDENCE="false")
+    bare = cfg(STATE__KEEP_TEXT="false", **off)
+    want = [_key(d) for d in _run(Deduplicator(cfg(**off), MemoryStore()), stream, 16)]
+    path = tmp_path / "bare"
+    first = Deduplicator(bare, RocksStore(str(path)))
+    got = _run(first, stream[:30], 16)
+    first.close()
+    second = Deduplicator(bare, RocksStore(str(path)))
+    got += _run(second, stream[30:], 16)
+    assert [_key(d) for d in got] == want
+    records = list(second.store.iter_from(0))
+    assert records and all(canonical_text(raw, seq) is None for seq, raw in records)
+    second.close()
+    phrases = _phrases(stream, bare)
+    assert len(phrases) > 100
+    kept = tmp_path / "kept"
+    e = Deduplicator(cfg(), RocksStore(str(kept)))
+    _run(e, stream, 16)
+    e.close()
+    found = lambda p: sum(ph in _state_bytes(p) for ph in phrases)  # noqa: E731
+    assert found(kept) > len(phrases) // 4  # the defaults keep the text
+    assert found(path) == 0
+    # the same state opened with exact evidence on: the noisy copies' originals have no text
+    later = Deduplicator(cfg(), RocksStore(str(path)))
+    rng = random.Random(9)
+    fresh = [Document(d.id + "-again", char_noise(d.text, 0.03, rng), 90_000) for d in stream if not d.id.endswith("-noisy")]
+    again = _run(later, fresh, 16)
+    assert later.evidence.read > 0 and all(d.status in ("unique", "duplicate") for d in again)
+    later.close()
