@@ -23,11 +23,13 @@ STAMP := $(VENV)/.installed-$(PYVER)
 # that interpreter exists and PYTHON is another version.
 OLDEST_PYTHON := $(if $(filter $(OLDEST),$(PYVER)),,$(call find_python,$(OLDEST)))
 
-.PHONY: help venv system-deps test test-unit test-integration test-browser screenshots demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
+.PHONY: help venv system-deps test test-unit test-integration test-browser screenshots docs reference demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
 	@echo "make test   - run the whole test suite (and the unit tier on Python $(OLDEST) too)"
+	@echo "make docs   - serve the documentation site on http://127.0.0.1:8000 (make test builds it strictly)"
+	@echo "make reference - regenerate docs/reference/ from the config model and the commands"
 	@echo "make screenshots - regenerate the web inspector's screenshots in docs/screenshots"
 	@echo "make bench-fingerprint - fingerprint benchmark against rensa and datasketch"
 	@echo "make calibrate - refit the LD calibration constants on Reuters (streamdedup bench estimates --fit)"
@@ -66,7 +68,16 @@ test-integration: $(STAMP) system-deps
 test-browser: $(STAMP) system-deps
 	$(BIN)/python -m pytest tests/browser
 
-# Regenerates docs/screenshots/*.png (the README shows them) from a file-mode run of Reuters news.
+# The documentation site (mkdocs.yml, docs/), live-reloading; tests/unit/test_docs.py builds it
+# strictly in `make test`.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# docs/reference/configuration.md and cli.md from the code (a test fails while they are stale).
+reference: $(STAMP)
+	$(BIN)/python scripts/gen_reference.py
+
+# Regenerates docs/screenshots/*.png (the docs show them) from a file-mode run of Reuters news.
 screenshots: $(STAMP) system-deps
 	$(BIN)/python scripts/ui_screenshots.py docs/screenshots
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Screenshots of the web inspector's main pages (``make screenshots``; the README shows them).
+"""Screenshots of the web inspector's main pages (``make screenshots``; the docs show them).
 
 A file-mode run over 3,000 Reuters-derived news records (``streamdedup.bench.feeds``) in a
 temporary directory, ``streamdedup ui``'s app on a free loopback port, Debian's chromium driven

@@ -1,9 +1,10 @@
 """Typed, frozen, validated configuration loaded in one place.
 
 ``load_config(path)`` reads a YAML file, applies ``STREAMDEDUP_*`` environment overrides and
-validates the result. Nothing is read at import time. Every setting and its default lives in
-``config/default.yaml`` with its unit; the models below mirror that file and reject unknown keys,
-so a typo fails at start-up with the dotted name of the setting.
+validates the result. Nothing is read at import time. The models below are the source of every
+setting's default, unit, range and meaning (the generated docs/reference/configuration.md reads
+them); ``config/default.yaml`` lists the same settings (a test holds the two equal). Unknown keys
+are rejected, so a typo fails at start-up with the dotted name of the setting.
 
 Environment overrides (``STREAMDEDUP_SECTION__SETTING``) are read by ``config_sources``, typed by
 these models; secrets are ``SecretStr``.
@@ -15,46 +16,49 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import ValidationError, field_validator, model_validator
 
-from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, is_secret_property, read_file, set_overrides, set_path
+from streamdedup.config_fields import Frozen, setting
+from streamdedup.config_kafka import KafkaConfig, StagedConfig  # noqa: F401 (re-exported: streamdedup.config names every section)
+from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, read_file, set_overrides, set_path
+from streamdedup.config_sources import is_secret_property  # noqa: F401 (re-exported)
 from streamdedup.errors import ConfigError
 
 #: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
-class _Frozen(BaseModel):
-    # hide_input_in_errors: a pydantic error printed anywhere must not carry a secret it was given
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, hide_input_in_errors=True)
-
-
-class CanonicalConfig(_Frozen):
+class CanonicalConfig(Frozen):
     """Broder's canonical form: documents that differ only in formatting are the same."""
-    nfkc: bool = True
-    casefold: bool = True
-    strip_html: bool = True
-    punctuation_to_space: bool = True
-    fold_traditional: AutoOnOff = "auto"  # Traditional -> Simplified Chinese; auto: Han text without kana (canonical.py)
+
+    nfkc: bool = setting(True, "Unicode NFKC normalisation (full-width forms, ligatures, no-break spaces)")
+    casefold: bool = setting(True, 'Unicode case folding ("Straße" -> "strasse")')
+    strip_html: bool = setting(True, "drop HTML tags and comments and decode entities, only in texts that look like HTML")
+    punctuation_to_space: bool = setting(True, "every character that is not a letter, digit or combining mark becomes a space")
+    fold_traditional: AutoOnOff = setting(
+        "auto", "Traditional -> Simplified Chinese (OpenCC t2s): auto = Han text without kana, on = Japanese too, off")
 
 
-class ShingleConfig(_Frozen):
-    kind: Literal["word", "char"] = "word"
-    #: words per shingle for ``word``, UTF-8 bytes per shingle for ``char``
-    size: int = Field(5, ge=1, le=32)
-    #: ``word`` only: tokens per shingle in a text whose tokens are mostly single characters
-    #: of scripts written without spaces (Chinese, Japanese, Thai; ``streamdedup.text.scripts``)
-    unspaced_size: int = Field(5, ge=1, le=32)
+class ShingleConfig(Frozen):
+    """The shingles of the main MinHash."""
+
+    kind: Literal["word", "char"] = setting("word", "shingles of words or of UTF-8 bytes")
+    size: int = setting(5, "words per shingle (kind word) or UTF-8 bytes per shingle (kind char)", "words or bytes", ge=1, le=32)
+    unspaced_size: int = setting(
+        5, "kind word: tokens per shingle in a text written without spaces (Chinese, Japanese, Thai: one token a character)",
+        "tokens", ge=1, le=32)
 
 
-class MinHashConfig(_Frozen):
-    #: slots (K); a power of two so a slot index is the top bits of one hash
-    num_perm: int = Field(128, ge=8, le=1024)
-    #: ``oph`` = one-permutation hashing with densification; ``classic`` = K hash functions
-    method: Literal["oph", "classic"] = "oph"
-    seed: int = Field(1, ge=0, lt=2**63)
-    #: bits kept per slot in the stored record (b-bit minwise hashing, seed 004)
-    storage_bits: Literal[1, 2, 4, 8, 16, 32] = 8
+class MinHashConfig(Frozen):
+    """The main MinHash sketch."""
+
+    num_perm: int = setting(128, "MinHash slots K; a power of two, so a slot index is the top bits of one hash", "slots",
+                             ge=8, le=1024)
+    method: Literal["oph", "classic"] = setting(
+        "oph", "oph = one-permutation hashing with densification; classic = K hash functions (slow, the reference)")
+    seed: int = setting(1, "hash seed; fingerprints made with different seeds are refused as incomparable", ge=0, lt=2**63)
+    storage_bits: Literal[1, 2, 4, 8, 16, 32] = setting(8, "bits kept per slot in the stored record (b-bit minwise hashing)",
+                                                         "bits")
 
     @field_validator("num_perm")
     @classmethod
@@ -65,17 +69,19 @@ class MinHashConfig(_Frozen):
         return v
 
 
-class LSHConfig(_Frozen):
-    #: Jaccard similarity at which a pair should become a candidate
-    threshold: float = Field(0.4, gt=0.0, lt=1.0)
-    #: recall matters more than candidate count: a false candidate costs one verification,
-    #: a missed one is a duplicate let through (measured: 0.2/0.8 gives 31 bands of 3 rows,
-    #: P(candidate) 0.98 at J=0.5, where teasers and reordered stories sit)
-    false_positive_weight: float = Field(0.2, ge=0.0, le=1.0)
-    false_negative_weight: float = Field(0.8, ge=0.0, le=1.0)
-    #: explicit override; both or neither, bands * rows <= num_perm
-    bands: int | None = Field(None, ge=1)
-    rows: int | None = Field(None, ge=1)
+class LSHConfig(Frozen):
+    """LSH bands of the main MinHash: bands and rows follow from the threshold and the weights."""
+
+    threshold: float = setting(0.4, "Jaccard similarity at which a pair should become a candidate", gt=0.0, lt=1.0)
+    # recall matters more than candidate count: a false candidate costs one verification, a
+    # missed one is a duplicate let through (measured: 0.2/0.8 gives 31 bands of 3 rows,
+    # P(candidate) 0.98 at J=0.5, where teasers and reordered stories sit)
+    false_positive_weight: float = setting(
+        0.2, "weight of the S-curve's area below the threshold (a false candidate costs one verification)", ge=0.0, le=1.0)
+    false_negative_weight: float = setting(
+        0.8, "weight of the area above it (a missed candidate lets a duplicate through)", ge=0.0, le=1.0)
+    bands: int | None = setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1)
+    rows: int | None = setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1)
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> "LSHConfig":
@@ -86,15 +92,14 @@ class LSHConfig(_Frozen):
         return self
 
 
-class LeadConfig(_Frozen):
+class LeadConfig(Frozen):
     """A small MinHash of each text's first shingles: a teaser's lead matches its story's. 0 shingles: off."""
 
-    #: shingles from the start of the canonical text that make the lead
-    shingles: int = Field(48, ge=0, le=100_000)
-    #: MinHash slots of the lead (a power of two)
-    num_perm: int = Field(32, ge=4, le=256)
-    bands: int = Field(10, ge=1)
-    rows: int = Field(3, ge=1)
+    shingles: int = setting(48, "shingles from the start of the canonical text that make the lead; 0 disables the lead",
+                             "shingles", ge=0, le=100_000)
+    num_perm: int = setting(32, "slots of the lead MinHash (a power of two)", "slots", ge=4, le=256)
+    bands: int = setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1)
+    rows: int = setting(3, "slots per lead band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
@@ -108,34 +113,37 @@ def _sketch_fits(s: Any) -> Any:
     return s
 
 
-class CharsConfig(_Frozen):
-    """A MinHash of the canonical text's byte n-grams with its own LSH bands (issue 11): a
-    character edit breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay
-    candidates; bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
+class CharsConfig(Frozen):
+    """A MinHash of the canonical text's byte n-grams with its own LSH bands: a character edit
+    breaks ``size`` grams, not five word shingles, so copies with 2-3% noise stay candidates;
+    bytes, not words, so it serves scripts without spaces. 0 bands disables it."""
 
-    size: int = Field(8, ge=2, le=8)  # bytes per gram, each the exact window as one 64-bit integer
-    sample_bits: int = Field(3, ge=0, le=6)  # keep 1 gram in 2**sample_bits, chosen by content (Broder's MOD_m)
-    num_perm: int = Field(64, ge=8, le=1024)  # a power of two
-    bands: int = Field(16, ge=0, le=255)
-    rows: int = Field(4, ge=1)
+    # each gram is the exact window as one 64-bit integer
+    size: int = setting(8, "bytes per gram", "bytes", ge=2, le=8)
+    sample_bits: int = setting(
+        3, "the MinHash reads 1 gram in 2**sample_bits, chosen by the gram's bytes (the same sample in every text)",
+        "bits", ge=0, le=6)
+    num_perm: int = setting(64, "slots of the character MinHash (a power of two)", "slots", ge=8, le=1024)
+    bands: int = setting(16, "character LSH bands, indexed after the lead bands; 0 disables them", "bands", ge=0, le=255)
+    rows: int = setting(4, "slots per character band", "slots", ge=1)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
 
-class SignatureConfig(_Frozen):
-    """Coates LD signatures (seeds 000 and 001)."""
+class SignatureConfig(Frozen):
+    """Coates LD signatures: edit distance estimated from short signatures."""
 
-    #: C of the fine signature: about one symbol per C bytes of canonical text
-    compression: int = Field(16, ge=2, le=4096)
-    #: the coarse signature uses C * coarse_factor (its positions are a subset of the fine ones)
-    coarse_factor: int = Field(8, ge=2, le=256)
-    #: N, bytes in each hashed window. At most 8: the window is then one exact 64-bit value,
-    #: and larger N only spreads each edit over more windows (measured: worse estimates).
-    neighbourhood: int = Field(4, ge=2, le=8)
-    #: k, the residue that selects emitting positions, 0 <= k < compression
-    residue: int = Field(0, ge=0)
-    alphabet: str = Field(DEFAULT_ALPHABET, min_length=2, max_length=256)
-    seed: int = Field(7, ge=0, lt=2**63)
+    compression: int = setting(16, "C of the fine signature: about one symbol per C bytes of canonical text", "bytes",
+                                ge=2, le=4096)
+    coarse_factor: int = setting(8, "the coarse signature uses C * coarse_factor; its positions are a subset of the fine ones",
+                                  ge=2, le=256)
+    # At most 8: the window is then one exact 64-bit value, and a larger N only spreads each
+    # edit over more windows (measured: worse estimates).
+    neighbourhood: int = setting(4, "N, bytes in each hashed window", "bytes", ge=2, le=8)
+    residue: int = setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0)
+    alphabet: str = setting(DEFAULT_ALPHABET, "the signature's output symbols (distinct ASCII characters)",
+                             min_length=2, max_length=256)
+    seed: int = setting(7, "window-hash seed", ge=0, lt=2**63)
 
     @model_validator(mode="after")
     def _check(self) -> "SignatureConfig":
@@ -146,7 +154,9 @@ class SignatureConfig(_Frozen):
         return self
 
 
-class FingerprintConfig(_Frozen):
+class FingerprintConfig(Frozen):
+    """How each text is fingerprinted; a state built with other fingerprint settings is refused."""
+
     canonical: CanonicalConfig = CanonicalConfig()
     shingle: ShingleConfig = ShingleConfig()
     minhash: MinHashConfig = MinHashConfig()
@@ -154,8 +164,8 @@ class FingerprintConfig(_Frozen):
     lead: LeadConfig = LeadConfig()
     chars: CharsConfig = CharsConfig()
     signature: SignatureConfig = SignatureConfig()
-    #: UTF-8 bytes; longer texts are rejected (InputError), never silently truncated
-    max_text_bytes: int = Field(1_000_000, ge=1)
+    max_text_bytes: int = setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
+                                   "bytes of UTF-8", ge=1)
 
     @model_validator(mode="after")
     def _bands_fit(self) -> "FingerprintConfig":
@@ -167,186 +177,94 @@ class FingerprintConfig(_Frozen):
         return self
 
 
-class VerifyConfig(_Frozen):
+class VerifyConfig(Frozen):
     """When a candidate pair counts as a duplicate (used by `explain` and the engine)."""
 
-    #: estimated Jaccard at or above which a pair is a near-duplicate
-    jaccard_threshold: float = Field(0.55, ge=0.0, le=1.0)
-    #: calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate
-    ld_similarity_threshold: float = Field(0.65, ge=0.0, le=1.0)
-    #: signature embedding (and estimated containment, for contains) for contains/contained_in
-    containment_threshold: float = Field(0.8, ge=0.0, le=1.0)
-    contained_min_estimate: float = Field(0.5, ge=0.0, le=1.0)  # estimated containment for contained_in
-    #: the LD similarity only counts if the Jaccard (over non-boilerplate slots) is at least
-    #: this: a shared footer or a fixed template (earnings tables) aligns well in signatures
-    #: but carries no shared story
-    ld_min_jaccard: float = Field(0.4, ge=0.0, le=1.0)
-    #: slots left after removing boilerplate bands below which a pair is not judged by Jaccard
-    min_informative_slots: int = Field(16, ge=1)
-    #: exact character evidence (issue 11, ``_kernels.evidence``): the best pair below
-    #: ld_min_jaccard of a document nothing else decided, if its LD similarity reaches
-    #: exact_min_ld, is a near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard,
-    #: unless digits read as 0 raise it by more than exact_max_digit_gain (numbers differ) or
-    #: fewer than exact_min_near_words of the copy's own words are one edit from the other's
-    exact_evidence: bool = True
-    exact_min_ld: float = Field(0.9, ge=0.0, le=1.0)
-    exact_gram_jaccard: float = Field(0.58, ge=0.0, le=1.0)
-    exact_max_digit_gain: float = Field(0.05, ge=0.0, le=1.0)
-    exact_min_near_words: float = Field(0.3, ge=0.0, le=1.0)
-    #: shorter texts are never asked about: their signature is too coarse for exact_min_ld
-    exact_min_bytes: int = Field(300, ge=0)
-    #: relations that make a document a duplicate
-    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = (
-        "exact",
-        "near_duplicate",
-        "contained_in",
-    )
+    jaccard_threshold: float = setting(0.55, "estimated Jaccard at or above which a pair is a near-duplicate", ge=0.0, le=1.0)
+    ld_similarity_threshold: float = setting(
+        0.65, "calibrated LD similarity (1 - LD/length) at or above which a pair is a near-duplicate, if ld_min_jaccard holds",
+        ge=0.0, le=1.0)
+    containment_threshold: float = setting(
+        0.8, "signature embedding for contains / contained_in, and estimated containment for contains", ge=0.0, le=1.0)
+    contained_min_estimate: float = setting(
+        0.5, "lowest estimated containment for contained_in; below containment_threshold the embedding must rise to 1.0 here",
+        ge=0.0, le=1.0)
+    # a shared footer or a fixed template (earnings tables) aligns well in signatures but
+    # carries no shared story
+    ld_min_jaccard: float = setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",
+                                     ge=0.0, le=1.0)
+    min_informative_slots: int = setting(
+        16, "MinHash slots left outside boilerplate bands below which a pair is not judged by its Jaccard", "slots", ge=1)
+    # exact character evidence (``_kernels.evidence``): the best pair below ld_min_jaccard of a
+    # document nothing else decided, if its LD similarity reaches exact_min_ld, is a
+    # near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard, unless digits read as 0
+    # raise it by more than exact_max_digit_gain (numbers differ) or fewer than
+    # exact_min_near_words of the copy's own words are one edit from the other's
+    exact_evidence: bool = setting(
+        True, "compare the canonical texts of a pair below ld_min_jaccard that nothing else decided (character noise)")
+    exact_min_ld: float = setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
+    exact_gram_jaccard: float = setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
+                                         ge=0.0, le=1.0)
+    exact_max_digit_gain: float = setting(
+        0.05, "unless reading digits as 0 raises that Jaccard by more than this (templates differ in numbers)", ge=0.0, le=1.0)
+    exact_min_near_words: float = setting(
+        0.3, "or fewer than this share of the copy's own words are one edit from a word of the other", ge=0.0, le=1.0)
+    # a shorter text's signature (~1 symbol per 16 bytes) is too coarse for exact_min_ld
+    exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
+    duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = setting(
+        ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
 
 
-class EngineConfig(_Frozen):
+class EngineConfig(Frozen):
     """The dedup engine: window, bounds and candidate handling."""
 
-    #: hours of event time a document stays a possible original
-    window_hours: float = Field(72.0, gt=0.0)
-    #: documents kept in the index at most (oldest evicted first); memory is sized from it
-    max_documents: int = Field(1_000_000, ge=16, le=2**31 - 1)
-    #: a band key written by this many different clusters in a row is boilerplate (hot)
-    hot_bucket_clusters: int = Field(3, ge=2, le=255)
-    #: distinct candidates collected per document
-    max_candidates: int = Field(16, ge=1, le=1024)
-    #: candidates verified per document, most shared bands first
-    max_verified: int = Field(8, ge=1, le=1024)
-    #: documents per micro-batch (one fingerprint call, one state commit)
-    batch_size: int = Field(512, ge=1, le=100_000)
-    #: cell tables of the index: ``grow`` starts small and grows fourfold with the stream (a
-    #: short file does not pay for max_documents), ``full`` sizes them for max_documents at
-    #: start-up and faults every page in (in the background where the kernel can; no growth
-    #: pauses: a long-running processor), ``auto``
-    #: is full for the Kafka processor and grow for file mode. Decisions depend on it only as
-    #: they depend on max_documents (which documents share a cell).
-    index_sizing: Literal["auto", "grow", "full"] = "auto"
+    window_hours: float = setting(72.0, "event time a document stays a possible original", "hours", gt=0.0)
+    max_documents: int = setting(1_000_000, "documents kept in the index at most (oldest evicted first); memory is sized from it",
+                                  "documents", ge=16, le=2**31 - 1)
+    hot_bucket_clusters: int = setting(3, "a band key written by this many different clusters in a row is boilerplate (hot)",
+                                        "clusters", ge=2, le=255)
+    max_candidates: int = setting(16, "distinct candidates collected per document", "candidates", ge=1, le=1024)
+    max_verified: int = setting(8, "candidates verified per document, most shared bands first", "candidates", ge=1, le=1024)
+    batch_size: int = setting(512, "documents per micro-batch (one fingerprint call, one state commit)", "documents",
+                               ge=1, le=100_000)
+    # Decisions depend on it only as they depend on max_documents (which documents share a cell);
+    # full faults every page in at start-up (in the background where the kernel can)
+    index_sizing: Literal["auto", "grow", "full"] = setting(
+        "auto", "index tables: grow = start small, grow with the stream; full = sized for max_documents at start-up; "
+        "auto = full for Kafka, grow for file mode")
 
 
-class InputConfig(_Frozen):
+class InputConfig(Frozen):
     """How records are decoded (file mode and Kafka)."""
 
-    #: ``json`` (one object per record) or ``text`` (the whole record is the text)
-    format: Literal["json", "text"] = "json"
-    id_field: str = Field("id", min_length=1)
-    #: joined with ``text_separator`` in this order; missing fields are skipped, all missing is an error
-    text_fields: tuple[str, ...] = Field(("text",), min_length=1)
-    text_separator: str = "\n"
-    #: event time: epoch milliseconds (number) or ISO-8601 string; null = processing time
-    time_field: str | None = None
-    #: records larger than this many bytes go to dead-letter
-    max_record_bytes: int = Field(1_000_000, ge=16)
-    #: hours an event time may lie past the wall clock (the window follows the latest event time)
-    max_future_skew_hours: float = Field(24.0, gt=0.0, le=87_600.0)
-    #: event time not finite, before 1970, out of range or past the skew: ``arrival`` decides the
-    #: record with its arrival time, tagged ``dedup.time_invalid``; ``dead_letter``: stage ``time``
-    invalid_time: Literal["arrival", "dead_letter"] = "arrival"
+    format: Literal["json", "text"] = setting("json", "json = one object per record; text = the whole record is the text")
+    id_field: str = setting("id", "field holding the record's id; missing: the source position names the record",
+                             min_length=1)
+    text_fields: tuple[str, ...] = setting(
+        ("text",), "fields joined into the text, in this order; missing ones are skipped, all missing is a dead letter",
+        min_length=1)
+    text_separator: str = setting("\n", "what joins the text fields")
+    time_field: str | None = setting(None, "event time field: epoch milliseconds or ISO-8601; null = processing time")
+    max_record_bytes: int = setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16)
+    max_future_skew_hours: float = setting(24.0, "how far an event time may lie past the wall clock", "hours",
+                                            gt=0.0, le=87_600.0)
+    invalid_time: Literal["arrival", "dead_letter"] = setting(
+        "arrival", "an invalid event time: arrival = decide with the arrival time, tagged dedup.time_invalid; "
+        "dead_letter = a dead letter of stage time")
 
 
-class StateConfig(_Frozen):
-    #: RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka
-    dir: str | None = None
-    #: fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)
-    sync: bool = True
-    #: keep each indexed story's canonical text (lower-cased words) in the state: exact character
-    #: evidence compares a noisy copy with it. false: the state holds fingerprints, ids and
-    #: decisions only (needs verify.exact_evidence: false; records written before keep theirs)
-    keep_text: bool = True
+class StateConfig(Frozen):
+    """The RocksDB state: every indexed document's record and the input positions."""
+
+    # by default it holds each indexed story's canonical text: protect it as the feed itself
+    dir: str | None = setting(None, "RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka")
+    sync: bool = setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
+    # exact character evidence compares a noisy copy with the earlier story's kept text
+    keep_text: bool = setting(True, "keep each indexed story's canonical text in the state; false needs verify.exact_evidence: "
+                               "false (the state then holds fingerprints, ids and decisions; older records keep theirs)")
 
 
-class StagedConfig(_Frozen):
-    """The staged topology (``streamdedup run --topology staged``): workers and one decider."""
-
-    #: one partition: its order defines "first seen"
-    fingerprints_topic: str = "news.fingerprints"
-    #: at least as many partitions as the input topics have together
-    decisions_topic: str = "news.decisions"
-    #: a re-sent fingerprint older than this many decisions per input partition is decided again
-    recent_positions: int = Field(200_000, ge=1_000)
-
-
-class KafkaConfig(_Frozen):
-    """The Kafka processor (``streamdedup run`` without ``--input``)."""
-
-    bootstrap_servers: str = "127.0.0.1:9092"
-    input_topics: tuple[str, ...] = Field(("news",), min_length=1)
-    unique_topic: str = "news.unique"
-    duplicates_topic: str = "news.duplicates"
-    dead_letter_topic: str = "news.dead-letter"
-    group_id: str = "streamdedup"
-    #: one per processor instance *role*: a standby with the same id fences a zombie
-    transactional_id: str = "streamdedup-single-index"
-    delivery: Literal["exactly_once", "at_least_once"] = "exactly_once"
-    #: ms to wait for a micro-batch to fill (batch size is engine.batch_size)
-    linger_ms: int = Field(50, ge=0, le=60_000)
-    #: when provisioning topics (``streamdedup topics create``)
-    partitions: int = Field(3, ge=1)
-    replication_factor: int = Field(1, ge=1)
-    #: Prometheus metrics on this port (0 = off)
-    metrics_port: int = Field(0, ge=0, le=65535)
-    #: address the metrics server binds; 0.0.0.0 exposes it on every interface (containers)
-    metrics_host: str = Field("127.0.0.1", min_length=1)
-    #: seconds without progress in the main loop after which the processor restarts itself
-    #: (a client call that never returns); 0 = never
-    stall_restart_s: float = Field(180.0, ge=0.0)
-    #: seconds allowed for the start-up checks (broker reachable, authentication, topics exist)
-    startup_timeout_s: float = Field(30.0, gt=0.0)
-    #: create missing input and output topics at start-up instead of failing
-    create_topics: bool = False
-    staged: StagedConfig = StagedConfig()
-    #: passed to librdkafka untouched (SASL/SSL, timeouts, ...); secret values are SecretStr
-    librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(default_factory=dict)
-
-    @field_validator("librdkafka", mode="before")
-    @classmethod
-    def _hold_secrets(cls, v: Any) -> Any:
-        if not isinstance(v, Mapping):
-            return v  # pydantic reports the type
-        out = {}
-        for key, value in v.items():
-            if key in ("bootstrap.servers", "metadata.broker.list"):
-                # two sources for the brokers would make --bootstrap-servers silently lose
-                raise ValueError(f"{key}: set kafka.bootstrap_servers instead")
-            if isinstance(key, str) and is_secret_property(key) and not isinstance(value, SecretStr):
-                if not isinstance(value, str):
-                    # YAML reads an unquoted 0123 as 83 and yes as true: never guess a secret
-                    raise ValueError(f"{key} is a secret and must be a string; quote it in YAML")
-                value = SecretStr(value)
-            out[key] = value
-        return out
-
-    def client_conf(self) -> dict[str, str | int | float | bool]:
-        """librdkafka configuration with secrets revealed: the one place they are handed out.
-
-        Callers pass it (adding their own client-specific properties) to confluent-kafka
-        clients (``Consumer``, ``Producer``, ``AdminClient``); never log it, log
-        :meth:`redacted_conf` instead.
-
-        >>> KafkaConfig(librdkafka={"sasl.password": "0123"}).client_conf()
-        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '0123'}
-        """
-        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
-        for key, value in self.librdkafka.items():
-            conf[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
-        return conf
-
-    def redacted_conf(self) -> dict[str, str | int | float | bool]:
-        """:meth:`client_conf` for logs: secret values are ``***``.
-
-        >>> KafkaConfig(librdkafka={"sasl.password": "0123", "security.protocol": "SASL_SSL"}).redacted_conf()
-        {'bootstrap.servers': '127.0.0.1:9092', 'sasl.password': '***', 'security.protocol': 'SASL_SSL'}
-        """
-        conf: dict[str, str | int | float | bool] = {"bootstrap.servers": self.bootstrap_servers}
-        for key, value in self.librdkafka.items():
-            conf[key] = "***" if isinstance(value, SecretStr) else value
-        return conf
-
-
-class Config(_Frozen):
+class Config(Frozen):
     fingerprint: FingerprintConfig = FingerprintConfig()
     verify: VerifyConfig = VerifyConfig()
     engine: EngineConfig = EngineConfig()

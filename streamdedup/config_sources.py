@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ValidationError
+from pydantic import BaseModel, BeforeValidator, SecretStr, ValidationError
 
 from streamdedup.errors import ConfigError
 
@@ -239,3 +239,22 @@ def is_secret_property(name: str) -> bool:
     """
     name = name.lower()
     return name in _SECRET_NAMES or _SECRET_PARTS.search(name) is not None
+
+
+def librdkafka_properties(v: Any) -> Any:
+    """``kafka.librdkafka`` as validated: secret values held as ``SecretStr``, the brokers refused
+    (they have their own setting); anything but a mapping is left for pydantic to report."""
+    if not isinstance(v, Mapping):
+        return v
+    out = {}
+    for key, value in v.items():
+        if key in ("bootstrap.servers", "metadata.broker.list"):
+            # two sources for the brokers would make --bootstrap-servers silently lose
+            raise ValueError(f"{key}: set kafka.bootstrap_servers instead")
+        if isinstance(key, str) and is_secret_property(key) and not isinstance(value, SecretStr):
+            if not isinstance(value, str):
+                # YAML reads an unquoted 0123 as 83 and yes as true: never guess a secret
+                raise ValueError(f"{key} is a secret and must be a string; quote it in YAML")
+            value = SecretStr(value)
+        out[key] = value
+    return out

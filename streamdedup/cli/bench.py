@@ -25,9 +25,9 @@ def _require_baselines(command: str, *modules: str) -> None:
 
 @bench.command("fingerprint")
 @config_option
-@click.option("--rounds", type=click.IntRange(1, 50), default=5, show_default=True)
-@click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=512, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--rounds", type=click.IntRange(1, 50), default=5, show_default=True, help="passes over the corpus (medians reported)")
+@click.option("--batch-size", type=click.IntRange(1, 1_000_000), default=512, show_default=True, help="texts per fingerprint call")
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_json: bool) -> None:
     """streamdedup fingerprint_batch vs rensa vs datasketch, single core, same run."""
     from streamdedup.bench.fingerprint import run
@@ -55,10 +55,11 @@ def bench_fingerprint(config_path: str | None, rounds: int, batch_size: int, as_
 @bench.command("estimates")
 @config_option
 @click.option("--pairs", type=click.IntRange(10, 100_000), default=200, show_default=True, help="pairs per edit kind")
-@click.option("--jaccard-pairs", type=click.IntRange(80, 100_000), default=2000, show_default=True)
+@click.option("--jaccard-pairs", type=click.IntRange(80, 100_000), default=2000, show_default=True,
+              help="pairs spanning Jaccard 0.2-1 for the Jaccard estimate")
 @click.option("--fit", is_flag=True, help="Also fit the calibration constants on the other half of the corpus.")
-@click.option("--seed", type=int, default=7, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--seed", type=int, default=7, show_default=True, help="random seed of the pairs and edits")
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit: bool, seed: int, as_json: bool) -> None:
     """Jaccard and LD estimate accuracy on held-out Reuters documents."""
     from streamdedup.bench import estimates as est
@@ -101,18 +102,18 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
 @config_option
 @click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th"]), default="standard", show_default=True,
               help="standard: eight edit kinds and shared-footer negatives; hard: character noise 0.5-3%, short teasers, "
-                   "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives (issue 11); "
+                   "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives; "
                    "zh: People's Daily 1998 with character noise, teasers, new headlines, Traditional script and near misses, "
-                   "ja/th: the same kinds on the UDHR (issue 17), datasketch on character 3-grams")
+                   "ja/th: the same kinds on the UDHR, datasketch on character 3-grams")
 @click.option("--per-kind", type=click.IntRange(1, 5000), default=None,
               help="synthetic copies per edit kind (hard, zh, ja, th: also negatives per kind)  "
                    "[default: 150 standard, 200 hard, 100 zh, 6 ja/th]")
 @click.option("--hard-negatives", type=click.IntRange(0, 5000), default=None, help="standard suite only  [default: 300]")
 @click.option("--stories", type=click.IntRange(10, 100_000), default=None,
               help="hard, zh, ja, th: the first N stories of the corpus (quick checks)  [default: all]")
-@click.option("--seed", type=int, default=11, show_default=True)
+@click.option("--seed", type=int, default=11, show_default=True, help="random seed of the synthetic copies")
 @click.option("--no-datasketch", is_flag=True, help="Skip the datasketch MinHashLSH baseline.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, hard_negatives: int | None, stories: int | None,
                    seed: int, no_datasketch: bool, as_json: bool) -> None:
     """Precision/recall on a news stream with synthetic copies and hard negatives (Reuters; People's Daily for zh)."""
@@ -141,10 +142,10 @@ def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, ha
 
 @bench.command("engine")
 @config_option
-@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True, help="runs of each side (medians reported)")
 @click.option("--documents", type=click.IntRange(0, 100_000_000), default=5_000_000, show_default=True,
               help="indexed documents for the index-size test (0 skips it)")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: bool) -> None:
     """File mode end to end vs a datasketch streaming filter; throughput and memory at scale."""
     from streamdedup.bench import engine as eb
@@ -182,8 +183,8 @@ def bench_engine(config_path: str | None, rounds: int, documents: int, as_json: 
               help="Reuters-derived records (news stories, 20% resends and variants)")
 @click.option("--long-documents", type=click.IntRange(0, 1_000_000), default=2000, show_default=True,
               help="20-50 KB pages (0 skips them)")
-@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--rounds", type=click.IntRange(1, 20), default=3, show_default=True, help="passes (medians reported)")
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_decider(config_path: str | None, documents: int, long_documents: int, rounds: int, as_json: bool) -> None:
     """The staged topology's decider on pre-computed fingerprint records (its ceiling), and the
     per-record cost of the fingerprint workers."""
@@ -210,11 +211,12 @@ def bench_decider(config_path: str | None, documents: int, long_documents: int, 
 @bench.command("kafka")
 @config_option
 @click.option("--bootstrap-servers", default=None, help="broker to use (default kafka.bootstrap_servers; scripts/kafka-local start)")
-@click.option("--records", type=click.IntRange(1000, 10_000_000), default=200_000, show_default=True)
+@click.option("--records", type=click.IntRange(1000, 10_000_000), default=200_000, show_default=True,
+              help="input records per round")
 @click.option("--feed", type=click.Choice(["wire", "resends", "long"]), default="wire", show_default=True,
               help="wire: new stories + 20% resends/variants; resends: Reuters cycled (~90% duplicates, worst case); "
                    "long: 20-50 KB pages, 20% near-duplicates (--topology staged)")
-@click.option("--no-latency", is_flag=True)
+@click.option("--no-latency", is_flag=True, help="skip the latency test")
 @click.option("--latency-only", "latency_rate", type=click.FloatRange(100, 1_000_000), default=None, metavar="DOCS_PER_S",
               help="skip the throughput rounds: only the latency test, at this input rate")
 @click.option("--topology", type=click.Choice(["single", "staged", "faust"]), default="single", show_default=True,
@@ -225,7 +227,7 @@ def bench_decider(config_path: str | None, documents: int, long_documents: int, 
               help="--topology staged|faust: alternating rounds (medians reported)")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True,
               help="--topology staged|faust: worker processes")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
 def bench_kafka(config_path: str | None, bootstrap_servers: str | None, records: int, feed: str, no_latency: bool,
                 latency_rate: float | None, topology: str, rounds: int, workers: int, as_json: bool) -> None:
     """Processor vs transactional passthrough on one broker; latency at half the processor's rate."""
@@ -298,7 +300,7 @@ def _latency_line(lat: dict, at: str) -> str:
               help="engine.max_documents for the processor (default: the config's); lower it to see the index fill and evict")
 @click.option("--sample-every", type=click.FloatRange(0.5, 600), default=5.0, show_default=True, help="seconds between RSS/lag samples")
 @click.option("--window", "window_s", type=click.FloatRange(1, 3600), default=30.0, show_default=True, help="latency window, seconds")
-@click.option("--seed", type=int, default=21, show_default=True)
+@click.option("--seed", type=int, default=21, show_default=True, help="random seed of the feed")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, writable=True), default=None, help="also write the report here")
 def bench_soak(config_path: str | None, bootstrap_servers: str | None, rate: float, seconds: float, partitions: int,
                max_documents: int | None, sample_every: float, window_s: float, seed: int, json_path: str | None) -> None:

@@ -42,11 +42,13 @@ def variants(story: str, other: str, rng: random.Random) -> dict[str, str]:
 
 @click.command()
 @config_option
-@click.option("--mode", type=click.Choice(["kafka", "file", "fingerprint"]), default="file", show_default=True)
+@click.option("--mode", type=click.Choice(["kafka", "file", "fingerprint"]), default="file", show_default=True,
+              help="kafka: a broker and the processor; file: the embedded file mode; fingerprint: fingerprints only")
 @click.option("--bootstrap-servers", default=None, help="kafka mode: the broker (scripts/kafka-local start prints it)")
 @click.option("--stories", type=click.IntRange(1, 20000), default=None, help="stories in the feed (file) or shown (fingerprint)")
-@click.option("--output-dir", type=click.Path(file_okay=False), default="out/demo", show_default=True)
-@click.option("--seed", type=int, default=3, show_default=True)
+@click.option("--output-dir", type=click.Path(file_okay=False), default="out/demo", show_default=True,
+              help="where the feed, the outputs and the demo's config file go")
+@click.option("--seed", type=int, default=3, show_default=True, help="random seed of the feed's variants and broken records")
 @click.option("--broker-kept", is_flag=True, help="kafka mode: the broker stays up after the demo (make demo KEEP=1); "
               "say so with the inspect/ui commands")
 def demo(config_path: str | None, mode: str, bootstrap_servers: str | None, stories: int | None, output_dir: str, seed: int,

@@ -144,7 +144,7 @@ def topics() -> None:
 
 @topics.command("create")
 @config_option
-@click.option("--bootstrap-servers", default=None)
+@click.option("--bootstrap-servers", default=None, help="HOST:PORT of the broker (default: kafka.bootstrap_servers)")
 @click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
               help="staged: also the fingerprints (1 partition) and decisions (one partition per input partition) topics.")
 def topics_create(config_path: str | None, bootstrap_servers: str | None, topology: str) -> None:

@@ -30,9 +30,11 @@ def _given(names: tuple[str, ...]) -> list[str]:
 @click.command()
 @click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True, max_open=True), default=None,
               help="Jaccard threshold to choose LSH bands for (without --replay).")
-@click.option("--num-perm", type=click.IntRange(1, 1024), default=128, show_default=True)
-@click.option("--fp-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
-@click.option("--fn-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True)
+@click.option("--num-perm", type=click.IntRange(1, 1024), default=128, show_default=True, help="MinHash slots to split into bands")
+@click.option("--fp-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+              help="weight of false candidates (the S-curve's area below the threshold)")
+@click.option("--fn-weight", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True,
+              help="weight of missed candidates (the area above it)")
 @click.option("--plot", type=click.Path(dir_okay=False), default=None,
               help="Write a PNG: the S-curve, or with --replay duplicates found vs the --sweep setting.")
 @click.option("--replay", "replay_target", metavar="TOPIC|FILE", default=None,

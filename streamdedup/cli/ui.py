@@ -38,7 +38,7 @@ def _loopback(host: str) -> bool:
 @click.option("--topic", default=None, help="Kafka: the duplicates topic (default kafka.duplicates_topic).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on. The inspector has no login: keep it on the loopback unless the network is yours.")
-@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="TCP port to serve on")
 @click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
               help="Also answer requests for this host name (repeatable; a name in front of it, such as a proxy's). "
                    "It answers the loopback's names and the --host address; other Host headers get a 400.")

@@ -122,7 +122,7 @@ def _members_with_partitions(bootstrap: str, group: str) -> int:
     return sum(1 for m in desc.members if m.assignment and m.assignment.topic_partitions)
 
 
-#: measured with faust-streaming 0.15.3 / aiokafka 0.14 on the local broker (README, "faust"):
+#: measured with faust-streaming 0.15.3 / aiokafka 0.14 on the local broker (docs/guarantees.md, "The faust topology"):
 #: 12,000 records, 3 SIGKILLs -> 0 lost, 1,000 doubled, and no aborted output at all
 FAUST_KILL_XFAIL = pytest.mark.xfail(
     strict=True,

@@ -121,7 +121,7 @@ def test_sigkill_at_random_moments_changes_nothing(kafka_bootstrap, tmp_path) ->
     """5 SIGKILLs during a 100k stream: nothing lost or doubled, the same decisions.
 
     One input partition: decisions depend on arrival order, and the interleaving of several
-    partitions differs between any two runs, crash or not (see README, delivery guarantees).
+    partitions differs between any two runs, crash or not (see docs/guarantees.md, ordering).
     """
     n = int(os.environ.get("STREAMDEDUP_CRASH_RECORDS", "100000"))
     records = news_records(n, seed=11)

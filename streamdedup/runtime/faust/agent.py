@@ -13,7 +13,7 @@ reads them while the batch waits, so they cannot sit in faust's open transaction
 the decisions (``faust_decisions``), send every record unchanged with its tags through faust
 to unique / duplicates / dead-letter, then ack the events. Faust commits acked offsets (in its
 transactions under ``processing_guarantee="exactly_once"``); what holds is measured, not
-assumed: README, "faust".
+assumed: docs/guarantees.md, "The faust topology".
 
 Events are acked only after their outputs were handed to faust. faust's ``take()`` and
 ``take_events()`` ack a batch in a ``finally``, so a batch whose body raised or was
