@@ -24,8 +24,8 @@ from streamdedup.runtime.staged.worker import Worker
 from streamdedup.state import open_store
 from tests.faults import STAGES, InjectedFault, arm
 
-from .kafka_helpers import (Topics, committed_offsets, consume_all, decisions, produce, run_processor, stop_processors,
-                            wait_for)
+from .kafka_helpers import (Topics, committed_offsets, consume_all, decisions, finish, produce, run_processor,
+                            stop_processors, wait_for)
 from .test_staged import SETTINGS, Staged, _decisions, _exactly_once, _worker
 
 N = 600
@@ -141,8 +141,9 @@ def test_staged_decider_stops_at_a_failed_batch_and_the_restart_equals_a_clean_r
     monkeypatch.undo()
     _decider_committed_nothing_later(cfg, state, Source(t.fingerprints, 0), Source(t.input, 0))
     Decider(cfg, state, stop_when_idle=8.0, watchdog=False).run()
-    assert worker.wait(300) == 0
     got = consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))
+    assert finish(worker) == 0  # its work is out: not its idle timer
+    got = consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))  # and nothing after
     _exactly_once(got, len(records))
     assert _decisions(got, t) == reference
 
@@ -169,7 +170,7 @@ def test_staged_worker_stops_at_a_failed_batch_and_the_restart_equals_a_clean_ru
     committed = committed_offsets(t.bootstrap, f"group-{t.run_id}.workers", t.input)
     assert emitted == list(range(len(emitted))) and committed == len(emitted) < len(records)
     Worker(cfg, stop_when_idle=6.0, instance="w0", watchdog=False).run()
-    assert dec.wait(300) == 0
+    assert finish(dec) == 0  # every decision was answered: not its idle timer
     got = consume_all(kafka_bootstrap, list(t.outputs.values()), len(records))
     _exactly_once(got, len(records))
     assert _decisions(got, t) == reference
