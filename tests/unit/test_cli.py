@@ -206,6 +206,7 @@ _FEEDS = {
 }
 
 
+@pytest.mark.cold_cache
 @pytest.mark.parametrize("feed", sorted(_FEEDS))
 def test_the_notice_comes_once_on_a_cold_run_and_never_on_a_warm_one(feed: str, tmp_path: Path) -> None:
     """A file-mode run on an empty cache says it compiles (first line of stderr, once), fills the

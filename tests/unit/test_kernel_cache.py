@@ -181,6 +181,7 @@ assert not missing, missing
 """
 
 
+@pytest.mark.cold_cache
 def test_a_new_interpreter_compiles_its_share_into_the_cache(tmp_path: Path) -> None:
     """Where this process may not fork, a worker is a new interpreter (fresh cache: the worker's
     unit is in it only if that worker compiled it)."""
@@ -208,12 +209,14 @@ assert not compiled, compiled
 """
 
 
+@pytest.mark.cold_cache
 def test_after_a_kafka_fill_the_processors_batches_compile_nothing(tmp_path: Path) -> None:
     """Kafka's need leaves out file mode's scan kernels (~0.4 s of its cold start), and
     nothing the processor's batch path calls."""
     _in_fresh_cache(_AFTER_KAFKA_FILL, tmp_path, "kafka")
 
 
+@pytest.mark.cold_cache
 def test_after_a_fill_the_runs_compile_nothing(tmp_path: Path) -> None:
     """The units' workloads pass the kernels the types the runs do: after a cold fill (empty cache,
     fresh interpreter, two processes) file mode, a restore, Kafka's batch path, a staged
