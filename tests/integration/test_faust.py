@@ -122,16 +122,6 @@ def _members_with_partitions(bootstrap: str, group: str) -> int:
     return sum(1 for m in desc.members if m.assignment and m.assignment.topic_partitions)
 
 
-#: measured with faust-streaming 0.15.3 / aiokafka 0.14 on the local broker (README, "faust"):
-#: 12,000 records, 3 SIGKILLs -> 0 lost, 1,000 doubled, and no aborted output at all
-FAUST_KILL_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="faust's exactly_once sends records to a topic the app does not consume outside any transaction "
-           "(faust-streaming #177; the duplicates after a kill: #517): a SIGKILLed worker's outputs since its last "
-           "commit come out again")
-
-
-@FAUST_KILL_XFAIL
 def test_sigkill_of_the_faust_worker_changes_nothing(kafka_bootstrap, tmp_path) -> None:
     """The faust worker is SIGKILLed at 3 random moments of a 12k stream fed at ~1,500 records/s
     (so that every kill finds outputs sent since faust's last commit, every 2.8 s) and

@@ -1,4 +1,4 @@
-"""The staged topology's fingerprint/route stage as a faust agent (issue 14).
+"""The staged topology's fingerprint/route stage as a faust agent (issue 14), exactly once (issue 28).
 
 A faust app runs the worker's part of the staged topology (``kafka.staged``); the decider is
 the same process as ever (``streamdedup run --topology staged --role decider``), so duplicates
@@ -6,20 +6,21 @@ across input partitions and across faust workers are caught: every fingerprint g
 the one-partition fingerprints topic, whose order decides which copy is first. (A faust
 ``Table`` would see only its own partition's documents: it misses every cross-partition copy.)
 
-Per batch of input events (``noack_take``): prepare and fingerprint them with the pipeline
-layer (dead letters sorted out with the reasons every runtime gives), send one fingerprint
-record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer: the decider
-reads them while the batch waits, so they cannot sit in faust's open transaction), wait for
-the decisions (``faust_decisions``), send every record unchanged with its tags through faust
-to unique / duplicates / dead-letter, then ack the events. Faust commits acked offsets (in its
-transactions under ``processing_guarantee="exactly_once"``); what holds is measured, not
-assumed: README, "faust".
+Per batch of input events (``noack_take``): drop what is not ours to emit
+(:class:`~streamdedup.runtime.faust.transactions.PartitionTransactions`: older consumer
+generations, offsets a predecessor already committed), prepare and fingerprint the rest with
+the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
+fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer:
+the decider reads them while the batch waits, so they cannot sit in an open transaction),
+wait for the decisions (``faust_decisions``: read_committed, so they are durable), then send
+every record unchanged with its tags to unique / duplicates / dead-letter in one transaction
+per input partition that also commits the partition's next offset under the faust app's
+group. faust itself commits nothing of the input: the agent reads it with ``acks=False``.
+What holds is measured: README, "faust".
 
-Events are acked only after their outputs were handed to faust. faust's ``take()`` and
-``take_events()`` ack a batch in a ``finally``, so a batch whose body raised or was
-cancelled (shutdown) would be committed without its outputs; ``noack_take`` leaves the acks to
-us. For the same reason an error inside a batch ends the process (``os._exit``) instead of
-letting faust's supervisor restart the agent past the failed batch.
+An error inside a batch ends the process (``os._exit``) instead of letting faust's supervisor
+restart the agent past the failed batch: faust's position has moved on, and only a restart
+(faust seeks to the committed offsets) reads the batch again.
 
     app = faust.App("my-app", broker="kafka://...", processing_guarantee="exactly_once",
                     stream_wait_empty=False)
@@ -44,6 +45,7 @@ from streamdedup.pipeline.route import kafka_output
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
+from streamdedup.runtime.faust.transactions import PartitionTransactions
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.staged.decision_record import DecisionRecord
 from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
@@ -93,27 +95,26 @@ class EventMessage:
 
 
 class FaustStage:
-    """Fingerprint a batch of events, wait for its decisions, send the tagged records through faust."""
+    """Fingerprint a batch of events, wait for its decisions, emit the tagged records in transactions."""
 
     def __init__(self, cfg: Config, app: Any):
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
         k = self.kcfg
-        self.out = {dest: raw_topic(app, name) for dest, name in
-                    ((UNIQUE_DEST, k.unique_topic), (DUPLICATE_DEST, k.duplicates_topic),
-                     (DEAD_LETTER_DEST, k.dead_letter_topic))}
+        self.out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
         self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
         self.last_active = time.monotonic()
         self.busy = False
         self.started = False
-        self._fp = self.decisions = None
+        self._fp = self.decisions = self.txns = self._admin = None
 
     def reconciles(self) -> bool:
         c = self.counts
         return c[UNIQUE_DEST] + c[DUPLICATE_DEST] + c[DEAD_LETTER_DEST] == c["records"]
 
     async def start(self) -> None:
-        """Startup checks (topics, partition map, output limits), then the two Kafka clients."""
+        """Startup checks (topics, partition map, output limits), then the Kafka clients."""
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka.admin import AIOKafkaAdminClient
         from confluent_kafka.admin import AdminClient
 
         k = self.kcfg
@@ -131,19 +132,35 @@ class FaustStage:
                              isolation_level="read_committed", auto_offset_reset="earliest"),
             k.staged.decisions_topic, self.mapping)
         await self.decisions.start()
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=servers)
+        await self._admin.start()
+        batch = self.guard.producer_conf().get("batch.size")  # no batch over the smallest output topic's limit
+
+        def producer(transactional_id: str) -> AIOKafkaProducer:
+            return AIOKafkaProducer(bootstrap_servers=servers, transactional_id=transactional_id, acks="all",
+                                    linger_ms=5, **({"max_batch_size": batch} if batch else {}))
+
+        self.txns = PartitionTransactions(producer, self._admin, self.app.conf.id, k.transactional_id)
         self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation
         log.info("faust stage: started (input %s, decider via %s)", ", ".join(k.input_topics), k.staged.fingerprints_topic)
 
     async def stop(self) -> None:
+        if self.txns is not None:
+            await self.txns.stop()
         if self.decisions is not None:
             await self.decisions.stop()
+        if self._admin is not None:
+            await self._admin.close()
         if self._fp is not None:
             await self._fp.stop()
 
     async def handle(self, events: list) -> None:
-        """One batch, emitted in order; returns once every output was handed to faust's producer."""
+        """One batch, emitted in order; returns once its transactions are committed (or fenced)."""
         self.busy = True
         try:
+            events = await self.txns.admit(events)
+            if not events:
+                return
             msgs = [EventMessage(e.message) for e in events]
             time_invalid: dict[int, str] = {}
             values = self._fingerprints(msgs, time_invalid)
@@ -178,13 +195,19 @@ class FaustStage:
         return [f.result() for f in futures]
 
     async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord], time_invalid: dict[int, str]) -> None:
-        counts = self.counts
+        """Per input partition, its outputs in order and its next offset in one transaction."""
+        parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
             dest, tags = kafka_output(rec.tags, time_invalid.get(k))
-            await self.out[dest].send(key=m.key(), value=m.value(), headers=with_tags(m.headers(), tags))
+            outputs, counts, last = parts.setdefault((m.topic(), m.partition()), ([], Counter(), [0]))
+            outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
             counts[dest] += 1
-        counts["records"] += len(msgs)
-        counts["batches"] += 1
+            last[0] = m.offset()
+        for part, (outputs, counts, last) in parts.items():
+            if await self.txns.commit(part, outputs, last[0] + 1):
+                self.counts.update(counts)
+                self.counts["records"] += len(outputs)
+        self.counts["batches"] += 1
 
 
 def app_settings(cfg: Config, **overrides: Any) -> dict:
@@ -228,21 +251,22 @@ def build_app(cfg: Config, **overrides: Any) -> Any:
     return app
 
 
-def raw_topic(app: Any, *names: str) -> Any:
-    """A faust topic of raw bytes (keys and values pass through untouched), never declared by faust."""
-    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+def raw_topic(app: Any, *names: str, acks: bool = True) -> Any:
+    """A faust topic of raw bytes (keys and values pass through untouched), never declared by faust;
+    ``acks=False``: faust never commits its offsets (``Conductor.acks_enabled_for``)."""
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw", acks=acks)
 
 
 def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
     """Register the stage's agent on ``app`` (reading ``kafka.input_topics``); returns the stage.
 
-    The app must keep ``stream_wait_empty=False`` (a stopping worker commits what was acked and
-    waits for nothing) and use the aiokafka driver (``kafka://``): the confluent driver drops
-    headers and ignores transactions.
+    The app must keep ``stream_wait_empty=False`` (the stage acks nothing: a stopping worker
+    waiting for its events to be acked would wait forever) and use the aiokafka driver
+    (``kafka://``): the stage's transactions are aiokafka's, under the app's consumer group.
     """
     if getattr(app.conf, "stream_wait_empty", False):
-        raise StartupError("the faust app needs stream_wait_empty=False: the stage acks a batch only once its outputs "
-                           "are sent, so a stopping worker must not wait for an unfinished batch")
+        raise StartupError("the faust app needs stream_wait_empty=False: the stage commits the input offsets in its own "
+                           "transactions and acks nothing, so a stopping worker must not wait for acks")
     stage = FaustStage(cfg, app)
     batch, linger = cfg.engine.batch_size, cfg.kafka.linger_ms / 1000.0
 
@@ -253,16 +277,13 @@ def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
                 try:
                     await stage.handle(events)
                 except asyncio.CancelledError:
-                    raise  # a stopping worker: nothing acked, the batch is read again next time
+                    raise  # a stopping worker: an uncommitted batch is read again next time
                 except BaseException as exc:  # noqa: BLE001 - see the module docstring
-                    log.critical("faust stage: batch failed, exiting so that it is not committed: %r", exc,
-                                 exc_info=exc)
+                    log.critical("faust stage: batch failed, exiting so that it is read again: %r", exc, exc_info=exc)
                     logging.shutdown()
                     os._exit(EXIT_BATCH_FAILED)
-                for event in events:
-                    await stream.ack(event)
         finally:
             await stage.stop()
 
-    app.agent(raw_topic(app, *cfg.kafka.input_topics), name=name)(dedup)
+    app.agent(raw_topic(app, *cfg.kafka.input_topics, acks=False), name=name)(dedup)
     return stage
