@@ -160,6 +160,42 @@ def test_sigkill_of_the_faust_worker_changes_nothing(kafka_bootstrap, tmp_path) 
     assert_same_decisions(_decisions(got, crashy), _decisions(want, ref))
 
 
+def test_a_faust_worker_joining_then_leaving_mid_stream_changes_nothing(kafka_bootstrap, tmp_path) -> None:
+    """Two input partitions, one faust worker; while 9,000 records arrive at ~300/s a second
+    worker joins (a rebalance hands it a partition) and later stops (the partition comes back):
+    every record comes out once (read_committed), none lost, none doubled."""
+    n = 9000
+    t = Staged(kafka_bootstrap, partitions=2)
+    t.create()
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    dec, first = _decider(t, str(tmp_path / "decider"), idle=30), _faust(t, idle=10, log=first_log)
+    wait_for(lambda: logged(first_log, "faust stage: started"), 120, "the first faust worker started", proc=first)
+    feeder = threading.Thread(target=_feed, args=(kafka_bootstrap, t.input, news_records(n, seed=21), 300))
+    feeder.start()
+    try:
+        wait_for(lambda: committed_offsets(kafka_bootstrap, _group(t), t.input) >= 0.1 * n, 120,
+                 "10% committed by the first worker", proc=first)
+        second = _faust(t, idle=600, log=second_log)
+        wait_for(lambda: _members_with_partitions(kafka_bootstrap, _group(t)) == 2, 120,
+                 "two faust workers owning a partition each", proc=second)
+        joined = committed_offsets(kafka_bootstrap, _group(t), t.input)
+        wait_for(lambda: logged(second_log, "claimed in generation") and
+                 committed_offsets(kafka_bootstrap, _group(t), t.input) >= joined + 0.1 * n, 120,
+                 "the second worker emitting", proc=second)
+        assert feeder.is_alive(), "the stream ended before the second worker left: feed more slowly"
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(120) == 0
+        done = [orjson.loads(line) for line in second_log.read_bytes().splitlines() if b'"msg": "done"' in line]
+        assert done and done[-1]["records"] > 0, "the second worker emitted nothing"
+    finally:
+        feeder.join()
+    assert first.wait(600) == 0 and dec.wait(600) == 0
+    got = consume_all(kafka_bootstrap, list(t.outputs.values()), n)
+    lost, doubled = _counts(got, n)
+    print(f"faust rebalance test: {len(got)} outputs for {n} records: lost {lost}, doubled {doubled}")
+    assert (lost, doubled) == (0, 0), f"lost {lost}, doubled {doubled} of {n}"
+
+
 def _feed(bootstrap: str, topic: str, records: list, rate: float) -> None:
     """``records`` to ``topic`` at about ``rate`` per second, in order."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True})

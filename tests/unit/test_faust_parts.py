@@ -126,3 +126,83 @@ def test_run_topology_faust_refuses_options_of_other_modes(extra):
 
     result = CliRunner().invoke(main, ["run", "--topology", "faust", *extra])
     assert result.exit_code == 2 and "--topology faust" in result.output
+
+
+class _Producer:
+    """An aiokafka transactional producer as the stage's transactions call it; ``fence`` makes its commit fail."""
+
+    def __init__(self, tid: str, log: list):
+        self.tid, self.log, self.fence, self.sent = tid, log, False, []
+
+    async def start(self):
+        self.log.append(("start", self.tid))
+
+    async def stop(self):
+        self.log.append(("stop", self.tid))
+
+    async def begin_transaction(self):
+        pass
+
+    async def send(self, topic, value, key=None, headers=None):
+        self.sent.append((topic, key))
+
+    async def send_offsets_to_transaction(self, offsets, group_id):
+        self.offsets = ({(tp.topic, tp.partition): o for tp, o in offsets.items()}, group_id)
+
+    async def commit_transaction(self):
+        from aiokafka.errors import ProducerFenced
+
+        if self.fence:
+            raise ProducerFenced()
+
+
+class _Admin:
+    def __init__(self, committed: dict):
+        self.committed = committed  # (topic, partition) -> offset
+
+    async def list_consumer_group_offsets(self, group_id, partitions):
+        from aiokafka.structs import OffsetAndMetadata
+
+        return {tp: OffsetAndMetadata(self.committed[(tp.topic, tp.partition)], "") for tp in partitions
+                if (tp.topic, tp.partition) in self.committed}
+
+
+def _events(part: int, offsets, generation: int) -> list:
+    return [SimpleNamespace(message=SimpleNamespace(topic="news", partition=part, offset=o, generation_id=generation))
+            for o in offsets]
+
+
+def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs():
+    """Claimed in a newer generation: a new producer (fencing), then the committed offset read;
+    events below it, of an older generation, or of a fenced partition are dropped."""
+    pytest.importorskip("aiokafka")
+    from streamdedup.runtime.faust.transactions import PartitionTransactions
+
+    async def go():
+        log, made = [], []
+
+        def make(tid):
+            made.append(_Producer(tid, log))
+            return made[-1]
+
+        admin = _Admin({("news", 0): 5})
+        t = PartitionTransactions(make, admin, "g.faust", "tx")
+        offsets = lambda evs: [e.message.offset for e in evs]  # noqa: E731
+        assert offsets(await t.admit(_events(0, range(3, 8), 1) + _events(1, [0, 1], 1))) == [5, 6, 7, 0, 1]
+        assert log == [("start", "tx.faust.news.0"), ("start", "tx.faust.news.1")]
+        assert await t.commit(("news", 0), [("unique", b"k5", b"v", [])], 8)
+        assert made[0].offsets == ({("news", 0): 8}, "g.faust")
+        assert offsets(await t.admit(_events(0, range(6, 10), 1))) == [8, 9]  # re-read below our own commit
+        admin.committed[("news", 0)] = 9  # another owner went further, then the partition came back
+        assert offsets(await t.admit(_events(0, [8], 1) + _events(0, [8, 9, 10], 2))) == [9, 10]
+        assert log[-2:] == [("stop", "tx.faust.news.0"), ("start", "tx.faust.news.0")]
+        assert offsets(await t.admit(_events(0, [11], 1))) == []  # fetched before the rebalance
+        made[-1].fence = True
+        assert not await t.commit(("news", 0), [("unique", b"k9", b"v", [])], 11)
+        assert offsets(await t.admit(_events(0, [11, 12], 2))) == []  # fenced: only a newer generation re-reads
+        assert offsets(await t.admit(_events(0, [9], 3))) == [9]
+        await t.stop()
+        return t
+
+    t = _run(go())
+    assert (t.fenced, t.dropped) == (1, 2 + 2 + 2 + 1 + 2)
