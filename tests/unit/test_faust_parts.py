@@ -199,6 +199,9 @@ def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs
         assert offsets(await t.admit(_events(0, [11], 1))) == []  # fetched before the rebalance
         made[-1].fence = True
         assert not await t.commit(("news", 0), [("unique", b"k9", b"v", [])], 11)
+        assert not await t.commit(("news", 0), [("unique", b"k11", b"v", [])], 12)  # in flight behind it
+        assert made[-1].sent == [("unique", b"k9")]
+        assert not t.claims(_events(0, [12], 2)) and t.claims(_events(0, [12], 3)) and t.claims(_events(2, [0], 1))
         assert offsets(await t.admit(_events(0, [11, 12], 2))) == []  # fenced: only a newer generation re-reads
         assert offsets(await t.admit(_events(0, [9], 3))) == [9]
         await t.stop()

@@ -10,13 +10,14 @@ Per batch of input events (``noack_take``): drop what is not ours to emit
 (:class:`~streamdedup.runtime.faust.transactions.PartitionTransactions`: older consumer
 generations, offsets a predecessor already committed), prepare and fingerprint the rest with
 the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
-fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer:
-the decider reads them while the batch waits, so they cannot sit in an open transaction),
-wait for the decisions (``faust_decisions``: read_committed, so they are durable), then send
-every record unchanged with its tags to unique / duplicates / dead-letter in one transaction
-per input partition that also commits the partition's next offset under the faust app's
-group. faust itself commits nothing of the input: the agent reads it with ``acks=False``.
-What holds is measured: README, "faust".
+fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer,
+in producer batches: the decider reads them while the batch waits, so they cannot sit in an
+open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
+decisions at once; an emitter takes them in order, waits for the decisions (``faust_decisions``:
+read_committed, so they are durable), then sends every record unchanged with its tags to
+unique / duplicates / dead-letter in one transaction per input partition that also commits the
+partition's next offset under the faust app's group. faust itself commits nothing of the
+input: the agent reads it with ``acks=False``. What holds is measured: README, "faust".
 
 An error inside a batch ends the process (``os._exit``) instead of letting faust's supervisor
 restart the agent past the failed batch: faust's position has moved on, and only a restart
@@ -57,6 +58,10 @@ log = logging.getLogger("streamdedup.runtime.kafka.faust")
 WAIT_WARNING_S = 30.0
 #: exit code when a batch fails (see the module docstring)
 EXIT_BATCH_FAILED = 70
+#: batches sent to the decider and not yet emitted (the decider's round trip times the rate)
+MAX_IN_FLIGHT = 8
+#: the fingerprint producer's batch bytes: a producer batch per input batch, not one per 16 KB
+FINGERPRINT_BATCH_BYTES = 512 * 1024
 
 
 class EventMessage:
@@ -103,9 +108,13 @@ class FaustStage:
         self.out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
         self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
         self.last_active = time.monotonic()
-        self.busy = False
+        self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
-        self._fp = self.decisions = self.txns = self._admin = None
+        self._fp = self.decisions = self.txns = self._admin = self._queue = self._emitter = None
+
+    @property
+    def busy(self) -> bool:
+        return self.in_flight > 0
 
     def reconciles(self) -> bool:
         c = self.counts
@@ -124,7 +133,8 @@ class FaustStage:
         self.preparer = Preparer(self.cfg)
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         servers = k.bootstrap_servers.split(",")
-        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5)
+        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5,
+                                    max_batch_size=FINGERPRINT_BATCH_BYTES)
         await self._fp.start()
         await self._fp.send_and_wait(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
         self.decisions = DecisionReader(
@@ -141,10 +151,16 @@ class FaustStage:
                                     linger_ms=5, **({"max_batch_size": batch} if batch else {}))
 
         self.txns = PartitionTransactions(producer, self._admin, self.app.conf.id, k.transactional_id)
+        self._queue = asyncio.Queue(MAX_IN_FLIGHT)
+        self._emitter = asyncio.ensure_future(self._emit_in_order())
         self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation
         log.info("faust stage: started (input %s, decider via %s)", ", ".join(k.input_topics), k.staged.fingerprints_topic)
 
     async def stop(self) -> None:
+        """Batches still in flight are not emitted: uncommitted, they are read again next time."""
+        if self._emitter is not None:
+            self._emitter.cancel()
+            await asyncio.gather(self._emitter, return_exceptions=True)
         if self.txns is not None:
             await self.txns.stop()
         if self.decisions is not None:
@@ -154,28 +170,55 @@ class FaustStage:
         if self._fp is not None:
             await self._fp.stop()
 
-    async def handle(self, events: list) -> None:
-        """One batch, emitted in order; returns once its transactions are committed (or fenced)."""
-        self.busy = True
-        try:
-            events = await self.txns.admit(events)
-            if not events:
-                return
-            msgs = [EventMessage(e.message) for e in events]
-            time_invalid: dict[int, str] = {}
-            values = self._fingerprints(msgs, time_invalid)
-            positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
-            for part in dict.fromkeys(p for p, _ in positions):
-                await self.decisions.open(part)
-            futures = self.decisions.expect(positions)
-            topic, send = self.kcfg.staged.fingerprints_topic, self._fp.send
-            sent = [await send(topic, v, partition=0) for v in values]
-            decided = await self._wait(futures, positions)
-            await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
-            await self._emit(msgs, decided, time_invalid)
-        finally:
-            self.busy = False
-            self.last_active = time.monotonic()
+    async def submit(self, events: list) -> None:
+        """Admit, fingerprint and send one batch to the decider, then queue it for
+        :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
+        if self.txns.claims(events):
+            await self._queue.join()  # a partition changes hands: what is in flight goes out under the old claim
+        events = await self.txns.admit(events)
+        if not events:
+            return
+        self.in_flight += 1
+        msgs = [EventMessage(e.message) for e in events]
+        time_invalid: dict[int, str] = {}
+        values = self._fingerprints(msgs, time_invalid)
+        positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
+        for part in dict.fromkeys(p for p, _ in positions):
+            await self.decisions.open(part)
+        futures = self.decisions.expect(positions)
+        sent = await self._send_fingerprints(values)
+        await self._queue.put((msgs, futures, positions, sent, time_invalid))
+
+    async def _send_fingerprints(self, values: list[bytes]) -> list:
+        """The fingerprint records in order to partition 0, in as few producer batches as fit."""
+        p, topic = self._fp, self.kcfg.staged.fingerprints_topic
+        futures, batch = [], p.create_batch()
+        for v in values:
+            if batch.append(key=None, value=v, timestamp=None) is None:
+                futures.append(await p.send_batch(batch, topic, partition=0))
+                batch = p.create_batch()
+                if batch.append(key=None, value=v, timestamp=None) is None:
+                    raise ValueError(f"a fingerprint record of {len(v):,} bytes is over the producer batch size")
+        if batch.record_count():
+            futures.append(await p.send_batch(batch, topic, partition=0))
+        return futures
+
+    async def _emit_in_order(self) -> None:
+        """The queued batches in order: their decisions, then their transactions."""
+        while True:
+            msgs, futures, positions, sent, time_invalid = await self._queue.get()
+            try:
+                decided = await self._wait(futures, positions)
+                await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
+                await self._emit(msgs, decided, time_invalid)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - see the module docstring
+                batch_failed(exc)
+            finally:
+                self.in_flight -= 1
+                self.last_active = time.monotonic()
+                self._queue.task_done()
 
     def _fingerprints(self, msgs: list[EventMessage], time_invalid: dict[int, str] | None = None) -> list[bytes]:
         """The staged worker's prepare + screen + fingerprint, per record in order (``time_invalid``
@@ -208,6 +251,13 @@ class FaustStage:
                 self.counts.update(counts)
                 self.counts["records"] += len(outputs)
         self.counts["batches"] += 1
+
+
+def batch_failed(exc: BaseException) -> None:
+    """End the process (see the module docstring): faust must not carry on past a failed batch."""
+    log.critical("faust stage: batch failed, exiting so that it is read again: %r", exc, exc_info=exc)
+    logging.shutdown()
+    os._exit(EXIT_BATCH_FAILED)
 
 
 def app_settings(cfg: Config, **overrides: Any) -> dict:
@@ -275,13 +325,11 @@ def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
         try:
             async for events in stream.noack_take(batch, within=linger):
                 try:
-                    await stage.handle(events)
+                    await stage.submit(events)
                 except asyncio.CancelledError:
                     raise  # a stopping worker: an uncommitted batch is read again next time
                 except BaseException as exc:  # noqa: BLE001 - see the module docstring
-                    log.critical("faust stage: batch failed, exiting so that it is read again: %r", exc, exc_info=exc)
-                    logging.shutdown()
-                    os._exit(EXIT_BATCH_FAILED)
+                    batch_failed(exc)
         finally:
             await stage.stop()
 

@@ -59,6 +59,14 @@ class PartitionTransactions:
     def transactional_id(self, part: InputPart) -> str:
         return f"{self.tid_prefix}.faust.{part[0]}.{part[1]}"
 
+    def claims(self, events: list) -> bool:
+        """Whether :meth:`admit` would claim a partition (a newer generation, or a new one)."""
+        for e in events:
+            lane = self.lanes.get((e.message.topic, e.message.partition))
+            if lane is None or (e.message.generation_id or 0) > lane.generation:
+                return True
+        return False
+
     async def admit(self, events: list) -> list:
         """``events`` less those not ours to emit, claiming partitions seen in a newer generation."""
         newest: dict[InputPart, int] = {}
@@ -103,6 +111,8 @@ class PartitionTransactions:
         from aiokafka.errors import ProducerFenced
 
         lane = self.lanes[part]
+        if lane.fenced:  # a batch in flight behind a fenced one
+            return False
         p = lane.producer
         try:
             for topic, key, value, headers in outputs:
