@@ -115,8 +115,7 @@ class PartitionTransactions:
             return False
         p = lane.producer
         try:
-            for topic, key, value, headers in outputs:
-                await p.send(topic, value, key=key, headers=headers)
+            await send_batched(p, outputs)
             await p.send_offsets_to_transaction({TopicPartition(*part): next_offset}, self.group_id)
             await p.commit_transaction()
         except ProducerFenced:
@@ -134,6 +133,35 @@ class PartitionTransactions:
         lanes, self.lanes = list(self.lanes.values()), {}
         for lane in lanes:
             await _close(lane.producer)
+
+
+async def send_batched(producer: Any, outputs: list) -> None:
+    """``outputs`` ((topic, key, value, headers)) in producer batches, in order per destination
+    partition, chosen as aiokafka's ``send`` chooses it (its default partitioner: murmur2 of the
+    key, a random partition for none): one ``send_batch`` per batch instead of a ``send`` per
+    record. A record too large for an empty batch goes through ``send``, behind the batches before it."""
+    from aiokafka.partitioner import DefaultPartitioner
+
+    dests: dict[tuple[str, int], list] = {}
+    partitions: dict[str, list[int]] = {}
+    for topic, key, value, headers in outputs:
+        if topic not in partitions:
+            partitions[topic] = sorted(await producer.partitions_for(topic))
+        every = partitions[topic]
+        dests.setdefault((topic, DefaultPartitioner()(key, every, every)), []).append((key, value, headers))
+    for (topic, partition), records in dests.items():
+        batch = producer.create_batch()
+        for key, value, headers in records:
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is not None:
+                continue
+            if batch.record_count():  # full (a refused append closes it)
+                await producer.send_batch(batch, topic, partition=partition)
+            batch = producer.create_batch()
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
+                await producer.send(topic, value, key=key, partition=partition, headers=headers)
+                batch = producer.create_batch()
+        if batch.record_count():
+            await producer.send_batch(batch, topic, partition=partition)
 
 
 async def _close(producer: Any) -> None:
