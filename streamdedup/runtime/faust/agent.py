@@ -204,21 +204,31 @@ class FaustStage:
         return futures
 
     async def _emit_in_order(self) -> None:
-        """The queued batches in order: their decisions, then their transactions."""
+        """The queued batches in order: their decisions, then their transactions. Batches queued
+        behind the first go with it (one transaction per partition for all of them): under load
+        a transaction's round trips would otherwise queue the batches up behind each other."""
         while True:
-            msgs, futures, positions, sent, time_invalid = await self._queue.get()
+            taken = [await self._queue.get()]
+            while not self._queue.empty():
+                taken.append(self._queue.get_nowait())
             try:
-                decided = await self._wait(futures, positions)
-                await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
+                msgs, decided, time_invalid = [], [], {}
+                for batch_msgs, futures, positions, sent, batch_invalid in taken:
+                    time_invalid.update((len(msgs) + k, why) for k, why in batch_invalid.items())
+                    msgs += batch_msgs
+                    decided += await self._wait(futures, positions)
+                    await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
                 await self._emit(msgs, decided, time_invalid)
+                self.counts["batches"] += len(taken)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - see the module docstring
                 batch_failed(exc)
             finally:
-                self.in_flight -= 1
+                self.in_flight -= len(taken)
                 self.last_active = time.monotonic()
-                self._queue.task_done()
+                for _ in taken:
+                    self._queue.task_done()
 
     def _fingerprints(self, msgs: list[EventMessage], time_invalid: dict[int, str] | None = None) -> list[bytes]:
         """The staged worker's prepare + screen + fingerprint, per record in order (``time_invalid``
@@ -250,7 +260,6 @@ class FaustStage:
             if await self.txns.commit(part, outputs, last[0] + 1):
                 self.counts.update(counts)
                 self.counts["records"] += len(outputs)
-        self.counts["batches"] += 1
 
 
 def batch_failed(exc: BaseException) -> None:
