@@ -31,7 +31,7 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
     if stop_when_idle is not None:
         @app.timer(0.25)
         async def _stop_when_idle() -> None:
-            # SIGTERM: the worker's own graceful stop (it commits what was acked)
+            # SIGTERM: the worker's own graceful stop (between batches: every batch is committed)
             if stage.started and not stage.busy and time.monotonic() - stage.last_active > stop_when_idle:
                 logging.getLogger("streamdedup").info("idle for %.1f s: stopping", stop_when_idle)
                 os.kill(os.getpid(), signal.SIGTERM)
@@ -46,7 +46,8 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
     c = stage.counts
     logging.getLogger("streamdedup").info("done", extra={
         "topology": "faust", "records": c["records"], "unique": c["unique"], "duplicates": c["duplicate"],
-        "dead_letter": c["dead_letter"], "batches": c["batches"], "exit_code": code})
+        "dead_letter": c["dead_letter"], "batches": c["batches"], "exit_code": code,
+        "not_ours": stage.txns.dropped if stage.txns else 0, "fenced": stage.txns.fenced if stage.txns else 0})
     if code:
         raise click.ClickException(f"the faust worker exited with code {code}")
     if not stage.reconciles():

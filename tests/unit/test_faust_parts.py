@@ -126,3 +126,130 @@ def test_run_topology_faust_refuses_options_of_other_modes(extra):
 
     result = CliRunner().invoke(main, ["run", "--topology", "faust", *extra])
     assert result.exit_code == 2 and "--topology faust" in result.output
+
+
+class _Producer:
+    """An aiokafka transactional producer as the stage's transactions call it; ``fence`` makes its commit fail."""
+
+    def __init__(self, tid: str, log: list):
+        self.tid, self.log, self.fence, self.sent = tid, log, False, []
+
+    async def start(self):
+        self.log.append(("start", self.tid))
+
+    async def stop(self):
+        self.log.append(("stop", self.tid))
+
+    async def begin_transaction(self):
+        pass
+
+    async def send(self, topic, value, key=None, partition=None, headers=None):
+        self.sent.append((topic, key))
+
+    async def partitions_for(self, topic):
+        return {0, 1}
+
+    def create_batch(self):
+        return _Batch(limit=2)
+
+    async def send_batch(self, batch, topic, partition):
+        self.sent.extend((topic, key) for key in batch.keys)
+
+    async def send_offsets_to_transaction(self, offsets, group_id):
+        self.offsets = ({(tp.topic, tp.partition): o for tp, o in offsets.items()}, group_id)
+
+    async def commit_transaction(self):
+        from aiokafka.errors import ProducerFenced
+
+        if self.fence:
+            raise ProducerFenced()
+
+
+class _Batch:
+    """aiokafka's BatchBuilder as send_batched uses it: full after ``limit`` records, or at once for a big one."""
+
+    def __init__(self, limit: int):
+        self.keys, self.limit, self.closed = [], limit, False
+
+    def append(self, key, value, timestamp, headers):
+        if self.closed or len(self.keys) == self.limit or len(value) > 100:
+            self.closed = True
+            return None
+        self.keys.append(key)
+        return object()
+
+    def record_count(self):
+        return len(self.keys)
+
+
+class _Admin:
+    def __init__(self, committed: dict):
+        self.committed = committed  # (topic, partition) -> offset
+
+    async def list_consumer_group_offsets(self, group_id, partitions):
+        from aiokafka.structs import OffsetAndMetadata
+
+        return {tp: OffsetAndMetadata(self.committed[(tp.topic, tp.partition)], "") for tp in partitions
+                if (tp.topic, tp.partition) in self.committed}
+
+
+def test_outputs_go_in_batches_per_destination_partition_in_order():
+    """Keys map to partitions as aiokafka's send maps them; per partition the order is kept,
+    across full batches and a record too large for any batch (sent on its own)."""
+    pytest.importorskip("aiokafka")
+    from aiokafka.partitioner import DefaultPartitioner
+
+    from streamdedup.runtime.faust.transactions import send_batched
+
+    p = _Producer("t", [])
+    keys = [b"k%d" % i for i in range(12)]
+    outputs = [("unique", k, b"x" * (200 if i == 5 else 10), []) for i, k in enumerate(keys)]
+    _run(send_batched(p, outputs))
+    assert sorted(k for _, k in p.sent) == sorted(keys)
+    for part in (0, 1):
+        mine = [k for k in keys if DefaultPartitioner()(k, [0, 1], [0, 1]) == part]
+        assert [k for _, k in p.sent if k in mine] == mine
+
+
+def _events(part: int, offsets, generation: int) -> list:
+    return [SimpleNamespace(message=SimpleNamespace(topic="news", partition=part, offset=o, generation_id=generation))
+            for o in offsets]
+
+
+def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs():
+    """Claimed in a newer generation: a new producer (fencing), then the committed offset read;
+    events below it, of an older generation, or of a fenced partition are dropped."""
+    pytest.importorskip("aiokafka")
+    from streamdedup.runtime.faust.transactions import PartitionTransactions
+
+    async def go():
+        log, made = [], []
+
+        def make(tid):
+            made.append(_Producer(tid, log))
+            return made[-1]
+
+        admin = _Admin({("news", 0): 5})
+        t = PartitionTransactions(make, admin, "g.faust", "tx")
+        offsets = lambda evs: [e.message.offset for e in evs]  # noqa: E731
+        assert offsets(await t.admit(_events(0, range(3, 8), 1) + _events(1, [0, 1], 1))) == [5, 6, 7, 0, 1]
+        assert log == [("start", "tx.faust.news.0"), ("start", "tx.faust.news.1")]
+        assert await t.commit(("news", 0), [("unique", b"k5", b"v", [])], 8)
+        assert made[0].offsets == ({("news", 0): 8}, "g.faust")
+        assert offsets(await t.admit(_events(0, range(6, 10), 1))) == [8, 9]  # re-read below our own commit
+        admin.committed[("news", 0)] = 9  # another owner went further, then the partition came back
+        assert offsets(await t.admit(_events(0, [8], 1) + _events(0, [8, 9, 10], 2))) == [9, 10]
+        assert log[-2:] == [("stop", "tx.faust.news.0"), ("start", "tx.faust.news.0")]
+        assert offsets(await t.admit(_events(0, [11], 1))) == []  # fetched before the rebalance
+        made[-1].fence = True
+        assert not await t.commit(("news", 0), [("unique", b"k9", b"v", [])], 11)
+        assert not await t.commit(("news", 0), [("unique", b"k11", b"v", [])], 12)  # in flight behind it
+        assert made[-1].sent == [("unique", b"k9")]
+        assert not t.claims(_events(0, [12], 2)) and t.claims(_events(0, [12], 3)) and t.claims(_events(2, [0], 1))
+        assert offsets(await t.admit(_events(0, [11, 12], 2))) == []  # fenced: only a newer generation re-reads
+        assert offsets(await t.admit(_events(0, [9], 3))) == [9]
+        await t.stop()
+        return t
+
+    t = _run(go())
+    assert (t.fenced, t.dropped) == (1, 2 + 2 + 2 + 1 + 2)

@@ -1,4 +1,4 @@
-"""The staged topology's fingerprint/route stage as a faust agent (issue 14).
+"""The staged topology's fingerprint/route stage as a faust agent, exactly once.
 
 A faust app runs the worker's part of the staged topology (``kafka.staged``); the decider is
 the same process as ever (``streamdedup run --topology staged --role decider``), so duplicates
@@ -6,20 +6,22 @@ across input partitions and across faust workers are caught: every fingerprint g
 the one-partition fingerprints topic, whose order decides which copy is first. (A faust
 ``Table`` would see only its own partition's documents: it misses every cross-partition copy.)
 
-Per batch of input events (``noack_take``): prepare and fingerprint them with the pipeline
-layer (dead letters sorted out with the reasons every runtime gives), send one fingerprint
-record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer: the decider
-reads them while the batch waits, so they cannot sit in faust's open transaction), wait for
-the decisions (``faust_decisions``), send every record unchanged with its tags through faust
-to unique / duplicates / dead-letter, then ack the events. Faust commits acked offsets (in its
-transactions under ``processing_guarantee="exactly_once"``); what holds is measured, not
-assumed: docs/guarantees.md, "The faust topology".
+Per batch of input events (``noack_take``): drop what is not ours to emit
+(:class:`~streamdedup.runtime.faust.transactions.PartitionTransactions`: older consumer
+generations, offsets a predecessor already committed), prepare and fingerprint the rest with
+the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
+fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer,
+in producer batches: the decider reads them while the batch waits, so they cannot sit in an
+open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
+decisions at once; an emitter takes them in order, waits for the decisions (``faust_decisions``:
+read_committed, so they are durable), then sends every record unchanged with its tags to
+unique / duplicates / dead-letter in one transaction per input partition that also commits the
+partition's next offset under the faust app's group. faust itself commits nothing of the
+input: the agent reads it with ``acks=False``. What holds is measured: docs/guarantees.md, "The faust topology".
 
-Events are acked only after their outputs were handed to faust. faust's ``take()`` and
-``take_events()`` ack a batch in a ``finally``, so a batch whose body raised or was
-cancelled (shutdown) would be committed without its outputs; ``noack_take`` leaves the acks to
-us. For the same reason an error inside a batch ends the process (``os._exit``) instead of
-letting faust's supervisor restart the agent past the failed batch.
+An error inside a batch ends the process (``os._exit``) instead of letting faust's supervisor
+restart the agent past the failed batch: faust's position has moved on, and only a restart
+(faust seeks to the committed offsets) reads the batch again.
 
     app = faust.App("my-app", broker="kafka://...", processing_guarantee="exactly_once",
                     stream_wait_empty=False)
@@ -44,6 +46,7 @@ from streamdedup.pipeline.route import kafka_output
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
+from streamdedup.runtime.faust.transactions import PartitionTransactions
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.staged.decision_record import DecisionRecord
 from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
@@ -55,6 +58,10 @@ log = logging.getLogger("streamdedup.runtime.kafka.faust")
 WAIT_WARNING_S = 30.0
 #: exit code when a batch fails (see the module docstring)
 EXIT_BATCH_FAILED = 70
+#: batches sent to the decider and not yet emitted (the decider's round trip times the rate)
+MAX_IN_FLIGHT = 8
+#: the fingerprint producer's batch bytes: a producer batch per input batch, not one per 16 KB
+FINGERPRINT_BATCH_BYTES = 512 * 1024
 
 
 class EventMessage:
@@ -93,27 +100,30 @@ class EventMessage:
 
 
 class FaustStage:
-    """Fingerprint a batch of events, wait for its decisions, send the tagged records through faust."""
+    """Fingerprint a batch of events, wait for its decisions, emit the tagged records in transactions."""
 
     def __init__(self, cfg: Config, app: Any):
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
         k = self.kcfg
-        self.out = {dest: raw_topic(app, name) for dest, name in
-                    ((UNIQUE_DEST, k.unique_topic), (DUPLICATE_DEST, k.duplicates_topic),
-                     (DEAD_LETTER_DEST, k.dead_letter_topic))}
+        self.out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
         self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
         self.last_active = time.monotonic()
-        self.busy = False
+        self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
-        self._fp = self.decisions = None
+        self._fp = self.decisions = self.txns = self._admin = self._queue = self._emitter = None
+
+    @property
+    def busy(self) -> bool:
+        return self.in_flight > 0
 
     def reconciles(self) -> bool:
         c = self.counts
         return c[UNIQUE_DEST] + c[DUPLICATE_DEST] + c[DEAD_LETTER_DEST] == c["records"]
 
     async def start(self) -> None:
-        """Startup checks (topics, partition map, output limits), then the two Kafka clients."""
+        """Startup checks (topics, partition map, output limits), then the Kafka clients."""
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+        from aiokafka.admin import AIOKafkaAdminClient
         from confluent_kafka.admin import AdminClient
 
         k = self.kcfg
@@ -123,7 +133,8 @@ class FaustStage:
         self.preparer = Preparer(self.cfg)
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         servers = k.bootstrap_servers.split(",")
-        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5)
+        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5,
+                                    max_batch_size=FINGERPRINT_BATCH_BYTES)
         await self._fp.start()
         await self._fp.send_and_wait(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
         self.decisions = DecisionReader(
@@ -131,34 +142,93 @@ class FaustStage:
                              isolation_level="read_committed", auto_offset_reset="earliest"),
             k.staged.decisions_topic, self.mapping)
         await self.decisions.start()
+        self._admin = AIOKafkaAdminClient(bootstrap_servers=servers)
+        await self._admin.start()
+        batch = self.guard.producer_conf().get("batch.size")  # no batch over the smallest output topic's limit
+
+        def producer(transactional_id: str) -> AIOKafkaProducer:
+            return AIOKafkaProducer(bootstrap_servers=servers, transactional_id=transactional_id, acks="all",
+                                    linger_ms=5, **({"max_batch_size": batch} if batch else {}))
+
+        self.txns = PartitionTransactions(producer, self._admin, self.app.conf.id, k.transactional_id)
+        self._queue = asyncio.Queue(MAX_IN_FLIGHT)
+        self._emitter = asyncio.ensure_future(self._emit_in_order())
         self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation
         log.info("faust stage: started (input %s, decider via %s)", ", ".join(k.input_topics), k.staged.fingerprints_topic)
 
     async def stop(self) -> None:
+        """Batches still in flight are not emitted: uncommitted, they are read again next time."""
+        if self._emitter is not None:
+            self._emitter.cancel()
+            await asyncio.gather(self._emitter, return_exceptions=True)
+        if self.txns is not None:
+            await self.txns.stop()
         if self.decisions is not None:
             await self.decisions.stop()
+        if self._admin is not None:
+            await self._admin.close()
         if self._fp is not None:
             await self._fp.stop()
 
-    async def handle(self, events: list) -> None:
-        """One batch, emitted in order; returns once every output was handed to faust's producer."""
-        self.busy = True
-        try:
-            msgs = [EventMessage(e.message) for e in events]
-            time_invalid: dict[int, str] = {}
-            values = self._fingerprints(msgs, time_invalid)
-            positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
-            for part in dict.fromkeys(p for p, _ in positions):
-                await self.decisions.open(part)
-            futures = self.decisions.expect(positions)
-            topic, send = self.kcfg.staged.fingerprints_topic, self._fp.send
-            sent = [await send(topic, v, partition=0) for v in values]
-            decided = await self._wait(futures, positions)
-            await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
-            await self._emit(msgs, decided, time_invalid)
-        finally:
-            self.busy = False
-            self.last_active = time.monotonic()
+    async def submit(self, events: list) -> None:
+        """Admit, fingerprint and send one batch to the decider, then queue it for
+        :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
+        if self.txns.claims(events):
+            await self._queue.join()  # a partition changes hands: what is in flight goes out under the old claim
+        events = await self.txns.admit(events)
+        if not events:
+            return
+        self.in_flight += 1
+        msgs = [EventMessage(e.message) for e in events]
+        time_invalid: dict[int, str] = {}
+        values = self._fingerprints(msgs, time_invalid)
+        positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
+        for part in dict.fromkeys(p for p, _ in positions):
+            await self.decisions.open(part)
+        futures = self.decisions.expect(positions)
+        sent = await self._send_fingerprints(values)
+        await self._queue.put((msgs, futures, positions, sent, time_invalid))
+
+    async def _send_fingerprints(self, values: list[bytes]) -> list:
+        """The fingerprint records in order to partition 0, in as few producer batches as fit."""
+        p, topic = self._fp, self.kcfg.staged.fingerprints_topic
+        futures, batch = [], p.create_batch()
+        for v in values:
+            if batch.append(key=None, value=v, timestamp=None) is None:
+                futures.append(await p.send_batch(batch, topic, partition=0))
+                batch = p.create_batch()
+                if batch.append(key=None, value=v, timestamp=None) is None:
+                    raise ValueError(f"a fingerprint record of {len(v):,} bytes is over the producer batch size")
+        if batch.record_count():
+            futures.append(await p.send_batch(batch, topic, partition=0))
+        return futures
+
+    async def _emit_in_order(self) -> None:
+        """The queued batches in order: their decisions, then their transactions. Batches queued
+        behind the first go with it (one transaction per partition for all of them): under load
+        a transaction's round trips would otherwise queue the batches up behind each other."""
+        while True:
+            taken = [await self._queue.get()]
+            while not self._queue.empty():
+                taken.append(self._queue.get_nowait())
+            try:
+                msgs, decided, time_invalid = [], [], {}
+                for batch_msgs, futures, positions, sent, batch_invalid in taken:
+                    time_invalid.update((len(msgs) + k, why) for k, why in batch_invalid.items())
+                    msgs += batch_msgs
+                    decided += await self._wait(futures, positions)
+                    await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
+                await self._emit(msgs, decided, time_invalid)
+                self.counts["batches"] += len(taken)
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - see the module docstring
+                batch_failed(exc)
+            finally:
+                self.in_flight -= len(taken)
+                self.last_active = time.monotonic()
+                for _ in taken:
+                    self._queue.task_done()
 
     def _fingerprints(self, msgs: list[EventMessage], time_invalid: dict[int, str] | None = None) -> list[bytes]:
         """The staged worker's prepare + screen + fingerprint, per record in order (``time_invalid``
@@ -178,13 +248,25 @@ class FaustStage:
         return [f.result() for f in futures]
 
     async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord], time_invalid: dict[int, str]) -> None:
-        counts = self.counts
+        """Per input partition, its outputs in order and its next offset in one transaction."""
+        parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
             dest, tags = kafka_output(rec.tags, time_invalid.get(k))
-            await self.out[dest].send(key=m.key(), value=m.value(), headers=with_tags(m.headers(), tags))
+            outputs, counts, last = parts.setdefault((m.topic(), m.partition()), ([], Counter(), [0]))
+            outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
             counts[dest] += 1
-        counts["records"] += len(msgs)
-        counts["batches"] += 1
+            last[0] = m.offset()
+        for part, (outputs, counts, last) in parts.items():
+            if await self.txns.commit(part, outputs, last[0] + 1):
+                self.counts.update(counts)
+                self.counts["records"] += len(outputs)
+
+
+def batch_failed(exc: BaseException) -> None:
+    """End the process (see the module docstring): faust must not carry on past a failed batch."""
+    log.critical("faust stage: batch failed, exiting so that it is read again: %r", exc, exc_info=exc)
+    logging.shutdown()
+    os._exit(EXIT_BATCH_FAILED)
 
 
 def app_settings(cfg: Config, **overrides: Any) -> dict:
@@ -228,21 +310,22 @@ def build_app(cfg: Config, **overrides: Any) -> Any:
     return app
 
 
-def raw_topic(app: Any, *names: str) -> Any:
-    """A faust topic of raw bytes (keys and values pass through untouched), never declared by faust."""
-    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw")
+def raw_topic(app: Any, *names: str, acks: bool = True) -> Any:
+    """A faust topic of raw bytes (keys and values pass through untouched), never declared by faust;
+    ``acks=False``: faust never commits its offsets (``Conductor.acks_enabled_for``)."""
+    return app.topic(*names, key_type=bytes, value_type=bytes, key_serializer="raw", value_serializer="raw", acks=acks)
 
 
 def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
     """Register the stage's agent on ``app`` (reading ``kafka.input_topics``); returns the stage.
 
-    The app must keep ``stream_wait_empty=False`` (a stopping worker commits what was acked and
-    waits for nothing) and use the aiokafka driver (``kafka://``): the confluent driver drops
-    headers and ignores transactions.
+    The app must keep ``stream_wait_empty=False`` (the stage acks nothing: a stopping worker
+    waiting for its events to be acked would wait forever) and use the aiokafka driver
+    (``kafka://``): the stage's transactions are aiokafka's, under the app's consumer group.
     """
     if getattr(app.conf, "stream_wait_empty", False):
-        raise StartupError("the faust app needs stream_wait_empty=False: the stage acks a batch only once its outputs "
-                           "are sent, so a stopping worker must not wait for an unfinished batch")
+        raise StartupError("the faust app needs stream_wait_empty=False: the stage commits the input offsets in its own "
+                           "transactions and acks nothing, so a stopping worker must not wait for acks")
     stage = FaustStage(cfg, app)
     batch, linger = cfg.engine.batch_size, cfg.kafka.linger_ms / 1000.0
 
@@ -251,18 +334,13 @@ def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
         try:
             async for events in stream.noack_take(batch, within=linger):
                 try:
-                    await stage.handle(events)
+                    await stage.submit(events)
                 except asyncio.CancelledError:
-                    raise  # a stopping worker: nothing acked, the batch is read again next time
+                    raise  # a stopping worker: an uncommitted batch is read again next time
                 except BaseException as exc:  # noqa: BLE001 - see the module docstring
-                    log.critical("faust stage: batch failed, exiting so that it is not committed: %r", exc,
-                                 exc_info=exc)
-                    logging.shutdown()
-                    os._exit(EXIT_BATCH_FAILED)
-                for event in events:
-                    await stream.ack(event)
+                    batch_failed(exc)
         finally:
             await stage.stop()
 
-    app.agent(raw_topic(app, *cfg.kafka.input_topics), name=name)(dedup)
+    app.agent(raw_topic(app, *cfg.kafka.input_topics, acks=False), name=name)(dedup)
     return stage

@@ -1,9 +1,10 @@
 """The faust stage's reader of the decider's answers (asyncio, aiokafka; no consumer group).
 
 The staged worker (``kafka.staged.worker``) commits its decisions-topic offsets in its output
-transactions. A faust agent cannot: faust owns the consumer group and its commits. So this
-reader keeps no offsets at all and relies on the decider's rule that a re-sent fingerprint
-is answered again with the decision already made (``kafka.staged.recent``):
+transactions. The faust agent's transactions carry only their input partition's offset (one
+transactional id per input partition: ``faust.transactions``), so this reader keeps no
+offsets at all and relies on the decider's rule that a re-sent fingerprint is answered again
+with the decision already made (``kafka.staged.recent``):
 
 - when the agent first sees an input partition, the decisions partition serving it is read
   from its *end* as it is before any fingerprint of ours is sent (:meth:`open`);

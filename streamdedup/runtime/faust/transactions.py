@@ -1,0 +1,174 @@
+"""The faust stage's own transactions: one aiokafka transactional producer per input partition.
+
+faust commits offsets only for topics whose acks are enabled; the stage reads its input with
+``acks=False`` (see ``agent.attach``), so faust never commits them: each batch's outputs and
+its next input offset go out in one transaction per input partition here
+(``send_offsets_to_transaction`` under the faust app's group, which faust seeks to).
+
+Fencing. aiokafka's ``send_offsets_to_transaction`` takes a group id only (no generation or
+member id: no KIP-447 check), so a zombie is fenced the KIP-98 way: the transactional id is
+stable per input partition (``<kafka.transactional_id>.faust.<topic>.<partition>``) and a new
+owner's ``init_transactions`` fences the old one. Ownership is claimed per consumer
+generation (faust stamps every message with the generation it was fetched in), in this order:
+
+1. the first batch of a partition in a newer generation starts a new producer for its id,
+   which waits until a predecessor's transaction is committed or aborted and fences it;
+2. then reads the group's committed offset for the partition: events below it were emitted
+   by a predecessor that committed after faust's seek, and are dropped;
+3. events of an older generation are dropped (faust seeks every assigned partition to its
+   committed offset after each rebalance, so they come again), and so are events of a
+   partition whose producer was fenced, until a newer generation gives it back (faust's
+   position has moved past the fenced batch; only its seek to committed re-reads it).
+
+Why not ``runtime.kafka.transactions`` (confluent-kafka): its ``send_offsets_to_transaction``
+needs the group metadata of a confluent-kafka consumer in the group, and faust's consumer is
+aiokafka's; and the agent runs on faust's event loop, where aiokafka's calls do not block.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+log = logging.getLogger("streamdedup.runtime.kafka.faust")
+
+InputPart = tuple[str, int]
+
+
+@dataclass
+class Lane:
+    """An input partition as this process owns it in one consumer generation."""
+
+    generation: int
+    producer: Any  # aiokafka.AIOKafkaProducer, inside an open (client-side) transaction
+    done: int  # the next offset to emit: the group's committed offset, then ours
+    fenced: bool = False
+
+
+class PartitionTransactions:
+    """Claim input partitions per generation, filter what was emitted, commit per partition."""
+
+    def __init__(self, make_producer: Callable[[str], Any], admin: Any, group_id: str, tid_prefix: str):
+        self._make, self._admin = make_producer, admin  # admin: a started aiokafka AIOKafkaAdminClient
+        self.group_id, self.tid_prefix = group_id, tid_prefix
+        self.lanes: dict[InputPart, Lane] = {}
+        self.dropped = 0  # events not handled: older generation, already emitted, or fenced
+        self.fenced = 0  # batches a newer owner fenced (their outputs were aborted)
+
+    def transactional_id(self, part: InputPart) -> str:
+        return f"{self.tid_prefix}.faust.{part[0]}.{part[1]}"
+
+    def claims(self, events: list) -> bool:
+        """Whether :meth:`admit` would claim a partition (a newer generation, or a new one)."""
+        for e in events:
+            lane = self.lanes.get((e.message.topic, e.message.partition))
+            if lane is None or (e.message.generation_id or 0) > lane.generation:
+                return True
+        return False
+
+    async def admit(self, events: list) -> list:
+        """``events`` less those not ours to emit, claiming partitions seen in a newer generation."""
+        newest: dict[InputPart, int] = {}
+        for e in events:
+            m = e.message
+            part = (m.topic, m.partition)
+            newest[part] = max(newest.get(part, -1), m.generation_id or 0)
+        for part, generation in newest.items():
+            lane = self.lanes.get(part)
+            if lane is None or generation > lane.generation:
+                await self._claim(part, generation)
+        kept = []
+        for e in events:
+            m = e.message
+            lane = self.lanes[(m.topic, m.partition)]
+            if not lane.fenced and (m.generation_id or 0) == lane.generation and m.offset >= lane.done:
+                kept.append(e)
+        self.dropped += len(events) - len(kept)
+        return kept
+
+    async def _claim(self, part: InputPart, generation: int) -> None:
+        from aiokafka import TopicPartition
+
+        old = self.lanes.pop(part, None)
+        if old is not None:
+            await _close(old.producer)
+        producer = self._make(self.transactional_id(part))
+        await producer.start()
+        await producer.begin_transaction()  # waits for the producer id: the fencing is done here
+        tp = TopicPartition(*part)
+        got = await self._admin.list_consumer_group_offsets(self.group_id, partitions=[tp])
+        committed = got[tp].offset if tp in got else -1
+        self.lanes[part] = Lane(generation, producer, committed)
+        log.info("faust stage: %s:%d claimed in generation %d (transactional id %s), committed offset %d",
+                 part[0], part[1], generation, self.transactional_id(part), committed)
+
+    async def commit(self, part: InputPart, outputs: list, next_offset: int) -> bool:
+        """``outputs`` ((topic, key, value, headers) in order) and ``next_offset`` as the group's
+        committed offset of ``part``, in one transaction. False if a newer owner fenced it: the
+        outputs were aborted and the partition's events are dropped until a newer generation."""
+        from aiokafka import TopicPartition
+        from aiokafka.errors import ProducerFenced
+
+        lane = self.lanes[part]
+        if lane.fenced:  # a batch in flight behind a fenced one
+            return False
+        p = lane.producer
+        try:
+            await send_batched(p, outputs)
+            await p.send_offsets_to_transaction({TopicPartition(*part): next_offset}, self.group_id)
+            await p.commit_transaction()
+        except ProducerFenced:
+            lane.fenced = True
+            self.fenced += 1
+            log.warning("faust stage: %s:%d fenced by a newer owner (generation %d here): %d outputs aborted",
+                        part[0], part[1], lane.generation, len(outputs))
+            return False
+        lane.done = next_offset
+        await p.begin_transaction()
+        return True
+
+    async def stop(self) -> None:
+        """Stop every producer; an open transaction is empty (only begun), nothing is lost."""
+        lanes, self.lanes = list(self.lanes.values()), {}
+        for lane in lanes:
+            await _close(lane.producer)
+
+
+async def send_batched(producer: Any, outputs: list) -> None:
+    """``outputs`` ((topic, key, value, headers)) in producer batches, in order per destination
+    partition, chosen as aiokafka's ``send`` chooses it (its default partitioner: murmur2 of the
+    key, a random partition for none): one ``send_batch`` per batch instead of a ``send`` per
+    record. A record too large for an empty batch goes through ``send``, behind the batches before it."""
+    from aiokafka.partitioner import DefaultPartitioner
+
+    dests: dict[tuple[str, int], list] = {}
+    partitions: dict[str, list[int]] = {}
+    for topic, key, value, headers in outputs:
+        if topic not in partitions:
+            partitions[topic] = sorted(await producer.partitions_for(topic))
+        every = partitions[topic]
+        dests.setdefault((topic, DefaultPartitioner()(key, every, every)), []).append((key, value, headers))
+    for (topic, partition), records in dests.items():
+        batch = producer.create_batch()
+        for key, value, headers in records:
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is not None:
+                continue
+            if batch.record_count():  # full (a refused append closes it)
+                await producer.send_batch(batch, topic, partition=partition)
+            batch = producer.create_batch()
+            if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
+                await producer.send(topic, value, key=key, partition=partition, headers=headers)
+                batch = producer.create_batch()
+        if batch.record_count():
+            await producer.send_batch(batch, topic, partition=partition)
+
+
+async def _close(producer: Any) -> None:
+    """Stop a producer; a fenced one's sender has already failed, which is no news here."""
+    from aiokafka.errors import KafkaError
+
+    try:
+        await producer.stop()
+    except KafkaError as exc:
+        log.info("faust stage: a fenced producer stopped with %r", exc)
