@@ -1,0 +1,282 @@
+"""Revisions among accepted near-duplicates: a correction or an update is not a copy (pure core).
+
+The engine links a near-duplicate to the story it copies; some of those links are revisions: the
+later text changed a figure, flipped a negation, swapped a name, carries a wire marker
+(``CORRECTED``, ``UPDATE 2``, "corrects ...") or adds a paragraph with new facts. A desk must
+not lose those. :func:`detect` tells the two apart on the two canonical texts the engine already
+holds for exact evidence (lower-cased, punctuation folded to spaces, digits kept: "6-3/16"
+becomes ``6 3 16``, "2.5 billion" ``2 5 billion``).
+
+Method: both texts are split into tokens (words, digit runs, single Han characters) and aligned
+(``difflib.SequenceMatcher``, no junk heuristic). Every changed block is then read:
+
+- a block one or two character edits from what it replaced (relative to its length) is a typo
+  when it changes letters only, or mixes letters into digits ("1987" -> "l987": OCR noise);
+- a typo-sized block that changes only a number or a polarity word ("600" -> "500", "not" ->
+  "nut") is a figure or negation change only when the pair has no letter typo at all: in a noisy
+  transmission the same edit is noise (a stated limit: a one-digit correction inside a noisy copy
+  is read as noise unless a marker says otherwise);
+- a block of boilerplate (reporter and editor credits, copyright, subscription lines) and a
+  shortened tail (a teaser) change nothing;
+- within the headline region (the first :data:`HEAD_CHARS` characters) only wire markers and
+  numbers or polarity words absent from the other text count: a retitled copy words its headline
+  from the body;
+- anywhere else a number, polarity word or word whose count changed between the two texts is
+  material (counts, so that moved paragraphs change nothing), and an inserted block with new
+  words or numbers is an addition.
+
+Cost: one alignment of the two token lists, linear in practice for near-duplicates; see
+``benchmarks`` figures in :mod:`streamdedup.bench.revision_suite` (measured per accepted pair).
+
+>>> r = detect("acme posts 600 mln dlrs profit", "acme posts 500 mln dlrs profit")
+>>> r.revised, r.kinds, r.changed
+(True, ('figures',), ('600 -> 500',))
+>>> detect("acme posts 600 mln dlrs profit", "acme psots 600 mln dlrs profit").revised
+False
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+#: changed items a result lists at most (tags stay small)
+MAX_CHANGED = 8
+#: characters of a canonical text read as its headline region (Reuters headlines: <= ~60)
+HEAD_CHARS = 64
+#: a typo changes at most this share of a block's characters (at least one character)
+TYPO_SHARE = 0.34
+#: blocks longer than this (characters) are never typos (keeps the edit distance cheap)
+TYPO_MAX_CHARS = 48
+#: a block of at most this many tokens on each side is small: what it changes counts only in a
+#: pair without letter typos (noise changes digits and short words as well as letters)
+SMALL_BLOCK = 4
+
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_TOKEN = re.compile(rf"\d+|[{_HAN}]|[^\W\d_{_HAN}]+")
+
+#: markers that make a revision wherever they are new
+STRONG_MARKERS = frozenset({"corrected", "corrects", "correcting", "correction", "corrigendum"})
+#: markers that count in the headline region only ("adds" and "update" are common words)
+HEAD_MARKERS = frozenset({"refile", "refiled", "update", "updated", "updates", "adds", "writethru", "recasts",
+                          "rewrites", "clarification", "clarifies"})
+#: Chinese markers (substrings of the new text): 更正 correction, 订正 corrected, 勘误 erratum, 更新 update
+CJK_MARKERS = ("更正", "订正", "勘误", "更新", "修正")
+
+NUMBER_WORDS = frozenset(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
+    "million billion trillion mln bln dozen 〇 零 一 二 三 四 五 六 七 八 九 十 百 千 万 亿 两".split())
+POLARITY_WORDS = frozenset(
+    "not no never nor neither none without cannot didn doesn isn wasn weren aren wouldn couldn shouldn hasn "
+    "haven hadn include includes included including exclude excludes excluded excluding rise rises rose risen "
+    "fall falls fell fallen up down higher lower increase increases increased decrease decreases decreased "
+    "gain gains gained loss losses lost profit profits surplus deficit above below approve approved approves "
+    "reject rejected rejects accept accepted accepts deny denied denies confirm confirmed confirms win won "
+    "lose guilty innocent acquitted convicted buy buys bought sell sells sold raise raised raises cut cuts "
+    "positive negative 不 没 未 无 非 否 增 减 升 降 涨 跌 盈 亏".split())
+#: words of reporter credits, copyright and subscription lines: a block with two is boilerplate
+BOILERPLATE_WORDS = frozenset(
+    "reporting editing writing copyright rights reserved disclaimer subscribe subscription newsletter "
+    "republication redistribution prohibited inbox alerts follow sign newsroom email www http https com "
+    "example desk 责任编辑 记者 摄".split())
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What :func:`detect` found. ``kinds``: ``marker``, ``figures``, ``negation``, ``words``,
+    ``added`` (in that order, those present); ``changed``: at most :data:`MAX_CHANGED` items,
+    ``"old -> new"``, ``"+new"`` or ``"-old"`` (a marker as itself)."""
+
+    revised: bool
+    kinds: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    typos: int = 0  # letter typos seen (noise evidence)
+
+
+@dataclass
+class _Found:
+    kinds: dict[str, None] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    pending: list[tuple[str, str]] = field(default_factory=list)  # typo-sized figure/negation changes
+    typos: int = 0
+
+    def add(self, kind: str, item: str) -> None:
+        self.kinds.setdefault(kind, None)
+        if len(self.changed) < MAX_CHANGED and item not in self.changed:
+            self.changed.append(item)
+
+
+def tokens(canonical: str) -> list[str]:
+    """Words, digit runs and single Han characters of a canonical text.
+
+    >>> tokens("q4 net 6 3 16 中国1998年")
+    ['q', '4', 'net', '6', '3', '16', '中', '国', '1998', '年']
+    """
+    return _TOKEN.findall(canonical)
+
+
+def _is_number(t: str) -> bool:
+    return t.isdigit() or t in NUMBER_WORDS
+
+
+def _within(s: str, t: str, k: int) -> bool:
+    """Whether the optimal string alignment distance of ``s`` and ``t`` (Levenshtein plus swaps
+    of adjacent characters, a common typo) is at most ``k``; DP in a band of width ``2k + 1``:
+    cells outside it cannot end at or under ``k``."""
+    if abs(len(s) - len(t)) > k:
+        return False
+    big = k + 1
+    before: list[int] = []
+    prev = [j if j <= k else big for j in range(len(t) + 1)]
+    for i in range(1, len(s) + 1):
+        lo, hi = max(1, i - k), min(len(t), i + k)
+        cur = [big] * (len(t) + 1)
+        if i <= k:
+            cur[0] = i
+        for j in range(lo, hi + 1):
+            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1]))
+            if i > 1 and j > 1 and s[i - 1] == t[j - 2] and s[i - 2] == t[j - 1]:
+                d = min(d, before[j - 2] + 1)
+            cur[j] = d
+        if min(cur[lo - 1:hi + 1]) > k:
+            return False
+        before, prev = prev, cur
+    return prev[len(t)] <= k
+
+
+#: letters OCR reads for digits: compared as those digits ("4OO" is a damaged "400")
+_OCR = str.maketrans("olizsb", "011258")
+
+
+def _typo_sized(old: list[str], new: list[str]) -> bool:
+    """Whether a block is within a few character edits of what it replaced (spaces ignored, so a
+    split or merged word and a letter inside a number count as the one edit they are)."""
+    s, t = "".join(old).translate(_OCR), "".join(new).translate(_OCR)
+    longest = max(len(s), len(t))
+    if longest > TYPO_MAX_CHARS:
+        return False
+    return _within(s, t, max(1, int(TYPO_SHARE * longest)))
+
+
+def _show(old: list[str], new: list[str]) -> str:
+    o, n = " ".join(old), " ".join(new)
+    return f"{o} -> {n}" if o and n else (f"+{n}" if n else f"-{o}")
+
+
+def _markers(old_head: list[str], new_head: list[str], added: list[str], new_head_text: str, old_text: str) -> list[str]:
+    found = [t for t in added if t in STRONG_MARKERS]
+    found += [t for t in new_head if t in HEAD_MARKERS and t not in old_head]
+    found += [m for m in CJK_MARKERS if m in new_head_text and m not in old_text]
+    return found
+
+
+def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
+    """A changed block in the headline region: only numbers and polarity words new to the text
+    count (a retitled copy drops headline words and words its headline from the body), and only
+    in a pair without noise."""
+    for t in new:
+        if (_is_number(t) or t in POLARITY_WORDS) and t not in a_set:
+            f.pending.append(("figures" if _is_number(t) else "negation", f"+{t}"))
+
+
+def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool) -> None:
+    """A changed block outside the headline region (see the module docstring)."""
+    if tail and "".join(old).startswith("".join(new)):
+        return  # a teaser: the later text stops earlier (perhaps inside a word)
+    if sum(t in BOILERPLATE_WORDS for t in new) >= 2:
+        return  # credits, copyright, subscription lines (their names and numbers are no news)
+    if "".join(old) == "".join(new):
+        f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
+        return
+    moved = lambda t: ca[t] == cb[t]  # noqa: E731 - same count in both texts: moved, not changed
+    figures = [t for t in (*old, *new) if _is_number(t) and not moved(t)]
+    polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t)]
+    fresh = [t for t in new if ca[t] == 0 and not t.isdigit() and (len(t) > 1 or not t.isascii())]
+    found = []
+    if figures:
+        found.append(("figures", _show([t for t in old if _is_number(t)], [t for t in new if _is_number(t)])))
+    if polarity:
+        found.append(("negation", _show([t for t in old if t in POLARITY_WORDS], [t for t in new if t in POLARITY_WORDS])))
+    if old and fresh and not found:
+        found.append(("words", _show(old[:4], new[:4])))
+    elif not old and len(fresh) >= 3 and not figures:
+        found.append(("added", f"+{' '.join(new[:6])}"))
+    if _typo_sized(old, new) and _noise_like(old, new, moved):
+        f.typos += 1
+    elif len(old) <= SMALL_BLOCK and len(new) <= SMALL_BLOCK or len(fresh) < 3 and not figures and not polarity:
+        f.pending += found  # material only in a pair without noise
+    else:
+        for kind, item in found:
+            f.add(kind, item)
+
+
+def _noise_like(old: list[str], new: list[str], moved) -> bool:
+    """Whether a typo-sized block is noise: it leaves no new number or polarity word ("proft"
+    for "profit"), or puts letters where digits were ("l987" for "1987")."""
+    sensitive = [t for t in (new or old) if (_is_number(t) or t in POLARITY_WORDS) and not moved(t)]
+    if not sensitive:
+        return True
+    letters = any(t.isalpha() and not _is_number(t) and t not in POLARITY_WORDS for t in new)
+    return letters and not any(t in POLARITY_WORDS for t in sensitive)
+
+
+def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int = HEAD_CHARS) -> Revision:
+    """Whether ``later`` revises ``earlier`` (both canonical texts of a pair the engine accepted),
+    and what changed. ``earlier_head``, ``later_head``: the headline regions' lengths in
+    characters (the canonical headline's length when the input has one)."""
+    ta, tb = tokens(earlier), tokens(later)
+    ca, cb = Counter(ta), Counter(tb)
+    head_a, head_b = _head_len(earlier, ta, earlier_head), _head_len(later, tb, later_head)
+    f = _Found()
+    ops = _opcodes(ta, tb)
+    added = [t for op, _, _, j1, j2 in ops if op != "equal" for t in tb[j1:j2]]
+    for m in _markers(ta[:head_a], tb[:head_b], added, later[:later_head], earlier):
+        f.add("marker", m)
+    a_set = set(ca)
+    for op, i1, i2, j1, j2 in ops:
+        if op == "equal":
+            continue
+        old, new = ta[i1:i2], tb[j1:j2]
+        if j1 < head_b:
+            cut_a, cut_b = max(0, head_a - i1), head_b - j1
+            if _typo_sized(old[:cut_a], new[:cut_b]) and _noise_like(old[:cut_a], new[:cut_b], lambda t: ca[t] == cb[t]):
+                f.typos += 1
+            else:
+                _head_block(f, new[:cut_b], a_set)
+            new = new[cut_b:]
+        if i1 < head_a:
+            old = old[head_a - i1:]  # headline words dropped: a retitle, not news
+        if not old and not new:
+            continue
+        _body_block(f, old, new, ca, cb, tail=j2 >= len(tb) - 1)
+    if f.typos == 0:
+        for kind, item in f.pending:
+            f.add(kind, item)
+    kinds = tuple(k for k in ("marker", "figures", "negation", "words", "added") if k in f.kinds)
+    return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
+
+
+def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """``SequenceMatcher`` opcodes of two token lists, the common head and tail cut off first
+    (a revision usually changes one place: the matcher then sees a few tokens, not the story)."""
+    n = min(len(ta), len(tb))
+    lo = 0
+    while lo < n and ta[lo] == tb[lo]:
+        lo += 1
+    hi = 0
+    while hi < n - lo and ta[len(ta) - 1 - hi] == tb[len(tb) - 1 - hi]:
+        hi += 1
+    ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
+    return [(op, i1 + lo, i2 + lo, j1 + lo, j2 + lo) for op, i1, i2, j1, j2 in ops]
+
+
+def _head_len(text: str, toks: list[str], head_chars: int) -> int:
+    """How many of ``toks`` start within the first ``head_chars`` characters of ``text``."""
+    head = tokens(text[:head_chars])
+    n = len(head)
+    if n and len(text) > head_chars and text[head_chars - 1:head_chars + 1].strip() == text[head_chars - 1:head_chars + 1]:
+        n -= 1  # the last head token is cut: it belongs to the body
+    return min(n, len(toks))
