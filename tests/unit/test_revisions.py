@@ -95,6 +95,7 @@ def test_changed_is_bounded() -> None:
     later += "\n" + DONOR
     r = judge(SOURCE, later)
     assert r.revised and len(r.changed) <= R.MAX_CHANGED
+    assert all(len(item) <= R.MAX_ITEM_CHARS for item in r.changed)
 
 
 def _osa(s: str, t: str) -> int:
@@ -125,3 +126,4 @@ def test_suite_edits_are_judged_as_labelled(kind: str) -> None:
         assert text is not None and text != SOURCE
         if kind != "noise 3%":  # a 3% noise copy of this short story is mostly noise: the suite measures it
             assert judge(SOURCE, text).revised == wanted, (kind, seed, judge(SOURCE, text))
+
