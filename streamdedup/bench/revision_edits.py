@@ -84,7 +84,7 @@ def corrected_one_word(title: str, body: str, donor: str, rng: random.Random) ->
     """A CORRECTED slug on the headline and one word of the body swapped for a donor's word."""
     words = [w for w in re.findall(r"\b[a-z]{4,}\b", donor) if w not in body]
     body = H.clean_body(body)
-    if not words:
+    if not words or "CORRECTED" in title:
         return None
     new = _body_sub(body, re.compile(r"\b[a-z]{4,}\b"), lambda m: rng.choice(words), rng)
     slug = rng.choice(["CORRECTED-", "(CORRECTED) - ", "CORRECTED - "])

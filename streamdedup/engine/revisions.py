@@ -53,6 +53,8 @@ HEAD_CHARS = 64
 TYPO_SHARE = 0.34
 #: blocks longer than this (characters) are never typos (keeps the edit distance cheap)
 TYPO_MAX_CHARS = 48
+#: character edits a headline takes as noise (a new slug or headline is more)
+HEAD_TYPO_EDITS = 3
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
 #: pair without letter typos (noise changes digits and short words as well as letters)
 SMALL_BLOCK = 4
@@ -155,14 +157,15 @@ def _within(s: str, t: str, k: int) -> bool:
 _OCR = str.maketrans("olizsb", "011258")
 
 
-def _typo_sized(old: list[str], new: list[str]) -> bool:
-    """Whether a block is within a few character edits of what it replaced (spaces ignored, so a
-    split or merged word and a letter inside a number count as the one edit they are)."""
+def _typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> bool:
+    """Whether a block is within a few character edits (at most ``cap``) of what it replaced
+    (spaces ignored, so a split or merged word and a letter inside a number count as the one
+    edit they are)."""
     s, t = "".join(old).translate(_OCR), "".join(new).translate(_OCR)
     longest = max(len(s), len(t))
     if longest > TYPO_MAX_CHARS:
         return False
-    return _within(s, t, max(1, int(TYPO_SHARE * longest)))
+    return _within(s, t, max(1, min(cap, int(TYPO_SHARE * longest))))
 
 
 def _show(old: list[str], new: list[str]) -> str:
@@ -237,26 +240,24 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     ca, cb = Counter(ta), Counter(tb)
     head_a, head_b = _head_len(earlier, ta, earlier_head), _head_len(later, tb, later_head)
     f = _Found()
-    ops = _opcodes(ta, tb)
-    added = [t for op, _, _, j1, j2 in ops if op != "equal" for t in tb[j1:j2]]
-    for m in _markers(ta[:head_a], tb[:head_b], added, later[:later_head], earlier):
+    moved = lambda t: ca[t] == cb[t]  # noqa: E731
+    old_head, new_head = ta[:head_a], tb[:head_b]
+    if old_head != new_head:
+        # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
+        if _typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and _noise_like(old_head, new_head, moved):
+            f.typos += 1
+        else:
+            _head_block(f, new_head, set(ca))
+    # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
+    # otherwise be matched with the lead
+    ops = [op for op in _opcodes(ta[head_a:], tb[head_b:], head_a, head_b) if op[0] != "equal"]
+    added = [t for t in new_head if t not in old_head] + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]
+    for m in _markers(old_head, new_head, added, later[:later_head], earlier):
         f.add("marker", m)
-    a_set = set(ca)
-    for op, i1, i2, j1, j2 in ops:
-        if op == "equal":
-            continue
+    for _, i1, i2, j1, j2 in ops:
         old, new = ta[i1:i2], tb[j1:j2]
-        if j1 < head_b:
-            cut_a, cut_b = max(0, head_a - i1), head_b - j1
-            if _typo_sized(old[:cut_a], new[:cut_b]) and _noise_like(old[:cut_a], new[:cut_b], lambda t: ca[t] == cb[t]):
-                f.typos += 1
-            else:
-                _head_block(f, new[:cut_b], a_set)
-            new = new[cut_b:]
-        if i1 < head_a:
-            old = old[head_a - i1:]  # headline words dropped: a retitle, not news
-        if not old and not new:
-            continue
+        if i1 == head_a and j1 == head_b and (set(old) <= set(new_head) and not new or set(new) <= set(old_head) and not old):
+            continue  # the first body words of one text are headline words of the other (a lost line break)
         _body_block(f, old, new, ca, cb, tail=j2 >= len(tb) - 1)
     if f.typos == 0:
         for kind, item in f.pending:
@@ -265,9 +266,15 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
 
 
-def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int]]:
-    """``SequenceMatcher`` opcodes of two token lists, the common head and tail cut off first
-    (a revision usually changes one place: the matcher then sees a few tokens, not the story)."""
+def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]]:
+    """``SequenceMatcher`` opcodes of two token lists (positions shifted by ``at_a``, ``at_b``:
+    where the lists start in their texts), the common head and tail cut off first: a revision
+    usually changes one place, and the matcher then sees a few tokens, not the story.
+
+    (A greedy walk that resumes after each block at the nearest two shared tokens was tried: it
+    halved the cost on noisy copies but paired far-apart tokens in dense noise, and 3% noise
+    copies kept as duplicates fell from 0.99 to 0.93-0.96 on the suite.)
+    """
     n = min(len(ta), len(tb))
     lo = 0
     while lo < n and ta[lo] == tb[lo]:
@@ -276,7 +283,7 @@ def _opcodes(ta: list[str], tb: list[str]) -> list[tuple[str, int, int, int, int
     while hi < n - lo and ta[len(ta) - 1 - hi] == tb[len(tb) - 1 - hi]:
         hi += 1
     ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
-    return [(op, i1 + lo, i2 + lo, j1 + lo, j2 + lo) for op, i1, i2, j1, j2 in ops]
+    return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
 
 
 def _head_len(text: str, toks: list[str], head_chars: int) -> int:
