@@ -7,7 +7,7 @@ not lose those. :func:`detect` tells the two apart on the two canonical texts th
 holds for exact evidence (lower-cased, punctuation folded to spaces, digits kept: "6-3/16"
 becomes ``6 3 16``, "2.5 billion" ``2 5 billion``).
 
-Method: both texts are split into tokens (words, digit runs, single Han characters). The
+Method: both texts are split into tokens (words, single Han characters, digits apart from Han). The
 headlines (the first ``earlier_head`` / ``later_head`` characters: the canonical headline's
 length when the caller knows it, else :data:`HEAD_CHARS`) are compared as sets, the bodies are
 aligned (``difflib.SequenceMatcher``, no junk heuristic), and every changed block is read:
@@ -68,7 +68,11 @@ HEAD_TYPO_EDITS = 3
 SMALL_BLOCK = 4
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(rf"\d+|[{_HAN}]|[^\W\d_{_HAN}]+")
+_TOKEN = re.compile(rf"[{_HAN}]|[^\s{_HAN}]+")
+_DIGITS = re.compile(r"\D")  # removes all but digits
+_NON_DIGITS = re.compile(r"\d")  # removes digits
+#: a number with an ordinal or plural suffix ("4th", "1980s"): still a figure
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|s)")
 
 #: markers that make a revision wherever they are new
 STRONG_MARKERS = frozenset({"corrected", "corrects", "correcting", "correction", "corrigendum"})
@@ -124,23 +128,31 @@ class _Found:
 
 
 def tokens(canonical: str) -> list[str]:
-    """Words, digit runs and single Han characters of a canonical text.
+    """The words of a canonical text, Han characters one by one (and split from digits).
+
+    A word that mixes letters and digits stays whole: in clean copy that is a figure with a
+    suffix ("4th") or a model name ("3b2"), in a noisy one a digit glued to a word ("board2") or
+    a letter read into a number ("l987"), which the typo rule then reads as one damaged word.
 
     >>> tokens("q4 net 6 3 16 中国1998年")
-    ['q', '4', 'net', '6', '3', '16', '中', '国', '1998', '年']
+    ['q4', 'net', '6', '3', '16', '中', '国', '1998', '年']
     """
     out: list[str] = []
     for w in canonical.split():
-        # most words are all ASCII letters or all digits: the regex only splits the others
-        if w.isdigit() or (w.isascii() and w.isalpha()):
+        if w.isascii():
             out.append(w)
         else:
             out += _TOKEN.findall(w)
     return out
 
 
+def _is_figure(t: str) -> bool:
+    """A number, or a word with digits in it ("iso9002", "b747")."""
+    return _is_number(t) or not t.isalpha() and any(c.isdigit() for c in t)
+
+
 def _is_number(t: str) -> bool:
-    return t.isdigit() or t in NUMBER_WORDS
+    return t.isdigit() or t in NUMBER_WORDS or (t[0].isdigit() and _ORDINAL.fullmatch(t) is not None)
 
 
 def _within(s: str, t: str, k: int) -> bool:
@@ -214,12 +226,12 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
         return
     moved = lambda t: ca[t] == cb[t]  # noqa: E731 - same count in both texts: moved, not changed
-    figures = [t for t in (*old, *new) if _is_number(t) and not moved(t)]
+    figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t)]
     polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t)]
     fresh = [t for t in new if ca[t] == 0 and not t.isdigit() and (len(t) > 1 or not t.isascii())]
     found = []
     if figures:
-        found.append(("figures", _show([t for t in old if _is_number(t)], [t for t in new if _is_number(t)])))
+        found.append(("figures", _show([t for t in old if _is_figure(t)], [t for t in new if _is_figure(t)])))
     if polarity:
         found.append(("negation", _show([t for t in old if t in POLARITY_WORDS], [t for t in new if t in POLARITY_WORDS])))
     if old and fresh and not found:
@@ -236,13 +248,20 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
 
 
 def _noise_like(old: list[str], new: list[str], moved) -> bool:
-    """Whether a typo-sized block is noise: it leaves no new number or polarity word ("proft"
-    for "profit"), or puts letters where digits were ("l987" for "1987")."""
-    sensitive = [t for t in (new or old) if (_is_number(t) or t in POLARITY_WORDS) and not moved(t)]
-    if not sensitive:
+    """Whether a typo-sized block is noise: not when it brings a polarity word in (includes ->
+    excludes) or takes one out, nor when only digits changed ("600" -> "500", "4th" -> "5th",
+    "iso9002" -> "iso9302", a digit added or dropped); yes when letters changed ("proft" for
+    "profit") or digits and letters mixed anew ("board2" for "board", "l987" for "1987")."""
+    if any(t in POLARITY_WORDS and not moved(t) for t in (new or old)):
+        return False
+    s, t = "".join(old), "".join(new)
+    digits_s, digits_t = _DIGITS.sub("", s), _DIGITS.sub("", t)
+    letters_s, letters_t = _NON_DIGITS.sub("", s), _NON_DIGITS.sub("", t)
+    if letters_s != letters_t:
         return True
-    letters = any(t.isalpha() and not _is_number(t) and t not in POLARITY_WORDS for t in new)
-    return letters and not any(t in POLARITY_WORDS for t in sensitive)
+    if letters_s and not (digits_s and digits_t):
+        return True  # digits glued to a word, or gone from one
+    return digits_s == digits_t
 
 
 def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int = HEAD_CHARS) -> Revision:
