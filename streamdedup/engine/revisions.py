@@ -292,7 +292,8 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         old, new = ta[i1:i2], tb[j1:j2]
         if i1 == head_a and j1 == head_b and (set(old) <= set(new_head) and not new or set(new) <= set(old_head) and not old):
             continue  # the first body words of one text are headline words of the other (a lost line break)
-        _body_block(f, old, new, ca, cb, tail=j2 >= len(tb) - 1)
+        # a teaser ends the later text, perhaps with a word fragment the matcher pairs elsewhere
+        _body_block(f, old, new, ca, cb, tail=j2 == len(tb) or j2 == len(tb) - 1 and len(tb[-1]) <= 3)
     if f.typos == 0:
         for kind, item in f.pending:
             f.add(kind, item)

@@ -43,6 +43,7 @@ def body(text: str) -> str:
     (body(BODY.replace("45.2 mln", "42.5 mln")), "figures", "45 2 -> 42 5"),
     (body(BODY.replace("will build", "will not build")), "negation", "+not"),
     (body(BODY.replace("were above", "were below")), "negation", "above -> below"),
+    (SOURCE + "\nIt said it would not sell.", "added", None),
     (body(BODY.replace("John Smith", "John Okafor")), "words", "smith -> okafor"),
     ("CORRECTED-" + SOURCE.replace("Ohio", "Iowa"), "marker", "corrected"),
     ("UPDATE 2-" + SOURCE, "marker", "update"),
@@ -66,6 +67,11 @@ def test_revisions_are_recognised(later: str, kind: str, item: str | None) -> No
 ])
 def test_cosmetic_copies_are_not_revisions(later: str) -> None:
     assert not judge(SOURCE, later).revised
+
+
+def test_a_negation_dropped_before_the_last_words_is_no_teaser() -> None:
+    earlier = SOURCE + "\nColombia will not attend.\n Reuter"
+    assert judge(earlier, SOURCE + "\nColombia will attend.").kinds == ("negation",)
 
 
 def test_moved_paragraphs_change_nothing() -> None:
