@@ -222,8 +222,14 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
     ``hard_negatives`` is not used), with a stage-by-stage diagnosis of every missed copy;
     ``stories`` limits it to the first that many stories of the corpus (quick checks, tests).
     "zh", "ja", "th": the Chinese, Japanese and Thai suites of :mod:`.lang_suite` (as "hard", on
-    character n-grams; datasketch on character 3-grams).
+    character n-grams; datasketch on character 3-grams). "revisions": revisions and cosmetic
+    copies, and whether the revision test tells them apart (:mod:`.revision_suite`, its own result
+    layout).
     """
+    if suite == "revisions":
+        from streamdedup.bench import revision_suite
+
+        return revision_suite.run(cfg, per_kind, seed, stories)
     lang = suite in LANG_SUITES
     truth_sets = None
     if suite == "hard":
@@ -238,7 +244,8 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
     elif suite == "standard" and stories is None:
         stream = build_stream(per_kind, hard_negatives, seed)
     else:
-        raise ValueError(f"suite must be 'standard', 'hard' or one of {LANG_SUITES} (stories not with 'standard'), got {suite!r}")
+        raise ValueError(f"suite must be 'standard', 'hard', 'revisions' or one of {LANG_SUITES} (stories not with 'standard'), "
+                         f"got {suite!r}")
     w = cfg.fingerprint.shingle.size
     window_ms = int(cfg.engine.window_hours * 3_600_000)
     natural_truth(stream, w, window_ms, truth_sets)

@@ -50,3 +50,23 @@ def _print_misses(console, res: dict) -> None:
     for kind, fps in sorted(res["false_positives_per_kind"].items()):
         for fp in fps:
             console.print(f"  false positive ({kind}): {fp}")
+
+
+def print_revisions(console, res: dict) -> None:
+    """``--suite revisions``: per kind, the share the engine links and, among those, the share the
+    revision test reads as its label; then Reuters' own corrections."""
+    console.print(f"revisions suite, seed {res['seed']}: Reuters stream {res['reuters_stream']:,} docs, "
+                  f"People's Daily stream {res['zh_stream']:,} docs")
+    table = Table("kind", "type", "n", "linked by the engine", "as labelled (linked pairs)", "as labelled (pair alone)")
+    for kind, k in res["kinds"].items():
+        table.add_row(kind, k["type"], str(k["n"]), f"{k['linked']:.3f}", f"{k['as_wanted']:.3f}", f"{k['pair_as_wanted']:.3f}")
+    console.print(table)
+    console.print("as labelled: a revision read as a revision, a cosmetic copy kept as a duplicate")
+    cost = res["cost_us_per_linked_pair"]
+    console.print("revision test per linked pair: " + ", ".join(f"{name} {us:.0f} us" for name, us in cost.items()))
+    corrected = Table("Reuters CORRECTED story", "engine today", "matched", "revision test", "changed")
+    for row in res["corrected_stories"]:
+        verdict = "-" if "revision" not in row else ("revision: " + ", ".join(row["kinds"])) if row["revision"] else "copy"
+        corrected.add_row(f"{row['id']} {row['headline']}", row["engine"], row["matched"] or "-", verdict,
+                          "; ".join(row.get("changed", ()))[:80])
+    console.print(corrected)

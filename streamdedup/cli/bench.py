@@ -100,11 +100,13 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
 
 @bench.command("accuracy")
 @config_option
-@click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th"]), default="standard", show_default=True,
+@click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th", "revisions"]), default="standard",
+              show_default=True,
               help="standard: eight edit kinds and shared-footer negatives; hard: character noise 0.5-3%, short teasers, "
                    "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives; "
                    "zh: People's Daily 1998 with character noise, teasers, new headlines, Traditional script and near misses, "
-                   "ja/th: the same kinds on the UDHR, datasketch on character 3-grams")
+                   "ja/th: the same kinds on the UDHR, datasketch on character 3-grams; "
+                   "revisions: corrections and updates vs cosmetic copies (Reuters, People's Daily), and Reuters' CORRECTED stories")
 @click.option("--per-kind", type=click.IntRange(1, 5000), default=None,
               help="synthetic copies per edit kind (hard, zh, ja, th: also negatives per kind)  "
                    "[default: 150 standard, 200 hard, 100 zh, 6 ja/th]")
@@ -123,21 +125,21 @@ def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, ha
         raise click.UsageError(f"--hard-negatives is for the standard suite; the {suite} suite makes --per-kind of each negative kind")
     if suite == "standard" and stories is not None:
         raise click.UsageError("--stories is not for the standard suite; its figures are on the whole corpus")
-    if not no_datasketch:
+    if not no_datasketch and suite != "revisions":
         _require_baselines("accuracy", "datasketch")
-    if suite != "standard":
+    if suite not in ("standard", "revisions"):
         _require_baselines(f"accuracy --suite {suite}", "rapidfuzz", *(("opencc",) if suite == "zh" else ()))
     cfg = get_config(config_path)
-    default_per_kind = {"standard": 150, "hard": 200, "zh": 100}.get(suite, 6)
+    default_per_kind = {"standard": 150, "hard": 200, "zh": 100, "revisions": 100}.get(suite, 6)
     res = run_accuracy(cfg, per_kind=per_kind or default_per_kind,
                        hard_negatives=300 if hard_negatives is None else hard_negatives, seed=seed,
                        with_datasketch=not no_datasketch, suite=suite, stories=stories)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
         return
-    from streamdedup.cli._accuracy_report import print_accuracy
+    from streamdedup.cli._accuracy_report import print_accuracy, print_revisions
 
-    print_accuracy(make_console(), res)
+    (print_revisions if suite == "revisions" else print_accuracy)(make_console(), res)
 
 
 @bench.command("engine")

@@ -112,6 +112,19 @@ def test_bench_accuracy_zh_suite_runs_through_the_command(kernels_cached) -> Non
         assert set(scores["flagged_per_negative_kind"]) == {*related_negatives("zh"), FOOTER_NEGATIVE}
 
 
+def test_bench_accuracy_revisions_suite_runs_through_the_command(kernels_cached) -> None:
+    """A small real run of the revisions suite (issue 31): every kind has a row, and the table of
+    Reuters' CORRECTED stories is there."""
+    from streamdedup.bench.revision_edits import COSMETIC_KINDS, REVISION_KINDS
+    from streamdedup.bench.revision_suite import ZH_KINDS
+
+    result = _invoke(["bench", "accuracy", "--suite", "revisions", "--per-kind", "3", "--stories", "3000"])
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip() for line in result.stdout.splitlines() if line.count("│") > 3}
+    assert {*REVISION_KINDS, *COSMETIC_KINDS, *ZH_KINDS} <= rows
+    assert "Reuters CORRECTED story" in result.stdout and "r505" in result.stdout
+
+
 def test_bench_decider_decides_every_record(kernels_cached) -> None:
     """A small real run: every record of the stream is decided once per round, at some rate."""
     import json

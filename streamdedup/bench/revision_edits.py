@@ -1,0 +1,163 @@
+"""Revisions and cosmetic copies for ``streamdedup bench accuracy --suite revisions`` (issue 31).
+
+Every generator takes a story's title and body, a donor story's body and a seeded
+``random.Random``, and returns the new text, or None when the story does not suit the edit (the
+harness then picks another story). Revisions change what the story says; cosmetic copies change
+how it looks. Both are placed after their source in the stream, so the engine links most of them
+to it; :func:`streamdedup.engine.revisions.detect` must then tell them apart.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+from streamdedup.bench import hard_edits as H
+from streamdedup.bench import synthetic as S
+
+#: a figure in wire copy: "600", "2.5", "1,234" (not inside a word such as "4th" or "3b2")
+_FIGURE = re.compile(r"(?<![\w.,])\d+(?:[.,]\d+)?(?![\w])")
+_AUX = re.compile(r"\b(is|was|will|would|has|had|did|does|could|can|should|are|were|may)\b(?! not\b)")
+_NOT = re.compile(r" not\b")
+ANTONYMS = (("rose", "fell"), ("higher", "lower"), ("increase", "decrease"), ("profit", "loss"), ("up", "down"),
+            ("includes", "excludes"), ("above", "below"), ("gain", "loss"), ("raised", "cut"), ("approved", "rejected"))
+SURNAMES = ("Okafor", "Lindqvist", "Haddad", "Moreau", "Takahashi", "Kowalski", "Ferreira", "Nakamura", "Brennan")
+_CAPITAL = re.compile(r"(?<=[a-z,] )[A-Z][a-z]{3,}\b")
+
+
+def _figure(match: re.Match, rng: random.Random) -> str:
+    """Another value for a figure: one digit changed, or the value scaled."""
+    old = match.group(0)
+    digits = [i for i, c in enumerate(old) if c.isdigit()]
+    if rng.random() < 0.5:
+        i = rng.choice(digits)
+        new = old[:i] + rng.choice([d for d in "0123456789" if d != old[i] and (i or d != "0")]) + old[i + 1:]
+        return new
+    value = float(old.replace(",", ""))
+    scaled = value * rng.choice((0.5, 0.8, 1.25, 1.5, 2, 3))
+    return f"{scaled:.1f}" if "." in old else str(max(1, round(scaled)) + (round(scaled) == value))
+
+
+def _body_sub(body: str, pattern: re.Pattern, make, rng: random.Random) -> str | None:
+    """``body`` with one random match of ``pattern`` replaced by ``make(match)`` (None if none)."""
+    matches = list(pattern.finditer(body))
+    if not matches:
+        return None
+    m = rng.choice(matches)
+    new = make(m)
+    return None if new == m.group(0) else body[:m.start()] + new + body[m.end():]
+
+
+def number_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    body = H.clean_body(body)
+    new = _body_sub(body, _FIGURE, lambda m: _figure(m, rng), rng)
+    return None if new is None else f"{title}\n{new}"
+
+
+def negation_flipped(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """"not" added after an auxiliary, an existing "not" dropped, or a word swapped for its antonym."""
+    body = H.clean_body(body)
+    options = []
+    if _AUX.search(body):
+        options.append(lambda: _body_sub(body, _AUX, lambda m: m.group(0) + " not", rng))
+    if _NOT.search(body):
+        options.append(lambda: _body_sub(body, _NOT, lambda m: "", rng))
+    pairs = [(a, b) for x, y in ANTONYMS for a, b in ((x, y), (y, x)) if re.search(rf"\b{a}\b", body)]
+    if pairs:
+        a, b = rng.choice(pairs)
+        options.append(lambda: _body_sub(body, re.compile(rf"\b{a}\b"), lambda m: b, rng))
+    if not options:
+        return None
+    new = rng.choice(options)()
+    return None if new is None else f"{title}\n{new}"
+
+
+def name_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """One capitalised word inside a sentence (a name) becomes another name."""
+    body = H.clean_body(body)
+    fresh = [s for s in SURNAMES if s.lower() not in body.lower()]
+    new = _body_sub(body, _CAPITAL, lambda m: rng.choice(fresh), rng)
+    return None if new is None else f"{title}\n{new}"
+
+
+def corrected_one_word(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A CORRECTED slug on the headline and one word of the body swapped for a donor's word."""
+    words = [w for w in re.findall(r"\b[a-z]{4,}\b", donor) if w not in body]
+    body = H.clean_body(body)
+    if not words or "CORRECTED" in title:
+        return None
+    new = _body_sub(body, re.compile(r"\b[a-z]{4,}\b"), lambda m: rng.choice(words), rng)
+    slug = rng.choice(["CORRECTED-", "(CORRECTED) - ", "CORRECTED - "])
+    return None if new is None else f"{slug}{title}\n{new}"
+
+
+def update_paragraph(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A new paragraph with new figures (a donor sentence of 8-40 words carrying a number the
+    story lacks), after the lead or at the end: a live update."""
+    fits = [s for s in H.sentences(donor) if 8 <= len(s.split()) <= 40
+            and any(m.group(0) not in body for m in _FIGURE.finditer(s))]
+    paras = S._paragraphs(H.clean_body(body))
+    if not fits:
+        return None
+    at = rng.choice((1, len(paras)))
+    paras.insert(at, rng.choice(fits))
+    return f"{title}\n" + "\n    ".join(paras)
+
+
+#: footers a story is resent under (credits and a contact line; their names and numbers are no news)
+def _footer(rng: random.Random) -> str:
+    if rng.random() < 0.5:
+        return rng.choice(S.BOILERPLATES)
+    return (f"(Reporting by {rng.choice(H.NAMES)}; Editing by {rng.choice(H.NAMES)})\n"
+            f"(({rng.choice(['newsroom', 'desk', 'markets'])}@wire.example; +44 20 7542 {rng.randint(1000, 9999)}))")
+
+
+def footer(title: str, body: str, donor: str, rng: random.Random) -> str:
+    return f"{title}\n{H.clean_body(body)}\n{_footer(rng)}"
+
+
+def retitled(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A new headline made of the lead's first words (no new facts), without wire markers."""
+    sents = H.sentences(body)
+    if not sents:
+        return None
+    lead = sents[0].split()
+    return " ".join(lead[:rng.randint(5, 9)]).upper().rstrip(".,") + "\n" + H.clean_body(body)
+
+
+#: kind -> generator; the first five are revisions, the rest cosmetic copies
+REVISION_KINDS = {
+    "number changed": number_changed,
+    "negation flipped": negation_flipped,
+    "name changed": name_changed,
+    "corrected slug + one word": corrected_one_word,
+    "update paragraph with figures": update_paragraph,
+}
+COSMETIC_KINDS = {
+    "typos": S.typos,
+    "noise 1%": lambda t, b, d, rng: H.char_noise(f"{t}\n{b}", 0.01, rng),
+    "noise 3%": lambda t, b, d, rng: H.char_noise(f"{t}\n{b}", 0.03, rng),
+    "reformatted": S.reformatted,
+    "hyphenated wraps": lambda t, b, d, rng: H.hyphen_wrapped(t, b, rng),
+    "footer": footer,
+    "retitled": retitled,
+    "teaser": S.teaser,
+    "teaser 1 sentence": lambda t, b, d, rng: H.teaser(t, b, 1),
+}
+
+_FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
+
+
+def zh_figures_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A People's Daily story with one figure changed (full-width digits stay full-width)."""
+    plain = body.translate(str.maketrans("０１２３４５６７８９", "0123456789"))
+    runs = list(re.finditer(r"\d+", plain))
+    if not runs:
+        return None
+    m = rng.choice(runs)
+    new = _figure(m, rng)
+    if new == m.group(0):
+        return None
+    if not body[m.start()].isascii():
+        new = new.translate(_FULL_WIDTH)
+    return f"{title}\n{body[:m.start()]}{new}{body[m.end():]}"

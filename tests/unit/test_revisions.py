@@ -1,0 +1,135 @@
+"""The revision test (issue 31): revisions of a story are told from cosmetic copies of it."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from streamdedup.bench import revision_edits as E
+from streamdedup.bench.revision_suite import headline_chars
+from streamdedup.engine import revisions as R
+from streamdedup.text.canonical import canonicalize
+
+TITLE = "ACME <ACM> SAYS FIRST QUARTER PROFIT ROSE"
+BODY = (
+    "Acme Corp said its first quarter net profit rose 12 pct to 45.2 mln dlrs, helped by\n"
+    "strong demand for its industrial pumps in the U.S. and Europe.\n"
+    "    \"We expect the second quarter to be as strong,\" chairman John Smith told\n"
+    "reporters. The company's shares rose 1.5 dlrs to 38 dlrs in early trading on the\n"
+    "New York Stock Exchange.\n"
+    "    Acme Inc. also said it will build a new plant in Ohio at a cost of 120 mln dlrs,\n"
+    "which will employ about 400 people when it opens in 1989.\n"
+    "    Analysts said the results were above expectations, citing cost cuts and a\n"
+    "weaker dollar that made the company's exports cheaper abroad.\n"
+)
+DONOR = ("Shares of Beta Industries fell 2.75 dlrs to 61 dlrs after the company said second quarter sales "
+         "would be about 310 mln dlrs, below analysts' forecasts. The company employs 5,600 people.")
+SOURCE = f"{TITLE}\n{BODY}"
+
+
+def judge(earlier: str, later: str) -> R.Revision:
+    return R.detect(canonicalize(earlier), canonicalize(later), headline_chars(earlier), headline_chars(later))
+
+
+def body(text: str) -> str:
+    return f"{TITLE}\n{text}"
+
+
+@pytest.mark.parametrize(("later", "kind", "item"), [
+    (body(BODY.replace("400 people", "600 people")), "figures", "400 -> 600"),
+    (body(BODY.replace("45.2 mln", "42.5 mln")), "figures", "45 2 -> 42 5"),
+    (body(BODY.replace("will build", "will not build")), "negation", "+not"),
+    (body(BODY.replace("were above", "were below")), "negation", "above -> below"),
+    (SOURCE + "\nIt said it would not sell.", "added", None),
+    (body(BODY.replace("John Smith", "John Okafor")), "words", "smith -> okafor"),
+    ("CORRECTED-" + SOURCE.replace("Ohio", "Iowa"), "marker", "corrected"),
+    ("UPDATE 2-" + SOURCE, "marker", "update"),
+    (SOURCE + "\nThe company later said it expects 1988 sales of 2.1 billion dlrs.", "figures", None),
+])
+def test_revisions_are_recognised(later: str, kind: str, item: str | None) -> None:
+    r = judge(SOURCE, later)
+    assert r.revised and kind in r.kinds
+    assert item is None or item in r.changed
+
+
+@pytest.mark.parametrize("later", [
+    SOURCE.replace("industrial", "industrail").replace("expectations", "expectatons"),  # typos
+    SOURCE.replace("first quarter net", "first quarter nte").replace("400", "4OO"),  # OCR letters in a number
+    SOURCE.replace("Acme Corp said", "Acme Corp sa id"),  # a word split
+    SOURCE + "\n(Reporting by Anna Keller; Editing by Tom Becker)\n((newsroom@wire.example; +44 20 7542 1234))",
+    "ACME PROFIT ROSE 12 PCT IN FIRST QUARTER\n" + BODY,  # retitled from the lead
+    SOURCE[:SOURCE.index("The company's shares")],  # a teaser
+    SOURCE[:SOURCE.index("The company's shares") + 9],  # a teaser cut inside a word
+    "<h1>" + TITLE + "</h1>\n<p>" + BODY.upper() + "</p>",  # reformatted
+])
+def test_cosmetic_copies_are_not_revisions(later: str) -> None:
+    assert not judge(SOURCE, later).revised
+
+
+def test_a_negation_dropped_before_the_last_words_is_no_teaser() -> None:
+    earlier = SOURCE + "\nColombia will not attend.\n Reuter"
+    assert judge(earlier, SOURCE + "\nColombia will attend.").kinds == ("negation",)
+
+
+def test_moved_paragraphs_change_nothing() -> None:
+    paras = BODY.split("\n    ")
+    assert not judge(SOURCE, body("\n    ".join([paras[0], paras[2], paras[1], *paras[3:]]))).revised
+
+
+def test_one_digit_in_a_noisy_copy_reads_as_noise() -> None:
+    """The stated limit: a typo-sized figure change in a pair with letter typos is noise, unless
+    a marker says otherwise."""
+    noisy = SOURCE.replace("industrial", "indusrial").replace("400 people", "406 people")
+    assert not judge(SOURCE, noisy).revised
+    assert judge(SOURCE, "CORRECTED-" + noisy).revised
+
+
+def test_chinese_figures_and_markers() -> None:
+    earlier = "安徽合肥\n元旦来临，安徽省合肥市长江路悬挂起３３００盏大红灯笼，为节日营造出欢乐祥和气氛。"
+    assert judge(earlier, earlier.replace("３３００", "３５００")).changed == ("3300 -> 3500",)
+    assert judge(earlier, earlier.replace("安徽合肥", "安徽合肥（更正）")).kinds == ("marker",)
+    assert not judge(earlier, earlier.replace("红灯笼", "红灯龙")).revised
+
+
+def test_changed_is_bounded() -> None:
+    later = SOURCE
+    for n in ("12", "45", "1", "5", "38", "120", "400", "1989"):
+        later = later.replace(f" {n} ", f" {n}0 ").replace(f" {n}.", f" {n}0.")
+    later += "\n" + DONOR
+    r = judge(SOURCE, later)
+    assert r.revised and len(r.changed) <= R.MAX_CHANGED
+    assert all(len(item) <= R.MAX_ITEM_CHARS for item in r.changed)
+
+
+def _osa(s: str, t: str) -> int:
+    """Optimal string alignment distance, the full table (the reference of the banded one)."""
+    d = [[i + j if i * j == 0 else 0 for j in range(len(t) + 1)] for i in range(len(s) + 1)]
+    for i in range(1, len(s) + 1):
+        for j in range(1, len(t) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (s[i - 1] != t[j - 1]))
+            if i > 1 and j > 1 and s[i - 1] == t[j - 2] and s[i - 2] == t[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(s)][len(t)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text("abc1 ", max_size=12), st.text("abc1 ", max_size=12), st.integers(0, 4))
+def test_banded_distance_matches_the_full_one(s: str, t: str, k: int) -> None:
+    assert R._within(s, t, k) == (_osa(s, t) <= k)
+
+
+@pytest.mark.parametrize("kind", [*E.REVISION_KINDS, *E.COSMETIC_KINDS])
+def test_suite_edits_are_judged_as_labelled(kind: str) -> None:
+    """Every generator of the suite changes the story, and the test reads its result as its label
+    (on this one story, over a few seeds; the suite measures the shares on the corpus)."""
+    edit = {**E.REVISION_KINDS, **E.COSMETIC_KINDS}[kind]
+    wanted = kind in E.REVISION_KINDS
+    for seed in range(5):
+        text = edit(TITLE, BODY, DONOR, random.Random(seed))
+        assert text is not None and text != SOURCE
+        if kind != "noise 3%":  # a 3% noise copy of this short story is mostly noise: the suite measures it
+            assert judge(SOURCE, text).revised == wanted, (kind, seed, judge(SOURCE, text))
+
