@@ -108,7 +108,7 @@ warm-up: $(STAMP)
 # Numba caches are keyed by each kernel's own file: after editing a kernel that others inline,
 # remove them (a fresh clone or install has none).
 clean-cache:
-	find streamdedup -name '*.nbi' -delete -o -name '*.nbc' -delete
+	find streamdedup -name '*.nbi' -delete -o -name '*.nbc' -delete -o -name 'unicode-tables-*.npz' -delete
 
 clean: clean-cache
 	rm -rf $(VENV) .venv-$(OLDEST) build *.egg-info

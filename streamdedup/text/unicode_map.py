@@ -12,8 +12,9 @@ Python. Done in Python, NFKC and the regular expressions made Chinese text ~7x s
 than ASCII text; the kernel reads the tables at the lead byte of each multi-byte character.
 
 Tables cover code points below :data:`~streamdedup.text.scripts.TABLE_SIZE`; a text with a code
-point above is unsafe (Python's path). They are built on first use (~0.2 s), once per process
-and canonical configuration.
+point above is unsafe (Python's path). They are built on first use (~0.5 s) once per
+installation and canonical configuration, and loaded from the disk after that
+(:mod:`~streamdedup.text.table_cache`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from streamdedup.text.charclass import HAN, KANA, KANA_RANGES, NON_WORD
 from streamdedup.text.fold import traditional_chars
 from streamdedup.text.scripts import TABLE_SIZE
+from streamdedup.text.table_cache import load_or_build
 
 #: ``first_ccc`` value of a character whose text goes through Python: it may compose with the
 #: one before it, or its canonical form is longer than it
@@ -66,10 +68,11 @@ _BUILT: dict[tuple[bool, bool, bool, bool], UnicodeTables] = {}
 def tables(nfkc: bool, casefold: bool, punctuation_to_space: bool, fold: bool = False) -> UnicodeTables:
     """Each character's canonical form under these settings (the same steps as
     ``canonical._canonical_unicode``, on one character, spaces not yet collapsed; ``fold``:
-    Traditional Chinese is folded, in Python before the kernel). Built once per process (~0.4 s)."""
+    Traditional Chinese is folded, in Python before the kernel). Made once per process: loaded
+    from the disk cache, or built (~0.5 s) and saved there."""
     key = (nfkc, casefold, punctuation_to_space, fold)
     if key not in _BUILT:
-        _BUILT[key] = _build(*key)
+        _BUILT[key] = UnicodeTables(*load_or_build(key, UnicodeTables._fields, lambda: _build(*key)))
     return _BUILT[key]
 
 

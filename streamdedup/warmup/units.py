@@ -98,14 +98,18 @@ def _scan_values(cfg: Config) -> None:
 def _fingerprint(cfg: Config) -> None:
     from streamdedup import _kernels as K
     from streamdedup.sketch.fingerprint import _NO_TABLES, Fingerprinter
+    from streamdedup.text.unicode_map import tables
 
     Fingerprinter(cfg.fingerprint).fingerprint_batch([_STORY, _STORY + " again"])
-    # the pre-scan of non-ASCII batches, compiled for the tables' types without building them
-    # (~0.5 s, and this may be a worker process: the tables would not outlive it)
+    # the pre-scan of non-ASCII batches, compiled for the tables' types
     raw = K.readonly(np.frombuffer("Zürich".encode("utf-8"), dtype=np.uint8))
     t = _NO_TABLES
     K.fingerprint.unicode_scan(raw, K.readonly(np.array([0, raw.shape[0]])), t.first_ccc, t.last_ccc, t.fold_bits,
                                np.zeros(1, np.uint8))
+    # the Unicode tables of this configuration, into their disk cache beside the kernels' (~0.5 s
+    # once: a run's first non-ASCII story then loads them in milliseconds)
+    c = cfg.fingerprint.canonical
+    tables(c.nfkc, c.casefold, c.punctuation_to_space, c.fold_traditional != "off")
 
 
 def _engine(cfg: Config, restore: bool = False) -> None:

@@ -55,3 +55,43 @@ def test_chinese_punctuation_and_full_width_forms() -> None:
     text = "新华社北京１月１日电（记者 张三）国家主席：“ＡＢＣ”。"
     b = FP.fingerprint_batch([text])
     assert b.canonical[0].decode() == "新华社北京1月1日电 记者 张三 国家主席 abc"
+
+
+def _same(a, b) -> bool:
+    import numpy as np
+
+    return all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(a, b))
+
+
+def test_tables_come_from_the_disk_cache_equal_to_a_build(tmp_path, monkeypatch) -> None:
+    """Built once and saved beside the kernel cache; a new process (here: a cleared memo) loads
+    the file (milliseconds, not ~0.5 s) and gets the same arrays, read-only; a file cut short
+    is rebuilt over; other settings are another file; an unwritable directory costs the build."""
+    import time
+
+    from streamdedup.text import table_cache, unicode_map
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(unicode_map, "_BUILT", {})
+    key = (True, True, True, False)
+    built = unicode_map.tables(*key)
+    files = list((tmp_path / "cache" / "streamdedup-text").glob("unicode-tables-*.npz"))
+    assert len(files) == 1
+    unicode_map._BUILT.clear()
+    t0 = time.perf_counter()
+    loaded = unicode_map.tables(*key)
+    assert time.perf_counter() - t0 < 0.2  # a build takes ~0.5 s
+    assert _same(loaded, built) and _same(loaded, unicode_map._build(*key))
+    assert not any(a.flags.writeable for a in loaded)
+    files[0].write_bytes(files[0].read_bytes()[:100])  # cut short (a crash mid-write elsewhere)
+    unicode_map._BUILT.clear()
+    assert _same(unicode_map.tables(*key), built)
+    assert files[0].stat().st_size > 1000  # written again whole
+    other = (True, False, True, False)
+    assert table_cache.digest(other) != table_cache.digest(key)
+    assert _same(unicode_map.tables(*other), unicode_map._build(*other))
+    locked = tmp_path / "locked"
+    locked.write_text("a file where the directory would be")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(locked))
+    unicode_map._BUILT.clear()
+    assert _same(unicode_map.tables(*key), built)
