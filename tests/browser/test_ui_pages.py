@@ -131,7 +131,7 @@ def test_records_with_scripts_are_shown_as_text(page, site) -> None:
     assert XSS_TAIL in page.locator(".copy").inner_text()
     page.goto(site + "/?id=" + XSS_ID.replace("<", "%3C").replace(">", "%3E").replace("=", "%3D"))
     assert page.locator("#decisions a.copy").all_inner_texts() == [XSS_ID]
-    for url in ("/", "/pair?p=0&o=4", "/clusters"):
+    for url in ("/", "/pair?p=0&o=4", "/clusters", "/overview"):
         page.goto(site + url)
         assert page.evaluate("window.__xss") is None, url
         assert page.locator("script").count() == 1 and page.locator("img").count() == 0 and page.locator("main b:text('not bold')").count() == 0
