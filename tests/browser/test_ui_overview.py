@@ -29,9 +29,9 @@ def run(tmp_path_factory):
 def test_the_overview_of_a_run_without_record_times(page, run) -> None:
     inp, out, records = run
     with serve_file_run(inp, out) as site:
-        page.goto(site + "/")
+        page.goto(site + "/clusters")
         follow(page, "nav >> text=Overview")
-        assert page.url.endswith("/overview")
+        assert page.url == site + "/"  # the first page
         assert page.locator('.n[data-status="duplicate"]').inner_text() == "5"
         assert page.locator("#overall-rate").inner_text() == f"{5 / len(records):.1%}"
         assert "input.time_field" in page.locator("#rate-missing").inner_text()
@@ -40,9 +40,11 @@ def test_the_overview_of_a_run_without_record_times(page, run) -> None:
         # one bar per root, each a link to its copies; the thresholds drawn on the Jaccard histogram
         assert page.locator("#top-clusters svg a").count() == 5
         assert "jaccard_threshold 0.55" in page.locator("#similarity svg").first.inner_html()
-        follow(page, '#relations svg a[href="/?relation=near_duplicate"]')
+        follow(page, '#relations svg a[href="/duplicates?relation=near_duplicate"]')
         assert page.locator("#decisions a.copy").count() == 2  # a page of two (serve_file_run's page size)
-        assert page.goto(site + "/overview?window=7").status == 400
+        assert page.goto(site + "/?window=7").status == 400
+        page.goto(site + "/?id=s4")  # a link from when the list was at /: it goes on to the list
+        assert page.url == site + "/duplicates?id=s4" and page.locator("#decisions a.copy").all_inner_texts() == ["c4"]
 
 
 def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path) -> None:
@@ -60,7 +62,7 @@ def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path)
     source = FileDuplicates(tmp_path / "out", cfg, inp)
     try:
         with serve(Inspector(cfg, source, "file mode", WhatIfInput(str(inp), ()))) as site:
-            page.goto(site + "/overview")
+            page.goto(site + "/")
             bars = page.locator("#rate svg rect.rate")
             assert bars.count() >= 10  # one a minute over the feed's minutes
             tips = " ".join(bars.locator("title").all_text_contents())

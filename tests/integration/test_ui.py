@@ -36,7 +36,7 @@ def _ids(page) -> list[str]:
 def _overview(page, site: str, n: int) -> None:
     """The overview over the three topics: every record in the rate chart's buckets (by Kafka
     timestamp), the relations, the clusters, the dead letter by stage and reason."""
-    page.goto(site + "/overview")
+    page.goto(site + "/")
     assert page.locator('.n[data-status="duplicate"]').inner_text().strip() == "3"
     assert page.locator('.n[data-status="dead_letter"]').inner_text().strip() == "1"
     tips = " ".join(page.locator("#rate svg rect.rate title").all_text_contents())
@@ -64,7 +64,7 @@ def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
         ins = Inspector(cfg, source, "kafka", WhatIfInput(None, (topics.input,)), page_size=1)
         with serve(ins) as site:
             _overview(page, site, len(records))
-            page.goto(site + "/")
+            page.goto(site + "/duplicates")
             assert page.locator('[data-relation="near_duplicate"] b').inner_text() == "3"
             # records, not offsets (each transaction's marker took one), exact: no "≈"
             assert page.locator('.n[data-status="duplicate"]').inner_text().strip() == "3"
@@ -74,7 +74,7 @@ def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
                 seen += _ids(page)
             assert sorted(seen) == ["c0", "c3", "c6"]
 
-            page.goto(site + "/?id=c3")
+            page.goto(site + "/duplicates?id=c3")
             page.get_by_role("link", name="c3", exact=True).click()
             page.wait_for_url(re.compile(r"/pair\?"))
             inserted = " ".join(page.locator(".copy ins.inserted").all_inner_texts())

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -44,6 +44,8 @@ HERE = Path(__file__).parent
 CLUSTER_WINDOWS = (1_000, 5_000, 10_000)
 #: windows the overview offers (the newest records read of each output)
 OVERVIEW_WINDOWS = (1_000, 10_000, 50_000)
+#: the list's query parameters: ``/`` with one of them is an old link to the list
+LIST_PARAMS = frozenset({"relation", "min", "max", "id", "before", "after"})
 #: a what-if form is a few settings: a larger body is cut here
 MAX_FORM_BYTES = 64 * 1024
 
@@ -179,8 +181,8 @@ def _int(request: Request, name: str, default: int) -> int:
 
 
 def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guard: FormGuard | None = None) -> Starlette:
-    """The application: ``/overview`` (charts), ``/`` list (and search by id), ``/pair``, ``/clusters``,
-    ``/whatif``.
+    """The application: ``/`` the overview (charts), ``/duplicates`` the list (and search by id),
+    ``/pair``, ``/clusters``, ``/whatif``.
 
     ``hosts``: the Host names it answers (others get a 400: DNS rebinding); ``guard``: the
     what-if form's token (a replay runs only on a POST from a page this server rendered).
@@ -207,6 +209,8 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
         return render(request, "list.html", {"_load": lambda: {**ins.list_page(q, before, after), **ins.counts()}})
 
     def overview(request: Request):
+        if LIST_PARAMS & request.query_params.keys():  # a link to the list from before it moved to /duplicates
+            return RedirectResponse(f"/duplicates?{request.url.query}", status_code=307)
         window = _int(request, "window", OVERVIEW_WINDOWS[1])
         if window not in OVERVIEW_WINDOWS:
             raise BadQuery(f"window: one of {', '.join(map(str, OVERVIEW_WINDOWS))}")
@@ -247,7 +251,7 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
             raise HTTPException(403, why)
         return await run_in_threadpool(whatif_page, request, fields, True)
 
-    routes = [Route("/", index), Route("/overview", overview), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
+    routes = [Route("/", overview), Route("/duplicates", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
               Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     return Starlette(routes=routes, exception_handlers={BadQuery: _error_page(tpl, ins.label, 400),
                                                         HTTPException: _error_page(tpl, ins.label, None),

@@ -153,8 +153,8 @@ def overview_charts(s: Summary, verify) -> dict[str, Markup | list[Markup] | Non
              "LD similarity": [("ld_similarity_threshold", verify.ld_similarity_threshold)],
              "containment": [("contained_min_estimate", verify.contained_min_estimate),
                              ("containment_threshold", verify.containment_threshold)]}
-    relations = [(r, n, f"/?relation={quote(r)}" if r in ORDER else None, r) for r, n in s.relations]
-    clusters = [(c.root, c.copies, f"/?id={quote(c.root, safe='')}", "root") for c in s.clusters]
+    relations = [(r, n, f"/duplicates?relation={quote(r)}" if r in ORDER else None, r) for r, n in s.relations]
+    clusters = [(c.root, c.copies, f"/duplicates?id={quote(c.root, safe='')}", "root") for c in s.clusters]
     return {
         "rate": rate_chart(s.rate) if s.rate.buckets else None,
         "relations": bars_chart(relations, "relations of the duplicates") if relations else None,
