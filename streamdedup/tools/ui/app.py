@@ -42,8 +42,9 @@ from streamdedup.tools.ui.whatif_form import MAIN_FLIPS, WhatIfInput, run_whatif
 HERE = Path(__file__).parent
 #: windows the clusters page offers (duplicates read, newest first)
 CLUSTER_WINDOWS = (1_000, 5_000, 10_000)
-#: windows the overview offers (the newest records read of each output)
-OVERVIEW_WINDOWS = (1_000, 10_000, 50_000)
+#: windows the overview offers (the newest records read of each output): 10,000 of each of three
+#: topics took ~0.6 s with 200k records in them, 50,000 2-3 s (benchmarks/ui_pages.py)
+OVERVIEW_WINDOWS = (1_000, 5_000, 10_000)
 #: the list's query parameters: ``/`` with one of them is an old link to the list
 LIST_PARAMS = frozenset({"relation", "min", "max", "id", "before", "after"})
 #: a what-if form is a few settings: a larger body is cut here

@@ -50,7 +50,7 @@ def _grid(x: float) -> tuple[float, int]:
     return step, max(1, -int(-x // step))
 
 
-def rate_chart(rate: Rate, width: int = 1000, height: int = 220) -> Markup:
+def rate_chart(rate: Rate, width: int = 1300, height: int = 220) -> Markup:
     """Duplicate rate per bucket: a bar per bucket (its tooltip: the time, the counts)."""
     left, right, top, bottom = 44, 10, 12, 34
     body: list[str] = []
