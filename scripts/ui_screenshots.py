@@ -89,9 +89,12 @@ def main(out_dir: str = "docs/screenshots") -> None:
             with serve(ins) as site, sync_playwright() as pw, launch(pw) as browser:
                 page = browser.new_page(viewport=VIEWPORT)
                 shots = [("overview", "/"), ("list", "/duplicates"), ("pair", f"/pair?p={partition}&o={offset}"), ("clusters", "/clusters"),
-                         ("whatif", "/whatif?settings=verify.jaccard_threshold%3D0.7&limit=3000&run=1")]
+                         ("whatif", "/whatif?settings=verify.jaccard_threshold%3D0.7&limit=3000")]
                 for name, url in shots:
                     page.goto(site + url)
+                    if name == "whatif":  # a replay runs on the form's POST (a GET only fills the form)
+                        page.click("#run")
+                        page.wait_for_selector("#result")
                     # the overview whole (it is longer than the window); the others as a window shows them
                     page.screenshot(path=str(out / f"{name}.png"), full_page=name == "overview")
                     print(f"{out / name}.png  <- {url}")
