@@ -96,14 +96,14 @@ class Inspector:
     def overview(self, window: int) -> dict:
         """Totals now, and the figures of the newest ``window`` records of each output (read
         again only when an output has grown)."""
-        counted = self.counts()
-        key = (window, *sorted(counted["totals"].items()))
+        totals = self.source.totals()  # not counts(): its relations come from the samples here
+        key = (window, *sorted(totals.items()))
         if self._overview is None or self._overview[0] != key:
             samples = [self.source.recent(output, window) for output in ("unique", "duplicate", "dead_letter")]
             self._overview = (key, summarise(*samples, window))
         s = self._overview[1]
         v = self.cfg.verify
-        return {**counted, "s": s, "windows": OVERVIEW_WINDOWS, "charts": charts.overview_charts(s, v),
+        return {"totals": totals, "exact": self.source.totals_exact, "s": s, "windows": OVERVIEW_WINDOWS, "charts": charts.overview_charts(s, v),
                 "time_meaning": self.source.time_meaning}
 
     def list_page(self, q: ListQuery, before: str, after: str) -> dict:
