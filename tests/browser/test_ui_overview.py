@@ -76,3 +76,13 @@ def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path)
     finally:
         source.close()
     assert dialogs == []
+
+
+def test_the_overview_of_a_run_with_nothing_decided_yet(page, tmp_path) -> None:
+    inp, out, _ = file_run(tmp_path, [{"id": "only", "text": "one story and nothing else yet"}])
+    with serve_file_run(inp, out) as site:
+        assert page.goto(site + "/").status == 200
+        assert page.locator('.n[data-status="duplicate"]').inner_text() == "0"
+        assert page.locator("#overall-rate").inner_text() == "0.0%"
+        assert page.locator("svg.chart").count() == 0  # nothing to draw: each panel says so
+        assert "no duplicates yet" in page.locator("#relations").inner_text()

@@ -95,3 +95,10 @@ def test_the_file_source_reads_the_newest_lines_of_each_output(tmp_path) -> None
         assert sum(b.duplicate for b in s.rate.buckets) == 4 and s.relations == [("exact", 4)]
     finally:
         src.close()
+
+
+def test_a_broken_timestamp_cannot_make_thousands_of_bars() -> None:
+    """A producer whose clock said 1970 stretches the span over decades: still at most ~48 bars."""
+    unique = Recent("unique", [(0, Tags("unique"))] + [(1_772_431_200_000 + k, Tags("unique")) for k in range(5)])
+    rate = rate_over_time(unique, Recent("duplicate", [(1_772_431_200_000, _dup("a"))]))
+    assert len(rate.buckets) <= 49 and sum(b.unique + b.duplicate for b in rate.buckets) == 7

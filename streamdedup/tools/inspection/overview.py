@@ -82,10 +82,14 @@ class Rate:
 
 
 def pick_step(span_ms: int) -> int:
-    """>>> pick_step(40_000), pick_step(3_600_000), pick_step(10**12)
-    (1000, 300000, 604800000)
+    """The bucket width for a time span: at most ``MAX_BUCKETS`` buckets, also when a broken
+    timestamp (a producer's clock in 1970) stretches the span over decades.
+
+    >>> pick_step(40_000), pick_step(3_600_000), pick_step(10**10), len(range(0, 10**13, pick_step(10**13))) <= 48
+    (1000, 300000, 604800000, True)
     """
-    return next((s for s in STEPS_MS if span_ms / s < MAX_BUCKETS), STEPS_MS[-1])
+    day = 86_400_000
+    return next((s for s in STEPS_MS if span_ms / s < MAX_BUCKETS), -(-span_ms // (MAX_BUCKETS * day)) * day)
 
 
 def rate_over_time(unique: Recent, duplicate: Recent) -> Rate:
@@ -97,6 +101,8 @@ def rate_over_time(unique: Recent, duplicate: Recent) -> Rate:
         return Rate([], 0, why)
     since = max((s for s in (unique.since_ms, duplicate.since_ms) if s is not None), default=min(times))
     kept = [t for t in times if t >= since]
+    if not kept:  # defensive: each sample holds records from its since_ms on
+        return Rate([], 0, "no record in the time both samples cover")
     step = pick_step(max(kept) - since)
     first = since - since % step
     buckets = [RateBucket(first + k * step) for k in range((max(kept) - first) // step + 1)]
