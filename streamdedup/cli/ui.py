@@ -49,8 +49,12 @@ def _loopback(host: str) -> bool:
               help="Kafka: records per partition searched for an original that has no position tag (older records).")
 def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port, allow_hosts, page_size, max_scan,
        lookup_window) -> None:
-    """A local web inspector: recent duplicates with counts, clusters, each pair side by side
-    with its word diff and why it matched, search by id, and a what-if replay of thresholds."""
+    """A local web inspector: an overview in charts, recent duplicates, clusters, each pair side by
+    side with its word diff and why it matched, search by id, and a what-if replay of thresholds.
+
+    The overview (its first page) draws the duplicate rate over time, the relations, the
+    similarity of the duplicates against the thresholds, dead letters by stage and the largest
+    clusters, from the newest records of each output."""
     for module in ("starlette", "jinja2", "uvicorn"):
         require(module, "ui", "streamdedup ui")
     import uvicorn

@@ -40,7 +40,7 @@ def _ids(page) -> list[str]:
 
 def test_the_list_shows_counts_and_a_duplicate_opens_with_its_diff(page, site, run) -> None:
     _, _, records = run
-    page.goto(site + "/")
+    page.goto(site + "/duplicates")
     assert page.locator('.n[data-status="duplicate"]').inner_text() == "5"
     assert page.locator('.n[data-status="unique"]').inner_text() == str(len(records) - 5)
     assert page.locator('.n[data-status="dead_letter"]').inner_text() == "0"
@@ -67,7 +67,7 @@ def test_the_list_shows_counts_and_a_duplicate_opens_with_its_diff(page, site, r
 
 
 def test_paging_back_and_forth_shows_every_duplicate_once(page, site) -> None:
-    page.goto(site + "/")
+    page.goto(site + "/duplicates")
     seen = [_ids(page)]
     while page.locator("#older").count():
         follow(page, "#older")
@@ -81,7 +81,7 @@ def test_search_by_id(page, site) -> None:
     page.goto(site + "/clusters")
     page.fill("#search-id", "s7")
     page.press("#search-id", "Enter")
-    page.wait_for_url(re.compile(r"/\?id=s7$"))
+    page.wait_for_url(re.compile(r"/duplicates\?id=s7$"))
     assert _ids(page) == ["c7"] and "s7" in page.locator("#search-title").inner_text()
     page.fill("#search-id", "no-such-id")
     page.press("#search-id", "Enter")
@@ -123,15 +123,15 @@ def test_the_what_if_form_reports_the_replays_flip_counts(page, site, run) -> No
 def test_records_with_scripts_are_shown_as_text(page, site) -> None:
     dialogs = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    page.goto(site + "/")
+    page.goto(site + "/duplicates")
     assert page.locator("#decisions a.copy").first.inner_text() == XSS_ID
     page.locator("#decisions a.copy").first.click()
     page.wait_for_selector("#copy-id")
     assert page.locator("#copy-id").inner_text() == XSS_ID
     assert XSS_TAIL in page.locator(".copy").inner_text()
-    page.goto(site + "/?id=" + XSS_ID.replace("<", "%3C").replace(">", "%3E").replace("=", "%3D"))
+    page.goto(site + "/duplicates?id=" + XSS_ID.replace("<", "%3C").replace(">", "%3E").replace("=", "%3D"))
     assert page.locator("#decisions a.copy").all_inner_texts() == [XSS_ID]
-    for url in ("/", "/pair?p=0&o=4", "/clusters"):
+    for url in ("/", "/duplicates", "/pair?p=0&o=4", "/clusters"):
         page.goto(site + url)
         assert page.evaluate("window.__xss") is None, url
         assert page.locator("script").count() == 1 and page.locator("img").count() == 0 and page.locator("main b:text('not bold')").count() == 0
@@ -141,9 +141,9 @@ def test_records_with_scripts_are_shown_as_text(page, site) -> None:
 def test_bad_requests_say_what_is_wrong(page, site) -> None:
     assert page.goto(site + "/pair?p=0&o=999").status == 404
     assert "no duplicate at partition 0, offset 999" in page.locator("#error").inner_text()
-    assert page.goto(site + "/?before=zz").status == 400
+    assert page.goto(site + "/duplicates?before=zz").status == 400
     assert "partition:offset" in page.locator("#error").inner_text()
-    assert page.goto(site + "/?min=0.9&max=0.2").status == 400
+    assert page.goto(site + "/duplicates?min=0.9&max=0.2").status == 400
 
 
 def test_the_live_list_shows_new_duplicates_without_a_reload(page, tmp_path) -> None:
@@ -152,7 +152,7 @@ def test_the_live_list_shows_new_duplicates_without_a_reload(page, tmp_path) -> 
     source = FileDuplicates(out, cfg, inp)
     try:
         with serve(Inspector(cfg, source, "live", WhatIfInput(str(inp), ()))) as site:
-            page.goto(site + "/")
+            page.goto(site + "/duplicates")
             page.evaluate("localStorage.removeItem('streamdedup.live')")
             assert page.locator('.n[data-status="duplicate"]').inner_text() == "5"
             page.check("#live-toggle")

@@ -189,7 +189,7 @@ def test_hostile_tags_are_shown_as_such_by_inspect_and_the_web_pages(topics) -> 
     source = KafkaDuplicates(cfg)
     try:
         with serve(Inspector(cfg, source, "kafka", WhatIfInput(None, (topics.input,)))) as site:
-            for page in ("/", "/clusters", "/pair?p=0&o=0"):
+            for page in ("/", "/duplicates", "/clusters", "/pair?p=0&o=0"):
                 with urllib.request.urlopen(site + page, timeout=120) as resp:
                     assert resp.status == 200, page
     finally:

@@ -1,6 +1,7 @@
-"""The web inspector on the real broker, in Debian's chromium: the processor's duplicates
-topic listed with counts and paged by cursor over three partitions, a pair whose original comes
-from the input topic, search by id, and the what-if form replaying the input topic."""
+"""The web inspector on the real broker, in Debian's chromium: the overview's charts from the
+three output topics, the processor's duplicates topic listed with counts and paged by cursor
+over three partitions, a pair whose original comes from the input topic, search by id, and the
+what-if form replaying the input topic."""
 
 from __future__ import annotations
 
@@ -32,8 +33,26 @@ def _ids(page) -> list[str]:
     return page.locator("#decisions a.copy").all_inner_texts()
 
 
+def _overview(page, site: str, n: int) -> None:
+    """The overview over the three topics: every record in the rate chart's buckets (by Kafka
+    timestamp), the relations, the clusters, the dead letter by stage and reason."""
+    page.goto(site + "/")
+    assert page.locator('.n[data-status="duplicate"]').inner_text().strip() == "3"
+    assert page.locator('.n[data-status="dead_letter"]').inner_text().strip() == "1"
+    tips = " ".join(page.locator("#rate svg rect.rate title").all_text_contents())
+    counted = [(int(d), int(k)) for d, k in re.findall(r"(\d+) duplicates of (\d+) records", tips)]
+    assert sum(d for d, _ in counted) == 3 and sum(k for _, k in counted) == n - 1  # the dead letter is in neither
+    assert "Kafka timestamp" in page.locator("#rate").inner_text()
+    assert page.locator("#relations svg text.label").all_text_contents() == ["near_duplicate"]
+    assert sorted(page.locator("#top-clusters svg text.label").all_text_contents()) == ["s0", "s3", "s6"]
+    assert page.locator("#dead-letters svg text.label").all_text_contents() == ["fields"]
+    assert "text must be a string, got int" in page.locator("#reasons").inner_text()
+    assert page.evaluate("window.__xss") is None
+
+
 def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
     records, texts = _feed()
+    records.append((b"bad", b'{"id": "<script>window.__xss=5</script>", "text": 7}'))  # a dead letter
     produce(topics.bootstrap, topics.input, records)
     proc = run_processor(topics.env(), str(tmp_path / "state"))
     assert proc.wait(300) == 0
@@ -44,7 +63,8 @@ def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
     try:
         ins = Inspector(cfg, source, "kafka", WhatIfInput(None, (topics.input,)), page_size=1)
         with serve(ins) as site:
-            page.goto(site + "/")
+            _overview(page, site, len(records))
+            page.goto(site + "/duplicates")
             assert page.locator('[data-relation="near_duplicate"] b').inner_text() == "3"
             # records, not offsets (each transaction's marker took one), exact: no "≈"
             assert page.locator('.n[data-status="duplicate"]').inner_text().strip() == "3"
@@ -54,7 +74,7 @@ def test_the_web_inspector_on_kafka(topics, tmp_path, page) -> None:
                 seen += _ids(page)
             assert sorted(seen) == ["c0", "c3", "c6"]
 
-            page.goto(site + "/?id=c3")
+            page.goto(site + "/duplicates?id=c3")
             page.get_by_role("link", name="c3", exact=True).click()
             page.wait_for_url(re.compile(r"/pair\?"))
             inserted = " ".join(page.locator(".copy ins.inserted").all_inner_texts())

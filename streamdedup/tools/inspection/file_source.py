@@ -18,6 +18,7 @@ import orjson
 from streamdedup.config import Config
 from streamdedup.errors import InspectError
 from streamdedup.pipeline.tags import parse_file_tags
+from streamdedup.tools.inspection.overview import Recent
 from streamdedup.tools.inspection.pair import Doc
 from streamdedup.runtime.since import parse_since
 from streamdedup.tools.inspection.reader import Cursor, DocDecoder, Entry, Filter, Page, Wanted
@@ -77,6 +78,7 @@ class FileDuplicates:
 
     #: totals() counts records (lines)
     totals_exact = True
+    time_meaning = "the records' event time (input.time_field)"
 
     def __init__(self, out_dir: str | Path, cfg: Config, input_path: str | Path | None = None):
         out = Path(out_dir)
@@ -155,15 +157,39 @@ class FileDuplicates:
     def totals(self) -> dict[str, int | None]:
         out: dict[str, int | None] = {"duplicate": self.dups.refresh()}
         for status in ("unique", "dead_letter"):
-            index = self._counted.get(status)
-            if index is None:
-                path = self.dup_path.with_name(f"{status}.jsonl")
-                if not path.is_file():
-                    out[status] = None
-                    continue
-                index = self._counted[status] = LineIndex(path)  # kept: later calls index only new lines
-            out[status] = index.refresh()
+            index = self._index(status)
+            out[status] = None if index is None else index.refresh()
         return out
+
+    def recent(self, output: str, limit: int) -> Recent:
+        """The last ``limit`` lines of an output (``unique``, ``duplicate``, ``dead_letter``):
+        their tags, and their event times when the run has ``input.time_field``."""
+        index = self.dups if output == "duplicate" else self._index(output)
+        if index is None:
+            return Recent(output)
+        n = index.refresh()
+        timed = self.cfg.input.time_field is not None and not self.text_output and output != "dead_letter"
+        records = []
+        for i in range(max(0, n - limit), n):
+            line = index.line(i)
+            tags = parse_file_tags(line)
+            if tags is None:
+                continue
+            doc = self.decode(line, "") if timed else None
+            records.append((doc.time_ms if isinstance(doc, Doc) else None, tags))
+        # event times are not in input order: the earliest one read is where the sample starts
+        first = min((t for t, _ in records if t is not None), default=None)
+        return Recent(output, records, n <= limit, None if n <= limit else first)
+
+    def _index(self, status: str) -> LineIndex | None:
+        """The kept index of ``unique.jsonl`` or ``dead_letter.jsonl`` (None: no such file)."""
+        index = self._counted.get(status)
+        if index is None:
+            path = self.dup_path.with_name(f"{status}.jsonl")
+            if not path.is_file():
+                return None
+            index = self._counted[status] = LineIndex(path)  # kept: later calls index only new lines
+        return index
 
     def fetch(self, wanted: Sequence[Wanted]) -> dict[Wanted, Doc | str]:
         return {w: self._fetch_one(w) for w in wanted}

@@ -25,6 +25,8 @@ from streamdedup.config import Config
 from streamdedup.errors import InspectError
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.tools.inspection.kafka_counts import RecordCounter
+from streamdedup.tools.inspection.kafka_tail import tail
+from streamdedup.tools.inspection.overview import Recent
 from streamdedup.pipeline.tags import parse_headers
 from streamdedup.tools.inspection.pair import Doc
 from streamdedup.runtime.since import parse_since
@@ -57,6 +59,7 @@ class KafkaDuplicates:
     #: whether the last totals() counted every record (see :mod:`.kafka_counts`); False when
     #: a read ran out of its time budget and the rest was counted as offsets
     totals_exact = True
+    time_meaning = "when each record was decided (its Kafka timestamp)"
 
     def __init__(self, cfg: Config, topic: str | None = None, timeout_s: float = 15.0, lookup_window: int = 10_000):
         self.cfg = cfg
@@ -163,6 +166,17 @@ class KafkaDuplicates:
             exact = exact and counted.exact
         self.totals_exact = exact
         return out
+
+    def recent(self, output: str, limit: int) -> Recent:
+        """The last ``limit`` records of an output topic (``unique``, ``duplicate``,
+        ``dead_letter``): tags and timestamps only (:mod:`.kafka_tail`); empty when the topic
+        does not exist."""
+        k = self.cfg.kafka
+        topic = {"unique": k.unique_topic, "duplicate": self.topic, "dead_letter": k.dead_letter_topic}[output]
+        meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            return Recent(output)
+        return tail(self.consumer, topic, sorted(meta.partitions), limit, output, self.timeout_s)
 
     def _counter(self) -> RecordCounter:
         if self._counts is None:

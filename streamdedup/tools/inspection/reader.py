@@ -19,6 +19,7 @@ from streamdedup.config import Config
 from streamdedup.text.decode import Decoded, RecordDecoder
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline.tags import Tags
+from streamdedup.tools.inspection.overview import Recent
 from streamdedup.tools.inspection.pair import Doc, Pair, complete
 
 #: partition -> the next offset to read
@@ -90,6 +91,8 @@ class DuplicateSource(Protocol):
 
     #: whether the last :meth:`totals` counted records exactly (False: some counted as offsets)
     totals_exact: bool
+    #: what a record's time is, in words (the overview says it under its rate chart)
+    time_meaning: str
 
     def start(self, since: str | None) -> Cursor:
         """Where reading starts: ``None`` = the beginning, an offset (``N``: that offset in every
@@ -115,6 +118,10 @@ class DuplicateSource(Protocol):
         """Records per output (``unique``, ``duplicate``, ``dead_letter``) now; None for an
         output that does not exist. Kafka reads the committed records (not offsets, which
         count transaction markers too); :attr:`totals_exact` says whether it read them all."""
+
+    def recent(self, output: str, limit: int) -> Recent:
+        """The newest ``limit`` records of an output (``unique``, ``duplicate``, ``dead_letter``):
+        their times and tags, for the overview (:mod:`.overview`)."""
 
     def fetch(self, wanted: Sequence[Wanted]) -> dict[Wanted, Doc | str]:
         """The documents ``wanted``, each a :class:`Doc` or why it could not be fetched."""

@@ -23,7 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -31,9 +31,10 @@ from starlette.templating import Jinja2Templates
 from streamdedup.config import Config
 from streamdedup.errors import StreamdedupError
 from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.tools.inspection.overview import Summary, summarise
 from streamdedup.tools.inspection.pair import ELIDED, Doc, side
 from streamdedup.tools.inspection.reader import DuplicateSource, Filter, clusters, pairs
-from streamdedup.tools.ui import views
+from streamdedup.tools.ui import charts, views
 from streamdedup.tools.ui.guard import LOOPBACK_NAMES, FormGuard
 from streamdedup.tools.ui.views import BadQuery, ListQuery, cursor_text, parse_cursor
 from streamdedup.tools.ui.whatif_form import MAIN_FLIPS, WhatIfInput, run_whatif
@@ -41,6 +42,11 @@ from streamdedup.tools.ui.whatif_form import MAIN_FLIPS, WhatIfInput, run_whatif
 HERE = Path(__file__).parent
 #: windows the clusters page offers (duplicates read, newest first)
 CLUSTER_WINDOWS = (1_000, 5_000, 10_000)
+#: windows the overview offers (the newest records read of each output): 10,000 of each of three
+#: topics took ~0.6 s with 200k records in them, 50,000 2-3 s (benchmarks/ui_pages.py)
+OVERVIEW_WINDOWS = (1_000, 5_000, 10_000)
+#: the list's query parameters: ``/`` with one of them is an old link to the list
+LIST_PARAMS = frozenset({"relation", "min", "max", "id", "before", "after"})
 #: a what-if form is a few settings: a larger body is cut here
 MAX_FORM_BYTES = 64 * 1024
 
@@ -73,6 +79,7 @@ class Inspector:
         self.lock = threading.Lock()
         self.replay_lock = threading.Lock()
         self._relations: tuple[int | None, Counter, int] | None = None
+        self._overview: tuple[tuple, Summary] | None = None
 
     def counts(self) -> dict:
         """Records per output now, and relations among the newest ``recent`` duplicates (read
@@ -85,6 +92,19 @@ class Inspector:
         _, relations, window = self._relations
         return {"totals": totals, "relations": relations.most_common(), "window": window,
                 "exact": self.source.totals_exact}
+
+    def overview(self, window: int) -> dict:
+        """Totals now, and the figures of the newest ``window`` records of each output (read
+        again only when an output has grown)."""
+        totals = self.source.totals()  # not counts(): its relations come from the samples here
+        key = (window, *sorted(totals.items()))
+        if self._overview is None or self._overview[0] != key:
+            samples = [self.source.recent(output, window) for output in ("unique", "duplicate", "dead_letter")]
+            self._overview = (key, summarise(*samples, window))
+        s = self._overview[1]
+        v = self.cfg.verify
+        return {"totals": totals, "exact": self.source.totals_exact, "s": s, "windows": OVERVIEW_WINDOWS, "charts": charts.overview_charts(s, v),
+                "time_meaning": self.source.time_meaning}
 
     def list_page(self, q: ListQuery, before: str, after: str) -> dict:
         filt = q.filter()
@@ -147,12 +167,23 @@ async def _form_body(request: Request) -> str:
     return body.decode("utf-8", "replace")
 
 
+def _error_page(tpl: Jinja2Templates, label: str, status: int | None):
+    """A handler showing the error's message with ``status`` (None: the HTTPException's own)."""
+    async def handler(request: Request, exc: Exception):
+        message = exc.detail if isinstance(exc, HTTPException) else str(exc)
+        code = exc.status_code if status is None and isinstance(exc, HTTPException) else status or 500
+        return tpl.TemplateResponse(request, "error.html", {"label": label, "page": "error", "message": message,
+                                                            "server_ms": 0}, status_code=code)
+    return handler
+
+
 def _int(request: Request, name: str, default: int) -> int:
     return views.whole_number(name, request.query_params.get(name, ""), default)
 
 
 def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guard: FormGuard | None = None) -> Starlette:
-    """The application: ``/`` list (and search by id), ``/pair``, ``/clusters``, ``/whatif``.
+    """The application: ``/`` the overview (charts), ``/duplicates`` the list (and search by id),
+    ``/pair``, ``/clusters``, ``/whatif``.
 
     ``hosts``: the Host names it answers (others get a 400: DNS rebinding); ``guard``: the
     what-if form's token (a replay runs only on a POST from a page this server rendered).
@@ -177,6 +208,14 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
         q = ListQuery.parse(request.query_params)
         before, after = request.query_params.get("before", ""), request.query_params.get("after", "")
         return render(request, "list.html", {"_load": lambda: {**ins.list_page(q, before, after), **ins.counts()}})
+
+    def overview(request: Request):
+        if LIST_PARAMS & request.query_params.keys():  # a link to the list from before it moved to /duplicates
+            return RedirectResponse(f"/duplicates?{request.url.query}", status_code=307)
+        window = _int(request, "window", OVERVIEW_WINDOWS[1])
+        if window not in OVERVIEW_WINDOWS:
+            raise BadQuery(f"window: one of {', '.join(map(str, OVERVIEW_WINDOWS))}")
+        return render(request, "overview.html", {"_load": lambda: ins.overview(window)})
 
     def pair(request: Request):
         p, o = _int(request, "p", -1), _int(request, "o", -1)
@@ -213,20 +252,9 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
             raise HTTPException(403, why)
         return await run_in_threadpool(whatif_page, request, fields, True)
 
-    async def bad_query(request: Request, exc: Exception):
-        return tpl.TemplateResponse(request, "error.html", {"label": ins.label, "page": "error", "message": str(exc),
-                                                            "server_ms": 0}, status_code=400)
-
-    async def not_found(request: Request, exc: HTTPException):
-        return tpl.TemplateResponse(request, "error.html", {"label": ins.label, "page": "error", "message": exc.detail,
-                                                            "server_ms": 0}, status_code=exc.status_code)
-
-    async def failed(request: Request, exc: Exception):
-        return tpl.TemplateResponse(request, "error.html", {"label": ins.label, "page": "error", "message": str(exc),
-                                                            "server_ms": 0}, status_code=502)
-
-    routes = [Route("/", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
+    routes = [Route("/", overview), Route("/duplicates", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
               Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
-    return Starlette(routes=routes, exception_handlers={BadQuery: bad_query, HTTPException: not_found,
-                                                        StreamdedupError: failed},
+    return Starlette(routes=routes, exception_handlers={BadQuery: _error_page(tpl, ins.label, 400),
+                                                        HTTPException: _error_page(tpl, ins.label, None),
+                                                        StreamdedupError: _error_page(tpl, ins.label, 502)},
                      middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=list(hosts))])
