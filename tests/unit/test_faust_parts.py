@@ -133,6 +133,16 @@ class _Producer:
 
     def __init__(self, tid: str, log: list):
         self.tid, self.log, self.fence, self.sent = tid, log, False, []
+        self.offsets = None
+        self.refuse = None  # an exception the next delivery future fails with (the send itself succeeds)
+
+    def _delivered(self):
+        fut = asyncio.get_running_loop().create_future()
+        if self.refuse is not None:
+            fut.set_exception(self.refuse)
+        else:
+            fut.set_result(None)
+        return fut
 
     async def start(self):
         self.log.append(("start", self.tid))
@@ -145,6 +155,7 @@ class _Producer:
 
     async def send(self, topic, value, key=None, partition=None, headers=None):
         self.sent.append((topic, key))
+        return self._delivered()
 
     async def partitions_for(self, topic):
         return {0, 1}
@@ -154,6 +165,7 @@ class _Producer:
 
     async def send_batch(self, batch, topic, partition):
         self.sent.extend((topic, key) for key in batch.keys)
+        return self._delivered()
 
     async def send_offsets_to_transaction(self, offsets, group_id):
         self.offsets = ({(tp.topic, tp.partition): o for tp, o in offsets.items()}, group_id)
@@ -253,3 +265,41 @@ def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs
 
     t = _run(go())
     assert (t.fenced, t.dropped) == (1, 2 + 2 + 2 + 1 + 2)
+
+
+def test_a_failed_delivery_never_commits_the_input_offset():
+    """aiokafka commits a transaction whose sends failed (a batch expired without a leader): the
+    stage awaits every delivery first, so a failure raises before the offset joins the transaction."""
+    pytest.importorskip("aiokafka")
+    from aiokafka.errors import KafkaTimeoutError
+
+    from streamdedup.runtime.faust.transactions import PartitionTransactions
+
+    async def go():
+        made = []
+        t = PartitionTransactions(lambda tid: made.append(_Producer(tid, [])) or made[-1], _Admin({}), "g", "tx")
+        await t.admit(_events(0, [0, 1], 1))
+        made[0].refuse = KafkaTimeoutError()
+        with pytest.raises(KafkaTimeoutError):
+            await t.commit(("news", 0), [("unique", b"k0", b"v", []), ("unique", b"k1", b"v", [])], 2)
+        assert made[0].offsets is None and t.lanes[("news", 0)].done == -1
+
+    _run(go())
+
+
+def test_no_claim_for_a_generation_the_group_has_left():
+    """An agent that ran behind its consumer holds events of generation 1 while the group is in
+    generation 2: claiming now would fence the partition's current owner. They are dropped (faust
+    reads them again in the current generation if the partition is still this worker's)."""
+    pytest.importorskip("aiokafka")
+    from streamdedup.runtime.faust.transactions import PartitionTransactions
+
+    async def go():
+        log = []
+        t = PartitionTransactions(lambda tid: _Producer(tid, log), _Admin({}), "g", "tx", lambda: 2)
+        assert await t.admit(_events(0, [0, 1], 1)) == []
+        assert log == [] and ("news", 0) not in t.lanes
+        assert [e.message.offset for e in await t.admit(_events(0, [0, 1], 2))] == [0, 1]
+        assert log == [("start", "tx.faust.news.0")]
+
+    _run(go())

@@ -150,7 +150,8 @@ class FaustStage:
             return AIOKafkaProducer(bootstrap_servers=servers, transactional_id=transactional_id, acks="all",
                                     linger_ms=5, **({"max_batch_size": batch} if batch else {}))
 
-        self.txns = PartitionTransactions(producer, self._admin, self.app.conf.id, k.transactional_id)
+        self.txns = PartitionTransactions(producer, self._admin, self.app.conf.id, k.transactional_id,
+                                          lambda: self.app.consumer_generation_id)
         self._queue = asyncio.Queue(MAX_IN_FLIGHT)
         self._emitter = asyncio.ensure_future(self._emit_in_order())
         self.started, self.last_active = True, time.monotonic()  # idle from here, not from the app's creation

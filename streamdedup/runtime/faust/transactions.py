@@ -27,6 +27,7 @@ aiokafka's; and the agent runs on faust's event loop, where aiokafka's calls do 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -49,8 +50,11 @@ class Lane:
 class PartitionTransactions:
     """Claim input partitions per generation, filter what was emitted, commit per partition."""
 
-    def __init__(self, make_producer: Callable[[str], Any], admin: Any, group_id: str, tid_prefix: str):
+    def __init__(self, make_producer: Callable[[str], Any], admin: Any, group_id: str, tid_prefix: str,
+                 current_generation: Callable[[], int] = lambda: 0):
         self._make, self._admin = make_producer, admin  # admin: a started aiokafka AIOKafkaAdminClient
+        #: the app's consumer generation now (``app.consumer_generation_id``)
+        self._current = current_generation
         self.group_id, self.tid_prefix = group_id, tid_prefix
         self.lanes: dict[InputPart, Lane] = {}
         self.dropped = 0  # events not handled: older generation, already emitted, or fenced
@@ -76,13 +80,17 @@ class PartitionTransactions:
             newest[part] = max(newest.get(part, -1), m.generation_id or 0)
         for part, generation in newest.items():
             lane = self.lanes.get(part)
-            if lane is None or generation > lane.generation:
+            # never for a generation the group has left: this agent ran behind its consumer
+            # while the partition moved on, and a claim now would fence its current owner
+            # (whose events would then be dropped until the next rebalance); faust reads
+            # these events again if the partition is still ours
+            if (lane is None or generation > lane.generation) and generation >= self._current():
                 await self._claim(part, generation)
         kept = []
         for e in events:
             m = e.message
-            lane = self.lanes[(m.topic, m.partition)]
-            if not lane.fenced and (m.generation_id or 0) == lane.generation and m.offset >= lane.done:
+            lane = self.lanes.get((m.topic, m.partition))
+            if lane is not None and not lane.fenced and (m.generation_id or 0) == lane.generation and m.offset >= lane.done:
                 kept.append(e)
         self.dropped += len(events) - len(kept)
         return kept
@@ -115,7 +123,10 @@ class PartitionTransactions:
             return False
         p = lane.producer
         try:
-            await send_batched(p, outputs)
+            # every output acknowledged before the offset joins the transaction: aiokafka
+            # commits a transaction whose sends failed (a batch expired without a leader, a
+            # record refused), which would commit the input offset without those outputs
+            await asyncio.gather(*await send_batched(p, outputs))
             await p.send_offsets_to_transaction({TopicPartition(*part): next_offset}, self.group_id)
             await p.commit_transaction()
         except ProducerFenced:
@@ -135,11 +146,12 @@ class PartitionTransactions:
             await _close(lane.producer)
 
 
-async def send_batched(producer: Any, outputs: list) -> None:
+async def send_batched(producer: Any, outputs: list) -> list:
     """``outputs`` ((topic, key, value, headers)) in producer batches, in order per destination
     partition, chosen as aiokafka's ``send`` chooses it (its default partitioner: murmur2 of the
     key, a random partition for none): one ``send_batch`` per batch instead of a ``send`` per
-    record. A record too large for an empty batch goes through ``send``, behind the batches before it."""
+    record. A record too large for an empty batch goes through ``send``, behind the batches before it.
+    Returns the delivery futures (a caller awaits them before it commits)."""
     from aiokafka.partitioner import DefaultPartitioner
 
     dests: dict[tuple[str, int], list] = {}
@@ -149,19 +161,21 @@ async def send_batched(producer: Any, outputs: list) -> None:
             partitions[topic] = sorted(await producer.partitions_for(topic))
         every = partitions[topic]
         dests.setdefault((topic, DefaultPartitioner()(key, every, every)), []).append((key, value, headers))
+    futures = []
     for (topic, partition), records in dests.items():
         batch = producer.create_batch()
         for key, value, headers in records:
             if batch.append(key=key, value=value, timestamp=None, headers=headers) is not None:
                 continue
             if batch.record_count():  # full (a refused append closes it)
-                await producer.send_batch(batch, topic, partition=partition)
+                futures.append(await producer.send_batch(batch, topic, partition=partition))
             batch = producer.create_batch()
             if batch.append(key=key, value=value, timestamp=None, headers=headers) is None:
-                await producer.send(topic, value, key=key, partition=partition, headers=headers)
+                futures.append(await producer.send(topic, value, key=key, partition=partition, headers=headers))
                 batch = producer.create_batch()
         if batch.record_count():
-            await producer.send_batch(batch, topic, partition=partition)
+            futures.append(await producer.send_batch(batch, topic, partition=partition))
+    return futures
 
 
 async def _close(producer: Any) -> None:
