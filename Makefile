@@ -86,10 +86,15 @@ screenshots: $(STAMP) system-deps
 # The main job: a real local Kafka broker, the topics, a news feed, the processor until idle.
 # KEEP=1 leaves the broker running for `streamdedup inspect` / `ui` on the demo's topics;
 # KAFKA_PORT picks the broker's port; DEMO_ARGS adds options (e.g. --stories 500).
+# A broker that was already running on that port (another demo's, a test run's) is used and left
+# running; one that cannot start stops the demo with kafka-local's reason.
 demo: $(STAMP) system-deps
-	@BOOT=$$(scripts/kafka-local start | tail -n 1) && \
+	@LOG=$$(mktemp) && trap 'rm -f "$$LOG"' EXIT && \
+	  BOOT=$$(scripts/kafka-local start 2>"$$LOG" | tail -n 1); cat "$$LOG" >&2; \
+	  case "$$BOOT" in *:[0-9]*) ;; *) echo "make demo: the demo's Kafka broker did not start (above); KAFKA_PORT and KAFKA_CONTROLLER_PORT pick other ports" >&2; exit 1;; esac; \
 	  $(BIN)/streamdedup demo --mode kafka --bootstrap-servers $$BOOT $(if $(KEEP),--broker-kept) $(DEMO_ARGS); rc=$$?; \
-	  $(if $(KEEP),echo "broker left running at $$BOOT; stop it with:"; echo "  KAFKA_PORT=$${BOOT##*:} $(CURDIR)/scripts/kafka-local stop",scripts/kafka-local stop); exit $$rc
+	  if grep -q "broker already running" "$$LOG"; then echo "the broker at $$BOOT was already running: left as it was"; \
+	  $(if $(KEEP),else echo "broker left running at $$BOOT; stop it with:"; echo "  KAFKA_PORT=$${BOOT##*:} $(CURDIR)/scripts/kafka-local stop";,else scripts/kafka-local stop;) fi; exit $$rc
 
 demo-file: $(STAMP)
 	$(BIN)/streamdedup demo --mode file

@@ -52,6 +52,7 @@ from streamdedup._kernels import decide as KD
 from streamdedup._kernels.verify import N_OUT, REL_EXACT
 from streamdedup.engine.arena import Arena
 from streamdedup.config import Config
+from streamdedup.pipeline.decide import warm_up
 from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE
 from streamdedup.engine.deduplicator import Deduplicator
 from streamdedup.engine.checkpoint import Source
@@ -225,7 +226,7 @@ def reference(cfg: Config, stream: Stream, **engine: object) -> Decisions:
     n_docs = stream.indexed
     eng = cfg.engine.model_copy(update={"max_documents": n_docs, "index_sizing": "full", **engine})
     dedup = Deduplicator(cfg.model_copy(update={"engine": eng}), MemoryStore(), auto_sizing="full")
-    dedup.warm_up()
+    warm_up(dedup.cfg)
     where = {doc_id: k for k, doc_id in enumerate(stream.ids)}
     n = len(stream.ids)
     out = Decisions(np.zeros(n, np.int8), np.zeros(n, np.uint8), np.full(n, -1, np.int64), np.arange(n, dtype=np.int64))

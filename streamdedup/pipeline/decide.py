@@ -44,13 +44,13 @@ class FingerprintAndDecide:
         A batch without documents still commits its positions (and the caller's action).
         """
         engine = self.engine
-        if len(ids) == 0:
-            return engine.commit_positions(positions, before_commit)
-        # a batch that cannot be fingerprinted stops the engine as one that cannot be decided
-        # does: the runtime's next batch must not commit input positions past it
+        # a batch that fails in any step stops the engine (a fingerprint error, a bad argument
+        # as much as a decide error): the runtime's next batch must not commit positions past it
         with engine.stops_on_failure():
+            if len(ids) == 0:
+                return engine.commit_positions(positions, before_commit)
             batch = self.fingerprint(texts)
-        return engine.run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
+            return engine.run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
 
 
 def warm_up(cfg: Config) -> None:

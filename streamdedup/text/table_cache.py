@@ -49,13 +49,21 @@ def _directories() -> list[Path]:
     env = os.environ.get("NUMBA_CACHE_DIR")
     if env:
         return [Path(env) / "streamdedup-text"]
-    return [_HERE / "__pycache__", Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "streamdedup"]
+    out = [_HERE / "__pycache__"]
+    try:
+        out.append(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "streamdedup")
+    except RuntimeError:  # no home directory (a uid without a passwd entry): the package's only
+        pass
+    return out
 
 
 def load_or_build(settings: tuple, fields: tuple[str, ...], build: Callable[[], tuple]) -> tuple:
     """The arrays ``build()`` returns for ``settings`` (named ``fields``), from the cache when a
     file for them is there, else built and saved for the next process."""
-    name = f"unicode-tables-{digest(settings)}.npz"
+    try:
+        name = f"unicode-tables-{digest(settings)}.npz"
+    except OSError:  # sources not readable (an install without .py files): no cache, build
+        return build()
     for d in _directories():
         try:
             with open(d / name, "rb") as fh, np.load(fh) as f:
@@ -80,6 +88,7 @@ def _save(directory: Path, name: str, arrays: dict[str, np.ndarray]) -> bool:
         try:
             with os.fdopen(fd, "wb") as f:
                 np.savez(f, **arrays)
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would keep a service of another uid from reading it
             os.replace(tmp, directory / name)
         finally:
             if os.path.exists(tmp):
