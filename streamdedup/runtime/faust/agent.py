@@ -46,7 +46,7 @@ from streamdedup.pipeline.route import kafka_output
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
-from streamdedup.runtime.faust.transactions import PartitionTransactions
+from streamdedup.runtime.faust.transactions import PartitionTransactions, StableOffsets
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.staged.decision_record import DecisionRecord
 from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
@@ -123,7 +123,6 @@ class FaustStage:
     async def start(self) -> None:
         """Startup checks (topics, partition map, output limits), then the Kafka clients."""
         from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-        from aiokafka.admin import AIOKafkaAdminClient
         from confluent_kafka.admin import AdminClient
 
         k = self.kcfg
@@ -142,8 +141,7 @@ class FaustStage:
                              isolation_level="read_committed", auto_offset_reset="earliest"),
             k.staged.decisions_topic, self.mapping)
         await self.decisions.start()
-        self._admin = AIOKafkaAdminClient(bootstrap_servers=servers)
-        await self._admin.start()
+        self._admin = StableOffsets(k.bootstrap_servers)
         batch = self.guard.producer_conf().get("batch.size")  # no batch over the smallest output topic's limit
 
         def producer(transactional_id: str) -> AIOKafkaProducer:

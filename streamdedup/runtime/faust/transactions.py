@@ -146,6 +146,51 @@ class PartitionTransactions:
             await _close(lane.producer)
 
 
+class StableOffsets:
+    """The group's committed offsets, read stable (KIP-447 ``require_stable``): a claim reads
+    them right after its ``init_transactions`` fenced a predecessor, whose offset commit may
+    still be pending; a plain OffsetFetch (aiokafka's admin asks at most v3, which cannot ask for
+    stable offsets) could return the offset before it, and the new owner would emit records
+    the predecessor's transaction already emitted. confluent-kafka's admin client, on a thread."""
+
+    def __init__(self, bootstrap_servers: str, timeout_s: float = 30.0):
+        from confluent_kafka.admin import AdminClient
+
+        self._admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+        self._timeout = timeout_s
+
+    async def list_consumer_group_offsets(self, group_id: str, partitions: list) -> dict:
+        """``{tp: offset record}`` for the partitions (aiokafka ``TopicPartition``) that have a
+        committed offset (the record's ``.offset``), as aiokafka's admin client answers."""
+        return await asyncio.to_thread(self._read, group_id, partitions)
+
+    def _read(self, group_id: str, partitions: list) -> dict:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        req = [ConsumerGroupTopicPartitions(group_id, [TopicPartition(tp.topic, tp.partition) for tp in partitions])]
+        got = self._admin.list_consumer_group_offsets(req, require_stable=True, request_timeout=self._timeout)
+        res = got[group_id].result(self._timeout + 5)
+        by = {(t.topic, t.partition): t for t in res.topic_partitions}
+        out = {}
+        for tp in partitions:
+            t = by.get((tp.topic, tp.partition))
+            if t is None:
+                continue
+            if t.error is not None:
+                raise RuntimeError(f"the committed offset of {tp.topic}:{tp.partition} (group {group_id}): {t.error}")
+            if t.offset >= 0:  # OFFSET_INVALID: none committed
+                out[tp] = _Committed(t.offset)
+        return out
+
+    async def close(self) -> None:
+        """Nothing to close (the client has no open transaction; it goes with the process)."""
+
+
+@dataclass(frozen=True)
+class _Committed:
+    offset: int
+
+
 async def send_batched(producer: Any, outputs: list) -> list:
     """``outputs`` ((topic, key, value, headers)) in producer batches, in order per destination
     partition, chosen as aiokafka's ``send`` chooses it (its default partitioner: murmur2 of the
