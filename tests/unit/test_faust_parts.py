@@ -150,6 +150,9 @@ class _Producer:
     async def stop(self):
         self.log.append(("stop", self.tid))
 
+    async def abort_transaction(self):
+        self.log.append(("abort", self.tid))
+
     async def begin_transaction(self):
         pass
 
@@ -260,7 +263,9 @@ def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs
         assert not t.claims(_events(0, [12], 2)) and t.claims(_events(0, [12], 3)) and t.claims(_events(2, [0], 1))
         assert offsets(await t.admit(_events(0, [11, 12], 2))) == []  # fenced: only a newer generation re-reads
         assert offsets(await t.admit(_events(0, [9], 3))) == [9]
-        await t.stop()
+        await t.stop()  # open transactions aborted before their producers stop
+        assert log[-4:] == [("abort", "tx.faust.news.1"), ("stop", "tx.faust.news.1"),
+                            ("abort", "tx.faust.news.0"), ("stop", "tx.faust.news.0")]
         return t
 
     t = _run(go())
