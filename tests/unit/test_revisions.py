@@ -12,19 +12,11 @@ from streamdedup.bench import revision_edits as E
 from streamdedup.bench.revision_suite import headline_chars
 from streamdedup.engine import revisions as R
 from streamdedup.text.canonical import canonicalize
+from tests.unit.test_hard_suite import BODY as HARD_BODY
+from tests.unit.test_hard_suite import TITLE
 
-TITLE = "ACME <ACM> SAYS FIRST QUARTER PROFIT ROSE"
-BODY = (
-    "Acme Corp said its first quarter net profit rose 12 pct to 45.2 mln dlrs, helped by\n"
-    "strong demand for its industrial pumps in the U.S. and Europe.\n"
-    "    \"We expect the second quarter to be as strong,\" chairman John Smith told\n"
-    "reporters. The company's shares rose 1.5 dlrs to 38 dlrs in early trading on the\n"
-    "New York Stock Exchange.\n"
-    "    Acme Inc. also said it will build a new plant in Ohio at a cost of 120 mln dlrs,\n"
-    "which will employ about 400 people when it opens in 1989.\n"
-    "    Analysts said the results were above expectations, citing cost cuts and a\n"
-    "weaker dollar that made the company's exports cheaper abroad.\n"
-)
+# the hard suite's story without its Reuters sign-off
+BODY = HARD_BODY.removesuffix(" Reuter\n\x03")
 DONOR = ("Shares of Beta Industries fell 2.75 dlrs to 61 dlrs after the company said second quarter sales "
          "would be about 310 mln dlrs, below analysts' forecasts. The company employs 5,600 people.")
 SOURCE = f"{TITLE}\n{BODY}"
