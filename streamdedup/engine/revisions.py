@@ -35,7 +35,9 @@ common head and tail are cut off, in CPython (measured per linked pair by ``benc
 --suite revisions``, best of three per pair, one core): Reuters' natural duplicate pairs mean
 0.20 ms (median 0.14 ms); the suite's Reuters edits mean 0.36 ms (a one-figure change 0.15 ms,
 a 3% noise copy 1 ms: one matcher search per changed block); People's Daily 0.6 ms median,
-1.2-1.5 ms mean (one token per Han character).
+1.2-1.5 ms mean (one token per Han character). Texts whose differing middle is longer than
+:data:`MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the markers are
+read), which bounds a pair at ~50-100 ms however long the texts.
 
 >>> story = "acme profit rose acme corp said its first quarter profit was 600 mln dlrs"
 >>> r = detect(story, story.replace("600", "500"), earlier_head=16, later_head=16)
@@ -63,6 +65,9 @@ TYPO_SHARE = 0.34
 TYPO_MAX_CHARS = 48
 #: character edits a headline takes as noise (a new slug or headline is more)
 HEAD_TYPO_EDITS = 3
+#: tokens (after the common head and tail) beyond which two texts are not aligned and only the
+#: markers are read: ~3,000 tokens a side align in ~50 ms (one core), a 20-30 KB text
+MAX_ALIGN_TOKENS = 3000
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
 #: pair without letter typos (noise changes digits and short words as well as letters)
 SMALL_BLOCK = 4
@@ -219,7 +224,7 @@ def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
 def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool) -> None:
     """A changed block outside the headline region (see the module docstring)."""
     if tail and "".join(old).startswith("".join(new)):
-        return  # a teaser: the later text stops earlier (perhaps inside a word)
+        return  # a teaser: the later text stops earlier (perhaps inside a word or a number)
     if sum(t in BOILERPLATE_WORDS for t in new) >= 2:
         return  # credits, copyright, subscription lines (their names and numbers are no news)
     if "".join(old) == "".join(new):
@@ -284,16 +289,19 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             _head_block(f, new_head, set(ca))
     # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
     # otherwise be matched with the lead
-    ops = [op for op in _opcodes(ta[head_a:], tb[head_b:], head_a, head_b) if op[0] != "equal"]
-    added = [t for t in new_head if t not in old_head] + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]
+    ops = _opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
+    if ops is None:  # too long to align: only the markers are read (new words anywhere)
+        ops, added = [], [t for t in new_head if t not in old_head] + [t for t in cb if t not in ca]
+    else:
+        ops = [op for op in ops if op[0] != "equal"]
+        added = [t for t in new_head if t not in old_head] + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]
     for m in _markers(old_head, new_head, added, later[:later_head], earlier):
         f.add("marker", m)
     for _, i1, i2, j1, j2 in ops:
         old, new = ta[i1:i2], tb[j1:j2]
         if i1 == head_a and j1 == head_b and (set(old) <= set(new_head) and not new or set(new) <= set(old_head) and not old):
             continue  # the first body words of one text are headline words of the other (a lost line break)
-        # a teaser ends the later text, perhaps with a word fragment the matcher pairs elsewhere
-        _body_block(f, old, new, ca, cb, tail=j2 == len(tb) or j2 == len(tb) - 1 and len(tb[-1]) <= 3)
+        _body_block(f, old, new, ca, cb, tail=_cut_here(ta, tb, i1, i2, j1, j2))
     if f.typos == 0:
         for kind, item in f.pending:
             f.add(kind, item)
@@ -301,10 +309,26 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
 
 
-def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]]:
+def _cut_here(ta: list[str], tb: list[str], i1: int, i2: int, j1: int, j2: int) -> bool:
+    """Whether a changed block is where a teaser stops: the later text ends with it (or one
+    short word fragment after it, which the matcher paired with a later word) and the earlier
+    goes on or lost more here. A block before the last word of both ("125 mln" -> "12 mln") is
+    a changed figure, not a cut."""
+    if j2 == len(tb) - 1:
+        # the fragment's partner in the earlier text is not its last word: the earlier goes on
+        if len(tb[-1]) > 3 or i2 >= len(ta) - 1:
+            return False
+    elif j2 != len(tb):
+        return False
+    return i2 < len(ta) or i2 - i1 > j2 - j1
+
+
+def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
     """``SequenceMatcher`` opcodes of two token lists (positions shifted by ``at_a``, ``at_b``:
     where the lists start in their texts), the common head and tail cut off first: a revision
-    usually changes one place, and the matcher then sees a few tokens, not the story.
+    usually changes one place, and the matcher then sees a few tokens, not the story. None when
+    what is left is longer than :data:`MAX_ALIGN_TOKENS` on either side (the matcher's cost grows
+    with the product of the lengths: 100,000-word texts changed throughout took 25 s).
 
     (A greedy walk that resumes after each block at the nearest two shared tokens was tried: it
     halved the cost on noisy copies but paired far-apart tokens in dense noise, and 3% noise
@@ -317,6 +341,8 @@ def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list
     hi = 0
     while hi < n - lo and ta[len(ta) - 1 - hi] == tb[len(tb) - 1 - hi]:
         hi += 1
+    if max(len(ta), len(tb)) - lo - hi > MAX_ALIGN_TOKENS:
+        return None
     ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
     return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
 

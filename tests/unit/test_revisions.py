@@ -125,3 +125,18 @@ def test_suite_edits_are_judged_as_labelled(kind: str) -> None:
         if kind != "noise 3%":  # a 3% noise copy of this short story is mostly noise: the suite measures it
             assert judge(SOURCE, text).revised == wanted, (kind, seed, judge(SOURCE, text))
 
+
+
+def test_a_figure_changed_before_the_last_word_is_no_teaser() -> None:
+    earlier = SOURCE + "\nIts 1987 profit was 125 mln"
+    r = judge(earlier, SOURCE + "\nIts 1987 profit was 12 mln")
+    assert r.kinds == ("figures",) and "125 -> 12" in r.changed
+
+
+def test_texts_too_long_to_align_are_read_for_markers_only() -> None:
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(5000)}" for _ in range(2 * R.MAX_ALIGN_TOKENS)]
+    long = " ".join(words)
+    changed = " ".join(w if k % 50 else "x" + w for k, w in enumerate(words))  # changed throughout
+    assert not R.detect(long, changed).revised
+    assert R.detect(long, "corrected " + changed).kinds == ("marker",)
