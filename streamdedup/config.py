@@ -213,6 +213,12 @@ class VerifyConfig(Frozen):
     exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = setting(
         ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
+    # a correction or an update is linked like a copy, but withholding it would keep the wrong
+    # fact downstream: news desks want it on the unique topic (see docs/how-it-works.md)
+    revisions: Literal["unique", "duplicates", "off"] = setting(
+        "unique", "where a duplicate that revises its match goes (changed figures, negations, names, CORRECTED/UPDATE "
+        "markers, added facts): unique = the unique topic, tagged revision; duplicates = the duplicates topic, tagged "
+        "revision; off = not looked for (a revision is a duplicate)")
 
 
 class EngineConfig(Frozen):
@@ -261,7 +267,7 @@ class StateConfig(Frozen):
     sync: bool = setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
     # exact character evidence compares a noisy copy with the earlier story's kept text
     keep_text: bool = setting(True, "keep each indexed story's canonical text in the state; false needs verify.exact_evidence: "
-                               "false (the state then holds fingerprints, ids and decisions; older records keep theirs)")
+                               "false and verify.revisions: off (the state then holds fingerprints, ids and decisions; older records keep theirs)")
 
 
 class Config(Frozen):
@@ -277,6 +283,9 @@ class Config(Frozen):
         if not self.state.keep_text and self.verify.exact_evidence:
             raise ValueError("state.keep_text: false needs verify.exact_evidence: false (exact evidence compares a "
                              "copy with the earlier story's text, kept in the state)")
+        if not self.state.keep_text and self.verify.revisions != "off":
+            raise ValueError("state.keep_text: false needs verify.revisions: off (a revision is told from a copy on "
+                             "the earlier story's text, kept in the state)")
         return self
 
 

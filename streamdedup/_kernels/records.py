@@ -17,8 +17,13 @@ from streamdedup._kernels.index import restore
 #: record flag (beside ``decide.F_*``): the record does not keep the canonical text
 #: (``state.keep_text: false``)
 F_NO_TEXT = 4
+#: record flag: the duplicate revises the document it matched (``engine.revisions``); the
+#: record holds what changed after the matched id
+F_REVISION = 8
 
-ENGINE_VERSION = 5
+ENGINE_VERSION = 6
+#: the version before: the same layout without revisions (no record has F_REVISION), read as is
+ENGINE_VERSION_READ = 5
 #: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)
 N_NUMBERS = 8
 #: version, relation, flags, bits, digest; then variable-length integers
@@ -114,7 +119,7 @@ def _pack_minhash(buf, pos, row, bits):
 @njit(cache=True, nogil=True)
 def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
-    ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off,
+    ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off, changed_buf, changed_off,
     digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
     canon_buf, canon_start, keep_text,
 ):
@@ -122,7 +127,8 @@ def encode_batch(
 
     Document i's record is ``buffer[offsets[i]:offsets[i + 1]]`` (empty for documents that were
     not indexed). ``roots_*`` and ``matched_*`` hold the root id and the matched id of each
-    duplicate as UTF-8 (empty for roots); document i's canonical text is
+    duplicate as UTF-8 (empty for roots), ``changed_*`` what a revision changed (written for
+    records flagged ``F_REVISION``); document i's canonical text is
     ``canon_buf[canon_start[i]:][:lengths[i]]``; without ``keep_text`` no record holds it (flag
     ``F_NO_TEXT``). Layout: ``streamdedup/engine/record.py``.
     """
@@ -135,7 +141,7 @@ def encode_batch(
     for i in range(n):
         # every varint at its longest, every band a hot entry: written compactly below
         bound += (fixed + 13 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
-                  + (matched_off[i + 1] - matched_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i] + 4 * N_NUMBERS
+                  + (matched_off[i + 1] - matched_off[i]) + (changed_off[i + 1] - changed_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i] + 4 * N_NUMBERS
                   + lengths[i])
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.empty(n + 1, dtype=np.int64)  # every entry written below (np.zeros: a compile of its own)
@@ -178,6 +184,12 @@ def encode_batch(
         for t in range(matched_len):
             buf[q + t] = matched_buf[matched_off[i] + t]
         q += matched_len
+        if flag_out[i] & F_REVISION:
+            changed_len = changed_off[i + 1] - changed_off[i]
+            q = _put_varint(buf, q, changed_len)
+            for t in range(changed_len):
+                buf[q + t] = changed_buf[changed_off[i] + t]
+            q += changed_len
         q = _put_varint(buf, q, n_hot)
         q = _put_varint(buf, q, lengths[i])
         q = _put_varint(buf, q, lengths[i] - chars[i])  # 0 for ASCII text: one byte
@@ -234,8 +246,8 @@ def _unpack_minhash(buf, pos, bits, out):
 def restore_batch(buf, off, seqs, bits, ix, ar):
     """Re-insert stored records (in seq order) into the index ``ix`` and the arena ``ar``.
 
-    Returns -1, or the position of the first record that is not a version-5 engine record
-    with this MinHash width (the caller refuses to start).
+    Returns -1, or the position of the first record that is not a version-5 or -6 engine
+    record with this MinHash width (the caller refuses to start).
     """
     # the fields as locals: restore and put take arrays (see index.IndexArrays)
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
@@ -249,7 +261,7 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
     row = np.empty(k, dtype=np.uint32)
     for i in range(seqs.shape[0]):
         p = off[i]
-        if off[i + 1] - p < HEAD or buf[p] != ENGINE_VERSION or buf[p + 3] != bits:
+        if off[i + 1] - p < HEAD or (buf[p] != ENGINE_VERSION and buf[p] != ENGINE_VERSION_READ) or buf[p + 3] != bits:
             return i
         seq = seqs[i]
         dup = buf[p + 1] != 0
@@ -260,6 +272,9 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
         root_len, q = _get_varint(buf, q)
         matched_len, q = _get_varint(buf, q)
         q += np.int64(id_len + root_len + matched_len)
+        if buf[p + 2] & F_REVISION:
+            changed_len, q = _get_varint(buf, q)
+            q += np.int64(changed_len)
         n_hot, q = _get_varint(buf, q)
         length, q = _get_varint(buf, q)
         extra, q = _get_varint(buf, q)

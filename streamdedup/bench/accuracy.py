@@ -163,7 +163,7 @@ def run_streamdedup(cfg: Config, stream: list[Item]) -> tuple[list[bool], dict, 
         chunk = stream[i:i + bs]
         out = engine.process([Document(it.id, it.text, it.time_ms) for it in chunk])
         for it, d in zip(chunk, out):
-            flagged.append(d.status == "duplicate")
+            flagged.append(d.status in LINKED)  # a revision is linked to its original as a duplicate is
             decisions[it.id] = d
     return flagged, decisions, time.perf_counter() - t0
 
@@ -200,16 +200,30 @@ def duplicate_of_accuracy(stream: list[Item], decisions: dict) -> float:
         if it.source is None or not it.truth:  # a hard-suite negative names the story it borrows from
             continue
         d = decisions[it.id]
-        if d.status != "duplicate":
+        if d.status not in LINKED:
             continue
         src = decisions[it.source]
-        root = src.duplicate_of if src.status == "duplicate" else src.id
+        root = src.duplicate_of if src.status in LINKED else src.id
         total += 1
         ok += int(d.duplicate_of == root)
     return ok / total if total else float("nan")
 
 
 LANG_SUITES = ("zh", "ja", "th")
+#: the statuses of a document linked to an earlier one
+LINKED = ("duplicate", "revision")
+
+
+def revisions_per_kind(stream: list[Item], decisions: dict) -> dict[str, float]:
+    """Per copy kind, the share of its copies the engine calls revisions (linked, status
+    revision): recall counts them; the duplicates-only recall is recall minus this share."""
+    per: dict[str, list[int]] = {}
+    for it in stream:
+        if it.truth and it.kind != "natural":
+            k = per.setdefault(it.kind, [0, 0])
+            k[0] += decisions[it.id].status == "revision"
+            k[1] += 1
+    return {kind: r / n for kind, (r, n) in per.items()}
 
 
 def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int = 11,
@@ -261,6 +275,7 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
         "streamdedup": _scores(stream, flagged),
         "streamdedup_seconds": seconds,
         "duplicate_of_correct": duplicate_of_accuracy(stream, decisions),
+        "revisions_per_kind": revisions_per_kind(stream, decisions),
     }
     if with_datasketch:
         num_perm = cfg.fingerprint.minhash.num_perm

@@ -23,10 +23,14 @@ def print_accuracy(console, res: dict) -> None:
         table.add_row(name, f"{d['precision']:.4f}", f"{d['recall']:.4f}", f"{d['f1']:.4f}", f"{share * 100:.1f}%",
                       f"{d['recall_natural']:.3f}")
     console.print(table)
-    kinds = Table("copy kind", "n", "recall (streamdedup)", *(f"datasketch {t}" for t in ds))
+    revised = res.get("revisions_per_kind", {})
+    kinds = Table("copy kind", "n", "recall (streamdedup)", "of it revisions", *(f"datasketch {t}" for t in ds))
     for kind, r in sorted(s["recall_per_kind"].items()):
-        kinds.add_row(kind, str(counts[kind]), f"{r:.3f}", *(f"{d['recall_per_kind'].get(kind, 0):.3f}" for d in ds.values()))
+        kinds.add_row(kind, str(counts[kind]), f"{r:.3f}", f"{revised.get(kind, 0):.3f}",
+                      *(f"{d['recall_per_kind'].get(kind, 0):.3f}" for d in ds.values()))
     console.print(kinds)
+    console.print("recall counts a copy linked to its source as a duplicate or as a revision (a copy whose figures, "
+                  "negations, names or markers changed, or with new paragraphs); duplicates only: recall minus revisions")
     negatives = Table("negative kind", "n", "flagged (streamdedup)", *(f"datasketch {t}" for t in ds))
     for kind, r in sorted(s["flagged_per_negative_kind"].items()):
         negatives.add_row(kind, str(counts[kind]), f"{r * 100:.1f}%",
@@ -53,20 +57,19 @@ def _print_misses(console, res: dict) -> None:
 
 
 def print_revisions(console, res: dict) -> None:
-    """``--suite revisions``: per kind, the share the engine links and, among those, the share the
-    revision test reads as its label; then Reuters' own corrections."""
+    """``--suite revisions``: per kind, the share the engine links and, among those, the share
+    whose status is its label; then Reuters' own corrections."""
     console.print(f"revisions suite, seed {res['seed']}: Reuters stream {res['reuters_stream']:,} docs, "
                   f"People's Daily stream {res['zh_stream']:,} docs")
-    table = Table("kind", "type", "n", "linked by the engine", "as labelled (linked pairs)", "as labelled (pair alone)")
+    table = Table("kind", "type", "n", "linked by the engine", "status as labelled (linked)", "test alone as labelled")
     for kind, k in res["kinds"].items():
         table.add_row(kind, k["type"], str(k["n"]), f"{k['linked']:.3f}", f"{k['as_wanted']:.3f}", f"{k['pair_as_wanted']:.3f}")
     console.print(table)
-    console.print("as labelled: a revision read as a revision, a cosmetic copy kept as a duplicate")
+    console.print("as labelled: a revision has status revision, a cosmetic copy status duplicate; test alone: every "
+                  "(source, item) pair with its headline's length, linked or not")
     cost = res["cost_us_per_linked_pair"]
     console.print("revision test per linked pair: " + ", ".join(f"{name} {us:.0f} us" for name, us in cost.items()))
-    corrected = Table("Reuters CORRECTED story", "engine today", "matched", "revision test", "changed")
+    corrected = Table("Reuters CORRECTED story", "engine", "matched", "changed")
     for row in res["corrected_stories"]:
-        verdict = "-" if "revision" not in row else ("revision: " + ", ".join(row["kinds"])) if row["revision"] else "copy"
-        corrected.add_row(f"{row['id']} {row['headline']}", row["engine"], row["matched"] or "-", verdict,
-                          "; ".join(row.get("changed", ()))[:80])
+        corrected.add_row(f"{row['id']} {row['headline']}", row["engine"], row["matched"] or "-", "; ".join(row["changed"])[:80])
     console.print(corrected)

@@ -237,6 +237,7 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
         f"duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,} (reconciles: {summary.reconciles()})"
     )
     console.print("duplicates by relation: " + ", ".join(f"{k} {v}" for k, v in summary.relations.most_common()))
+    console.print(f"revisions (content changed, tagged revision; verify.revisions: {cfg.verify.revisions}): {summary.revisions:,}")
     originals = {}
     for line in (out / "unique.jsonl").read_text().splitlines():
         o = json.loads(line)

@@ -12,6 +12,7 @@ from streamdedup._optional import require
 from streamdedup.bench.edits import word_shingles
 from streamdedup.errors import InputError
 from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.engine.revisions import detect
 from streamdedup.engine.verify import Fingerprint, compare, exact_grams
 from streamdedup.cli._common import config_option, get_config, make_console
 
@@ -76,7 +77,14 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         "relation": cmp.relation,
         "is_duplicate": cmp.is_duplicate,
         "reasons": list(cmp.reasons),
+        # as the engine reads a pair it links: B revises A (verify.revisions; not looked for when off)
+        "revision": _revision(ca, cb) if cmp.is_duplicate and cfg.verify.revisions != "off" else None,
     }
+
+
+def _revision(ca: bytes, cb: bytes) -> dict:
+    r = detect(ca.decode("utf-8"), cb.decode("utf-8"))
+    return {"revised": r.revised, "kinds": list(r.kinds), "changed": list(r.changed)}
 
 
 @click.command()
@@ -123,4 +131,7 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     console = make_console()
     console.print(table)
     verdict = "DUPLICATE" if out["is_duplicate"] else "not a duplicate"
+    rev = out["revision"]
+    if rev and rev["revised"]:
+        verdict = f"REVISION ({', '.join(rev['kinds'])}: {'; '.join(rev['changed'])})"
     console.print(f"verdict: [bold]{out['relation']}[/bold] -> {verdict} ({'; '.join(out['reasons'])})")

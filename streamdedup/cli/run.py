@@ -89,6 +89,9 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     )
     if summary.relations:
         console.print("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in summary.relations.most_common()))
+    if summary.revisions:
+        where = "duplicates" if cfg.verify.revisions == "duplicates" else "unique"
+        console.print(f"  revisions (content changed, tagged revision; counted with {where}): {summary.revisions:,}")
     if summary.dead_letter_stages:
         console.print("  dead-letter by stage: " + ", ".join(f"{k} {v:,}" for k, v in summary.dead_letter_stages.most_common()))
     if not summary.reconciles():

@@ -18,7 +18,7 @@ from rich.table import Table
 from streamdedup._optional import require
 from streamdedup.config import Config, with_settings
 from streamdedup.errors import ConfigError
-from streamdedup.tools.whatif import RULES, DUPLICATE_CHANGED, DUPLICATE_S, DUPLICATE_TO_UNIQUE, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
+from streamdedup.tools.whatif import RULES, DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, LINKED, REVISION_S, UNIQUE_TO_DUPLICATE, Outcome, Replayer, ReplayInput, ReplayReport
 from streamdedup.cli._common import fill_kernel_cache, make_console
 
 SWEEP_POINTS = 11
@@ -110,12 +110,13 @@ def _sweep_values(cfg: Config, candidate: Config, key: str) -> list[float]:
 
 
 def _side(o: Outcome) -> str:
-    if o.status != DUPLICATE_S:
+    if o.status not in LINKED:
         return o.status + (f"\n{o.reason}" if o.reason else "")
     fig = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     matched = "" if o.matched == o.duplicate_of else f", matched {o.matched}"
     return (f"{o.relation} of {o.duplicate_of}{matched}\nJ {fig(o.jaccard)}  LD {fig(o.ld_similarity)}  "
-            f"contained {fig(o.containment_in_matched)} / contains {fig(o.containment_of_matched)}")
+            f"contained {fig(o.containment_in_matched)} / contains {fig(o.containment_of_matched)}"
+            + (f"\nrevision: {'; '.join(o.changed)}" if o.status == REVISION_S else ""))
 
 
 def _print(report: ReplayReport, where: str, sets: tuple[str, ...], seconds: float, show: int) -> None:

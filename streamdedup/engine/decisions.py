@@ -3,7 +3,12 @@
 The engine decides a micro-batch in one Numba call and hands back a :class:`BatchDecisions`:
 columns of codes and estimates, with :class:`Decision` objects made only when asked for. Callers
 that route thousands of documents per second look at :attr:`BatchDecisions.codes` first and
-build a ``Decision`` for the duplicates (a unique document's tags are the same every time).
+build a ``Decision`` for the duplicates and revisions (a unique document's tags are the same
+every time).
+
+A revision (``engine.revisions``) is a duplicate whose content changed: linked like one (its
+root and the version it revises), status ``revision``, and routed by ``verify.revisions``: its
+code is UNIQUE (the default policy) or DUPLICATE, and :attr:`BatchDecisions.revised` marks it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
+from streamdedup._kernels.records import F_REVISION
 from streamdedup._kernels.verify import RELATION_NAMES
 from streamdedup.config import VerifyConfig
 from streamdedup.engine.verify import reasons
@@ -28,7 +34,7 @@ UNIQUE_TAGS = {"status": "unique", "duplicate_of": None, "relation": None, "simi
 @dataclass(frozen=True)
 class Decision:
     id: str
-    status: str  # unique | duplicate | rejected
+    status: str  # unique | duplicate | revision | rejected
     duplicate_of: str | None = None
     relation: str | None = None  # exact | near_duplicate | contains | contained_in
     similarity: float | None = None  # estimated Jaccard with the matched document
@@ -40,18 +46,22 @@ class Decision:
     #: of the input or ``line:N`` (file mode); None when the engine no longer holds that document
     original: str | None = None
     matched_source: str | None = None
+    #: what a revision changed (``"old -> new"``, ``"+new"``, ``"-old"``, a marker), at most 8 items
+    changed: tuple[str, ...] = ()
 
     def tags(self) -> dict:
         if self.status == "unique":
             return dict(UNIQUE_TAGS)
         out: dict = {"status": self.status, "duplicate_of": self.duplicate_of, "relation": self.relation,
                      "similarity": None if self.similarity is None else round(self.similarity, 4)}
-        if self.status == "duplicate":
+        if self.status in ("duplicate", "revision"):
             out["ld_similarity"] = None if self.ld_similarity is None else round(self.ld_similarity, 4)
             out["matched"] = self.matched
             out["reason"] = self.reason
             out["original"] = self.original
             out["matched_source"] = self.matched_source
+        if self.status == "revision":
+            out["changed"] = list(self.changed)
         return out
 
 
@@ -61,27 +71,30 @@ def _opt(x: float) -> float | None:
 
 def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: int, numbers: Sequence[float],
               boilerplate: bool, verify: VerifyConfig, original: str | None = None,
-              matched_source: str | None = None, exact: bool = False) -> Decision:
+              matched_source: str | None = None, exact: bool = False, changed: tuple[str, ...] | None = None) -> Decision:
     """A duplicate's decision from its stored form (the same for a live run and a replay);
-    ``exact``: a near-duplicate on exact character evidence (numbers 5-7 are its figures)."""
+    ``exact``: a near-duplicate on exact character evidence (numbers 5-7 are its figures);
+    ``changed``: what it changed if it is a revision (None: it is not)."""
     j, ld, c_ba, c_ab, emb, gram, folded, near = (float(x) for x in numbers)
     why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify,
                   (gram, folded, near) if exact else None)
-    return Decision(doc_id, "duplicate", root_id, RELATION_NAMES[relation], _opt(j), _opt(ld), matched_id, "; ".join(why), seq,
-                    original, matched_source)
+    return Decision(doc_id, "duplicate" if changed is None else "revision", root_id, RELATION_NAMES[relation], _opt(j),
+                    _opt(ld), matched_id, "; ".join(why), seq, original, matched_source, changed or ())
 
 
 class BatchDecisions(Sequence[Decision]):
     """The decisions of one micro-batch, in input order.
 
-    ``codes[i]`` is UNIQUE, DUPLICATE or REJECTED; ``seqs[i]`` the document's seq (-1 when
-    rejected). ``decision(i)`` / ``self[i]`` build the full :class:`Decision`.
+    ``codes[i]`` is UNIQUE, DUPLICATE or REJECTED: where the document goes (a revision where
+    ``verify.revisions`` sends it); ``revised[i]`` whether it is a revision; ``seqs[i]`` the
+    document's seq (-1 when rejected). ``decision(i)`` / ``self[i]`` build the full :class:`Decision`.
     """
 
     def __init__(self, ids: Sequence[str], seqs: np.ndarray, relations: np.ndarray, numbers: np.ndarray, flags: np.ndarray,
                  root_ids: dict[int, str], matched_ids: dict[int, str], verify: VerifyConfig,
-                 sources: tuple[dict[int, str], dict[int, str]] = ({}, {})):
-        """``sources``: the input positions of each duplicate's root and matched document."""
+                 sources: tuple[dict[int, str], dict[int, str]] = ({}, {}), changed: dict[int, tuple[str, ...]] | None = None):
+        """``sources``: the input positions of each duplicate's root and matched document;
+        ``changed``: what each revision (flag ``F_REVISION``) changed."""
         self.ids = ids
         self.seqs = seqs
         self.relations = relations
@@ -91,7 +104,10 @@ class BatchDecisions(Sequence[Decision]):
         self.matched_ids = matched_ids
         self.verify = verify
         self.originals, self.matched_sources = sources
-        self.codes = np.where(seqs < 0, REJECTED, np.where(relations > 0, DUPLICATE, UNIQUE)).astype(np.int8)
+        self.changed = changed or {}
+        self.revised = (flags & F_REVISION) != 0
+        linked = (relations > 0) & ~self.revised if verify.revisions == "unique" else relations > 0
+        self.codes = np.where(seqs < 0, REJECTED, np.where(linked, DUPLICATE, UNIQUE)).astype(np.int8)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -101,11 +117,11 @@ class BatchDecisions(Sequence[Decision]):
         if code == REJECTED:
             return Decision(self.ids[i], "rejected", reason=EMPTY_TEXT_REASON)
         seq = int(self.seqs[i])
-        if code == UNIQUE:
+        if self.relations[i] == 0:
             return Decision(self.ids[i], "unique", seq=seq)
         return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
                          bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i),
-                         bool(self.flags[i] & 2))
+                         bool(self.flags[i] & 2), self.changed.get(i, ()) if self.revised[i] else None)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

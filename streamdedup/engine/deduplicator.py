@@ -24,7 +24,7 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from streamdedup.engine import matches
+from streamdedup.engine import matches, revised
 from streamdedup.engine import record as engine_record
 from streamdedup._kernels import decide as KD
 from streamdedup._kernels import records as KR
@@ -252,11 +252,14 @@ class Deduplicator:
         sources = np.ascontiguousarray(sources, dtype=np.int64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store)
+        changed = {} if self.cfg.verify.revisions == "off" else revised.mark(
+            self.evidence, batch.canon_buf, batch.canon_start, batch.lengths, seqs, matched, relations, flags)
         roots_buf, roots_off = sparse_utf8(found.root_ids, n)
         matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
+        changed_buf, changed_off = sparse_utf8({i: engine_record.CHANGED_SEP.join(c) for i, c in changed.items()}, n)
         buf, off = KR.encode_batch(
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
-            matched_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
+            matched_off, changed_buf, changed_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
             batch.canon_buf, batch.canon_start, self.cfg.state.keep_text,
         )
@@ -264,7 +267,7 @@ class Deduplicator:
         bounds = off.tolist()
         puts = [(s, raw[bounds[i]:bounds[i + 1]]) for i, s in enumerate(seqs.tolist()) if s >= 0]
         decisions = BatchDecisions(ids, seqs, relations, numbers, flags, found.root_ids, found.matched_ids, self.cfg.verify,
-                                   (found.originals, found.matched_sources))
+                                   (found.originals, found.matched_sources), changed)
         action = before_commit(decisions) if before_commit else None
         old_lo = self._committed_lo
         new_lo = self._evictable_below()

@@ -61,12 +61,14 @@ class Evidence:
         ``seqs[:i]``) against the document ``seq``."""
         self.asked += 1
         b = buf[int(start[i]):int(start[i]) + int(length[i])]
-        a = self._text(buf, start, length, i, seqs, seq)
+        a = self.text_of(buf, start, length, i, seqs, seq)
         if a is None:
             return 0.0, 0.0, 0.0  # no earlier text: no evidence
         return self._tables.measure(a, b)
 
-    def _text(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
+    def text_of(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
+        """The canonical text of the earlier document ``seq`` that this batch's document ``i``
+        is compared with (None when no record of it keeps one)."""
         same = np.flatnonzero(seqs[:i] == seq)
         if same.shape[0]:
             k = int(same[0])

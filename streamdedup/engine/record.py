@@ -1,19 +1,21 @@
 """The engine's stored record: one per indexed document, the durable truth (pure core).
 
-Layout, engine record version 5, little-endian; the store key is the document's seq. After a
+Layout, engine record version 6, little-endian; the store key is the document's seq. After a
 fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      engine record version (5)
+    1      engine record version (6; version 5, the same layout without revisions, is read too)
     1      relation code of the decision (0 = unique; _kernels.verify.REL_*)
     1      flags: bit 0 = boilerplate slots were left out of the estimates, bit 1 = a
            near-duplicate on exact character evidence (``_kernels.evidence``), bit 2 = the
            canonical text is not kept (``state.keep_text: false``: the record ends with the
-           signature)
+           signature), bit 3 = a revision (``engine.revisions``): what changed follows the ids
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
     ..     id, root id, matched id (first: resolving a duplicate's ids reads only this far)
+    var    with flag bit 3: length of what changed (UTF-8 bytes), then its bytes (the items
+           joined by ``"; "``)
     var    n (hot-count entries that are not 1), canonical length (UTF-8 bytes), its bytes in
            UTF-8 continuation position (canonical length - characters), shingle count, event time
            (ms, signed), source id (signed, -1 for none: the engine's source table), source offset / line number
@@ -53,11 +55,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from streamdedup._kernels.records import F_NO_TEXT
+from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ, F_NO_TEXT, F_REVISION
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.sketch.estimate import unpack_bbit
 
-ENGINE_RECORD_VERSION = 5
+ENGINE_RECORD_VERSION = ENGINE_VERSION
+#: what a revision record joins its changed items with
+CHANGED_SEP = "; "
 HEAD = struct.Struct("<BBBB16s")
 assert HEAD.size == 20
 
@@ -105,13 +109,14 @@ class StoredDocument:
     band_keys: np.ndarray  # uint32, the low half of each key
     signature: bytes
     text: bytes | None  # the canonical text (UTF-8); None when the record does not keep it
+    changed: tuple[str, ...] = ()  # what a revision changed (``engine.revisions``)
 
 
 _NAN8 = (float("nan"),) * 8
 
 
 def _check(seq: int, data: bytes) -> None:
-    if data[0] != ENGINE_RECORD_VERSION:
+    if data[0] != ENGINE_RECORD_VERSION and data[0] != ENGINE_VERSION_READ:
         raise IncompatibleFingerprintError(
             f"state record {seq} has version {data[0]}, not {ENGINE_RECORD_VERSION}: this state was written by "
             "another streamdedup version; use a new state directory"
@@ -130,6 +135,16 @@ def _id_fields(seq: int, data: bytes) -> tuple[str, str, int, int]:
     return doc_id, root_id, n_matched, pos + n_root
 
 
+def _changed(data: bytes, pos: int) -> tuple[tuple[str, ...], int]:
+    """What a revision changed (empty for other records) at ``pos``, just after the matched id,
+    and the position after it."""
+    if not data[2] & F_REVISION:
+        return (), pos
+    n, pos = _varint(data, pos)
+    text = data[pos:pos + n].decode("utf-8")
+    return tuple(text.split(CHANGED_SEP)) if text else (), pos + n
+
+
 def ids(data: bytes, seq: int = -1) -> tuple[str, str]:
     """(id, root id) of a record, reading nothing past them (the engine does this for every
     duplicate whose match is in an earlier batch)."""
@@ -141,7 +156,7 @@ def match_fields(data: bytes, seq: int = -1) -> tuple[str, str, int, int]:
     """(id, root id, source id, offset) of a record: what the engine reads of each earlier
     document a duplicate matched, in one pass."""
     doc_id, root_id, n_matched, pos = _id_fields(seq, data)
-    pos += n_matched
+    _, pos = _changed(data, pos + n_matched)
     for _ in range(4):  # hot entries, length, continuation bytes, shingle count
         _, pos = _varint(data, pos)
     _, pos = _signed(data, pos)  # event time
@@ -159,7 +174,7 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     doc_id, root_id, n_matched, pos = _id_fields(seq, data)
     _, relation, flags, bits, digest = HEAD.unpack_from(data, 0)
     matched_id = data[pos:pos + n_matched].decode("utf-8") if n_matched else None
-    pos += n_matched
+    changed, pos = _changed(data, pos + n_matched)
     n_hot, pos = _varint(data, pos)
     length, pos = _varint(data, pos)
     extra, pos = _varint(data, pos)
@@ -189,7 +204,7 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     text = None if flags & F_NO_TEXT else data[pos:pos + length]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature, text)
+                          signature, text, changed)
 
 
 def canonical_text(data: bytes, seq: int = -1) -> bytes | None:
@@ -198,6 +213,7 @@ def canonical_text(data: bytes, seq: int = -1) -> bytes | None:
     if data[2] & F_NO_TEXT:
         return None
     _, _, n_matched, pos = _id_fields(seq, data)
-    _, pos = _varint(data, pos + n_matched)  # hot entries
+    _, pos = _changed(data, pos + n_matched)
+    _, pos = _varint(data, pos)  # hot entries
     length, _ = _varint(data, pos)
     return data[len(data) - length:]

@@ -221,8 +221,27 @@ def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
             f.pending.append(("figures" if _is_number(t) else "negation", f"+{t}"))
 
 
-def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool) -> None:
-    """A changed block outside the headline region (see the module docstring)."""
+def _garbled(t: str, others: list[str]) -> bool:
+    """Whether ``t``, a word (or figure) whose count differs between the texts, has a damaged (or
+    repaired) twin among ``others``, the words whose count moved the other way: a typo of it or a merge
+    with a neighbour ("1986" and "19a86", "one" and "0neof" from "one of"). A noisy stretch
+    the matcher misaligned puts the two in different blocks. Only digits changed ("600" and
+    "500") is no damage."""
+    o = t.translate(_OCR)
+    for u in others:
+        v = u.translate(_OCR)
+        merged = len(v) > len(o) and (v.startswith(o) or v.endswith(o)) or len(o) > len(v) > 1 and (o.startswith(v) or o.endswith(v))
+        if (merged or _typo_sized([t], [u])) and _noise_like([t], [u], lambda _: False):
+            return True
+    return False
+
+
+def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool,
+                fell: list[str], grew: list[str], head: bool = False) -> None:
+    """A changed block outside the headline region (see the module docstring); ``head``: a
+    block of a headline region changed in place, where a figure or polarity word counts only if
+    it is new to the earlier text (a headline made from the lead repeats the lead's figures,
+    and one rewritten drops its own)."""
     if tail and "".join(old).startswith("".join(new)):
         return  # a teaser: the later text stops earlier (perhaps inside a word or a number)
     if sum(t in BOILERPLATE_WORDS for t in new) >= 2:
@@ -231,9 +250,14 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
         return
     moved = lambda t: ca[t] == cb[t]  # noqa: E731 - same count in both texts: moved, not changed
-    figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t)]
-    polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t)]
+    figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t) and not (head and ca[t])]
+    if figures and any(_garbled(t, grew if ca[t] > cb[t] else fell) for t in figures):
+        figures = [t for t in figures if not _garbled(t, grew if ca[t] > cb[t] else fell)]
+        f.typos += 1
+    polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t) and not (head and ca[t])]
     fresh = [t for t in new if ca[t] == 0 and not t.isdigit() and (len(t) > 1 or not t.isascii())]
+    if len(fresh) >= 3 and (len(old) > SMALL_BLOCK or len(new) > SMALL_BLOCK):
+        fresh = [t for t in fresh if not _garbled(t, fell)]  # damaged words are not new words
     found = []
     if figures:
         found.append(("figures", _show([t for t in old if _is_figure(t)], [t for t in new if _is_figure(t)])))
@@ -269,24 +293,38 @@ def _noise_like(old: list[str], new: list[str], moved) -> bool:
     return digits_s == digits_t
 
 
-def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int = HEAD_CHARS) -> Revision:
+def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int | None = None) -> Revision:
     """Whether ``later`` revises ``earlier`` (both canonical texts of a pair the engine accepted),
     and what changed. ``earlier_head``, ``later_head``: the headline regions' lengths in
-    characters (the canonical headline's length when the input has one)."""
+    characters (the canonical headline's length when the input has one); ``later_head`` None:
+    as many tokens as the earlier's region (the engine does not know the headlines: a region cut
+    by characters would end at another token in each text as soon as a word before the cut
+    changed length)."""
     if earlier == later:
         return Revision(False)
     ta, tb = tokens(earlier), tokens(later)
     ca, cb = Counter(ta), Counter(tb)
-    head_a, head_b = _head_len(earlier, ta, earlier_head), _head_len(later, tb, later_head)
+    head_a = _head_len(earlier, ta, earlier_head)
+    head_b = min(head_a, len(tb)) if later_head is None else _head_len(later, tb, later_head)
     f = _Found()
     moved = lambda t: ca[t] == cb[t]  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
+    fell, grew = [t for t in ca if ca[t] > cb[t]], [t for t in cb if cb[t] > ca[t]]
+    rewritten = False
     if old_head != new_head:
         # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
         if _typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and _noise_like(old_head, new_head, moved):
             f.typos += 1
         else:
-            _head_block(f, new_head, set(ca))
+            head_ops = [op for op in _opcodes(old_head, new_head) or () if op[0] != "equal"]
+            kept = len(old_head) - sum(i2 - i1 for _, i1, i2, _, _ in head_ops)
+            if 3 * kept >= 2 * max(len(old_head), len(new_head)):
+                # words changed in place (the region may reach into the lead: a name, a figure)
+                for _, i1, i2, j1, j2 in head_ops:
+                    _body_block(f, old_head[i1:i2], new_head[j1:j2], ca, cb, False, fell, grew, head=True)
+            else:  # a headline rewritten
+                rewritten = True
+                _head_block(f, new_head, set(ca))
     # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
     # otherwise be matched with the lead
     ops = _opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
@@ -301,7 +339,10 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         old, new = ta[i1:i2], tb[j1:j2]
         if i1 == head_a and j1 == head_b and (set(old) <= set(new_head) and not new or set(new) <= set(old_head) and not old):
             continue  # the first body words of one text are headline words of the other (a lost line break)
-        _body_block(f, old, new, ca, cb, tail=_cut_here(ta, tb, i1, i2, j1, j2))
+        if rewritten and i1 == head_a and j1 == head_b:
+            _head_block(f, new, set(ca))  # the rest of a rewritten headline longer than the region
+            continue
+        _body_block(f, old, new, ca, cb, _cut_here(ta, tb, i1, i2, j1, j2), fell, grew)
     if f.typos == 0:
         for kind, item in f.pending:
             f.add(kind, item)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
+from streamdedup._kernels.records import F_REVISION
 from streamdedup.engine import decisions as D
 from streamdedup.engine import matches
 from streamdedup.engine import record as engine_record
@@ -31,7 +32,8 @@ def _decisions(engine: "Deduplicator", stored: list[engine_record.StoredDocument
     verify = engine.cfg.verify
     return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
             D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                        verify, where.get(st.root_seq), where.get(st.matched_seq), bool(st.flags & 2))
+                        verify, where.get(st.root_seq), where.get(st.matched_seq), bool(st.flags & 2),
+                        st.changed if st.flags & F_REVISION else None)
             for st in stored]
 
 

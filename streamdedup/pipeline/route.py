@@ -1,7 +1,8 @@
 """route: decisions -> where each record goes and with which tags (pure, runtime-neutral).
 
 Every record of a prepared batch goes to exactly one destination: ``unique``, ``duplicate``
-or ``dead_letter``. A runtime turns a :class:`Routed` into its own outputs (Kafka records with
+or ``dead_letter``; a revision goes to ``unique`` or ``duplicate`` as ``verify.revisions``
+says, with its own tags either way. A runtime turns a :class:`Routed` into its own outputs (Kafka records with
 headers, file-mode lines) with :mod:`streamdedup.pipeline.tags`.
 """
 
@@ -11,7 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from streamdedup.engine.decisions import DUPLICATE, EMPTY_TEXT_REASON, UNIQUE, BatchDecisions, Decision
+from streamdedup.config import VerifyConfig
+from streamdedup.engine.decisions import EMPTY_TEXT_REASON, REJECTED, UNIQUE, BatchDecisions, Decision
 from streamdedup.pipeline.prepare import Prepared
 from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers,
                                        time_invalid_header)
@@ -21,14 +23,22 @@ DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
 
 
 def duplicate_tags(d: Decision) -> DuplicateTags:
+    """The tags of a duplicate or a revision."""
     return DuplicateTags(d.duplicate_of or "", d.relation or "", d.similarity, d.ld_similarity, d.matched or "", d.reason or "",
-                         d.original or "", d.matched_source or "")
+                         d.original or "", d.matched_source or "", d.status, d.changed)
 
 
-def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None) -> tuple[str, list]:
+def revision_dest(verify: VerifyConfig) -> str:
+    """Where a revision goes under ``verify.revisions``."""
+    return DUPLICATE_DEST if verify.revisions == "duplicates" else UNIQUE_DEST
+
+
+def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None,
+                 revisions: str = UNIQUE_DEST) -> tuple[str, list]:
     """A record's destination and the headers its tags become: the one mapping of every Kafka
     runtime (the single processor, the staged worker, the faust agent). A record decided with
     its arrival time instead of its own event time says why (not a dead letter: it has a stage).
+    ``revisions``: where a revision goes (:func:`revision_dest`).
 
     >>> kafka_output(None)[0], kafka_output(DeadLetterTags("json", "invalid JSON", "t:0:1"))[0]
     ('unique', 'dead_letter')
@@ -36,7 +46,7 @@ def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str 
     if tags is None:
         dest, headers = UNIQUE_DEST, UNIQUE_HEADERS
     elif isinstance(tags, DuplicateTags):
-        dest, headers = DUPLICATE_DEST, duplicate_headers(tags)
+        dest, headers = revisions if tags.status == "revision" else DUPLICATE_DEST, duplicate_headers(tags)
     else:
         dest, headers = DEAD_LETTER_DEST, dead_letter_headers(tags)
     if time_invalid is not None and dest != DEAD_LETTER_DEST:
@@ -51,12 +61,14 @@ def rejected_tags(reason: str | None, source: str) -> DeadLetterTags:
 
 @dataclass
 class Routed:
-    """Records ``lo..hi`` of a prepared batch: destination and tags (None for unique) of each."""
+    """Records ``lo..hi`` of a prepared batch: destination and tags (None for unique) of each;
+    ``revisions``: how many of them are revisions (wherever they went)."""
 
     lo: int
     dest: list[str]
     tags: list[DuplicateTags | DeadLetterTags | None]
     relations: Counter = field(default_factory=Counter)
+    revisions: int = 0
 
     def counts(self) -> Counter:
         return Counter(self.dest)
@@ -71,6 +83,9 @@ def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Deci
     dest: list[str] = [UNIQUE_DEST] * n
     tags: list = [None] * n
     relations: Counter = Counter()
+    revisions = 0
+    revised = decisions.revised.tolist()
+    to_revision = revision_dest(decisions.verify)
     lo = prep.lo
     for k, why in prep.dead.items():
         dest[k - lo] = DEAD_LETTER_DEST
@@ -78,20 +93,22 @@ def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Deci
     codes = decisions.codes.tolist()
     for j, k in enumerate(prep.docs.tolist()):
         code = codes[j]
-        if code == UNIQUE:
+        if code == UNIQUE and not revised[j]:
             continue
-        if code == DUPLICATE:
-            t = duplicate_tags(decisions.decision(j))
-            dest[k - lo], tags[k - lo] = DUPLICATE_DEST, t
-            relations[t.relation] += 1
-        else:
+        if code == REJECTED:
             dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(decisions.decision(j).reason, source_of(k))
+            continue
+        t = duplicate_tags(decisions.decision(j))
+        dest[k - lo], tags[k - lo] = UNIQUE_DEST if code == UNIQUE else DUPLICATE_DEST, t
+        relations[t.relation] += code != UNIQUE  # the duplicates topic's records by relation
+        revisions += revised[j]
     for k in prep.held.tolist():
         d = replayed.get(k)
         if d is None:
             dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(None, source_of(k))
-        elif d.status == "duplicate":
+        elif d.status in ("duplicate", "revision"):
             t = duplicate_tags(d)
-            dest[k - lo], tags[k - lo] = DUPLICATE_DEST, t
-            relations[t.relation] += 1
-    return Routed(lo, dest, tags, relations)
+            dest[k - lo], tags[k - lo] = to_revision if d.status == "revision" else DUPLICATE_DEST, t
+            relations[t.relation] += dest[k - lo] == DUPLICATE_DEST
+            revisions += d.status == "revision"
+    return Routed(lo, dest, tags, relations, revisions)

@@ -3,19 +3,21 @@
 One module owns the format, so Kafka headers, file mode's ``"_dedup"`` object, the demo, the
 tests and the operator tools agree on it:
 
-- Kafka: headers ``dedup.status`` (``unique`` | ``duplicate`` | ``dead_letter``), then for a
-  unique record ``dedup.duplicate_of``, ``dedup.relation``, ``dedup.similarity`` (empty), for a
-  duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched``, ``dedup.reason``,
-  ``dedup.original`` and ``dedup.matched_source`` (where the root and the matched document
-  were read: ``topic:partition:offset`` of the input, ``line:N`` in file mode, empty when the
-  engine no longer holds that document), for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
+- Kafka: headers ``dedup.status`` (``unique`` | ``duplicate`` | ``revision`` | ``dead_letter``),
+  then for a unique record ``dedup.duplicate_of``, ``dedup.relation``, ``dedup.similarity``
+  (empty), for a duplicate those filled in plus ``dedup.ld_similarity``, ``dedup.matched``,
+  ``dedup.reason``, ``dedup.original`` and ``dedup.matched_source`` (where the root and the
+  matched document were read: ``topic:partition:offset`` of the input, ``line:N`` in file mode,
+  empty when the engine no longer holds that document), for a revision (a duplicate whose
+  content changed: it goes where ``verify.revisions`` says) the same plus ``dedup.changed``
+  (what changed: items such as ``600 -> 500``, ``+not``, ``corrected``, joined by ``"; "``), for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
   A dead letter too large to produce whole (its value cut to a prefix, its own headers
   dropped) adds ``dedup.original_bytes``: the size of the original value. A record decided
   with its arrival time because its own event time was unusable adds ``dedup.time_invalid``:
   the reason (``decode``).
   Numbers are written with four decimals; an absent value is an empty header.
 - File mode: the same fields as a JSON object spliced into the output line under ``"_dedup"``
-  (absent values are ``null``; ``time_invalid`` only when set); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
+  (absent values are ``null``; ``changed`` a list; ``time_invalid`` only when set); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
 
 Incoming headers named ``dedup.*`` are renamed ``dedup.upstream.*`` before the tags are added
 (:func:`passthrough_headers`): an upstream stage (or an attacker) cannot make a record look
@@ -52,6 +54,9 @@ class DuplicateTags:
     #: or ``line:N``; empty when unknown (a document the engine no longer holds)
     original: str = ""
     matched_source: str = ""
+    #: ``revision`` for a duplicate whose content changed (``changed`` says how)
+    status: str = "duplicate"
+    changed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,8 @@ class Tags:
     time_invalid: str | None = None
     #: tags present but unreadable (not a number, not text): shown as malformed, never trusted
     malformed: tuple[str, ...] = ()
+    #: what a revision changed
+    changed: tuple[str, ...] = ()
 
 
 def _num(x: float | None) -> bytes:
@@ -103,9 +110,13 @@ UNIQUE_OBJECT = {"status": "unique", "duplicate_of": None, "relation": None, "si
 UNIQUE_SPLICE = b'"_dedup":' + orjson.dumps(UNIQUE_OBJECT) + b"}"
 
 
+#: what joins a revision's changed items in its header
+CHANGED_SEP = "; "
+
+
 def duplicate_headers(t: DuplicateTags) -> list[tuple[str, bytes]]:
-    return [
-        ("dedup.status", b"duplicate"),
+    out = [
+        ("dedup.status", t.status.encode()),
         ("dedup.duplicate_of", t.duplicate_of.encode()),
         ("dedup.relation", t.relation.encode()),
         ("dedup.similarity", _num(t.similarity)),
@@ -115,6 +126,9 @@ def duplicate_headers(t: DuplicateTags) -> list[tuple[str, bytes]]:
         ("dedup.original", t.original.encode()),
         ("dedup.matched_source", t.matched_source.encode()),
     ]
+    if t.status == "revision":
+        out.append(("dedup.changed", CHANGED_SEP.join(t.changed).encode()))
+    return out
 
 
 def dead_letter_headers(t: DeadLetterTags) -> list[tuple[str, bytes]]:
@@ -143,9 +157,12 @@ def with_time_invalid(spliced: bytes, reason: str) -> bytes:
 
 
 def duplicate_object(t: DuplicateTags) -> dict:
-    return {"status": "duplicate", "duplicate_of": t.duplicate_of, "relation": t.relation, "similarity": _round(t.similarity),
-            "ld_similarity": _round(t.ld_similarity), "matched": t.matched, "reason": t.reason,
-            "original": t.original or None, "matched_source": t.matched_source or None}
+    out = {"status": t.status, "duplicate_of": t.duplicate_of, "relation": t.relation, "similarity": _round(t.similarity),
+           "ld_similarity": _round(t.ld_similarity), "matched": t.matched, "reason": t.reason,
+           "original": t.original or None, "matched_source": t.matched_source or None}
+    if t.status == "revision":
+        out["changed"] = list(t.changed)
+    return out
 
 
 def file_tags(t: DuplicateTags) -> bytes:
@@ -224,7 +241,8 @@ def parse_headers(headers: list | dict | None) -> Tags | None:
     return Tags(h["status"], h.get("duplicate_of") or None, h.get("relation") or None, sim, ld, h.get("matched") or None,
                 h.get("reason") or None, h.get("stage") or None, h.get("source") or None,
                 int(size) if size and size.isdecimal() else None, h.get("original") or None, h.get("matched_source") or None,
-                h.get("time_invalid") or None, tuple(bad))
+                h.get("time_invalid") or None, tuple(bad),
+                tuple(h["changed"].split(CHANGED_SEP)) if h.get("changed") else ())
 
 
 def parse_file_tags(obj: dict | bytes) -> Tags | None:
@@ -244,4 +262,14 @@ def parse_file_tags(obj: dict | bytes) -> Tags | None:
     sim, ld = _float(d.get("similarity"), "similarity", bad), _float(d.get("ld_similarity"), "ld_similarity", bad)
     return Tags(d["status"], text["duplicate_of"], text["relation"], sim, ld, text["matched"], text["reason"], text["stage"],
                 text["source"], None, text["original"], text["matched_source"],
-                _text(d.get("time_invalid"), "time_invalid", bad), tuple(bad))
+                _text(d.get("time_invalid"), "time_invalid", bad), tuple(bad), _changed(d.get("changed"), bad))
+
+
+def _changed(v: object, malformed: list[str]) -> tuple[str, ...]:
+    """A revision's ``changed`` list of a file-mode object; anything but a list of strings is malformed."""
+    if v is None:
+        return ()
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return tuple(v)
+    malformed.append("changed")
+    return ()

@@ -60,6 +60,8 @@ class Summary:
     unique: int = 0
     duplicates: int = 0
     dead_letter: int = 0
+    #: revisions among the unique and duplicates (wherever verify.revisions sent them)
+    revisions: int = 0
     relations: Counter = field(default_factory=Counter)
     dead_letter_stages: Counter = field(default_factory=Counter)
     seconds: float = 0.0
@@ -152,14 +154,18 @@ class _Writer:
                 extra: list[bytes] = []
                 # Python only for duplicates (their tags) and slow lines; fast unique lines
                 # are all kind 0 (span + the constant tail)
-                special = np.arange(len(which)) if code == DUPLICATE else np.flatnonzero(slow_mask[lines])
+                # (and revisions: on the unique file under the default verify.revisions)
+                revised = decisions.revised[which]
+                special = np.arange(len(which)) if code == DUPLICATE else np.flatnonzero(slow_mask[lines] | revised)
                 for j in special.tolist():
                     k, line = int(which[j]), int(lines[j])
                     tags = UNIQUE_SPLICE
-                    if code == DUPLICATE:
+                    if code == DUPLICATE or revised[j]:
                         dup = duplicate_tags(decisions.decision(k))
                         tags = file_tags(dup)
-                        self.summary.relations[dup.relation] += 1
+                        if code == DUPLICATE:
+                            self.summary.relations[dup.relation] += 1
+                        self.summary.revisions += bool(revised[j])
                         kinds[j] = 1
                     if line in slow:
                         if slow[line].time_invalid is not None:

@@ -24,7 +24,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from streamdedup.config import Config, with_settings
-from streamdedup.engine.decisions import DUPLICATE, REJECTED
+from streamdedup.engine.decisions import REJECTED
 from streamdedup.engine.deduplicator import Deduplicator
 from streamdedup.sketch.fingerprint import FingerprintBatch, Fingerprinter
 from streamdedup.text.ids import Ids
@@ -32,6 +32,9 @@ from streamdedup.pipeline import Prepared, Preparer
 from streamdedup.state.base import MemoryStore
 
 UNIQUE_S, DUPLICATE_S, DEAD_LETTER_S = "unique", "duplicate", "dead_letter"
+#: a duplicate whose content changed (``verify.revisions``): linked like a duplicate, counted apart
+REVISION_S = "revision"
+LINKED = (DUPLICATE_S, REVISION_S)
 UNIQUE_TO_DUPLICATE, DUPLICATE_TO_UNIQUE, DUPLICATE_CHANGED = "unique->duplicate", "duplicate->unique", "duplicate changed"
 
 
@@ -86,7 +89,7 @@ def _line_start(data: bytes, n: int, pos: int = 0, at: int = 0) -> int:
 class Outcome:
     """What one configuration did with a record."""
 
-    status: str  # unique | duplicate | dead_letter
+    status: str  # unique | duplicate | revision | dead_letter
     id: str | None = None
     duplicate_of: str | None = None  # the cluster's root
     matched: str | None = None  # the document that matched (a later copy of the root, or the root)
@@ -98,6 +101,8 @@ class Outcome:
     containment_of_matched: float | None = None
     #: what decided a duplicate, or why a record is a dead letter
     reason: str | None = None
+    #: what a revision changed
+    changed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -204,23 +209,24 @@ class Replayer:
         return diff(self.decide(current), self.decide(candidate), self.source.name)
 
     def sweep(self, cfg: Config, setting: str, values: Sequence[float]) -> list[tuple[float, int]]:
-        """(value, duplicates found) with ``setting`` (a dotted name) at each value."""
+        """(value, duplicates found) with ``setting`` (a dotted name) at each value (revisions
+        count: they are linked to their original as duplicates are)."""
         out = []
         for v in values:
             outcomes = self.decide(with_settings(cfg, [f"{setting}={v}"]))
-            out.append((float(v), sum(o.status == DUPLICATE_S for o in outcomes)))
+            out.append((float(v), sum(o.status in LINKED for o in outcomes)))
         return out
 
 
 def _outcome(d, j: int, code: int) -> Outcome:
     if code == REJECTED:
         return Outcome(DEAD_LETTER_S, d.ids[j], reason=f"text: {d.decision(j).reason}")
-    if code != DUPLICATE:
+    if d.relations[j] == 0:
         return Outcome(UNIQUE_S, d.ids[j])
-    dec = d.decision(j)
+    dec = d.decision(j)  # a duplicate or a revision (wherever verify.revisions sends it)
     c_in, c_of = (float(x) for x in d.numbers[j][2:4])
-    return Outcome(DUPLICATE_S, dec.id, dec.duplicate_of, dec.matched, dec.relation, dec.similarity, dec.ld_similarity,
-                   _finite(c_in), _finite(c_of), dec.reason)
+    return Outcome(dec.status, dec.id, dec.duplicate_of, dec.matched, dec.relation, dec.similarity, dec.ld_similarity,
+                   _finite(c_in), _finite(c_of), dec.reason, dec.changed)
 
 
 def _finite(x: float) -> float | None:
@@ -237,7 +243,7 @@ def flip_kind(a: Outcome, b: Outcome) -> str | None:
     """
     if a.status != b.status:
         return f"{a.status}->{b.status}"
-    if a.status == DUPLICATE_S and (a.relation != b.relation or a.duplicate_of != b.duplicate_of):
+    if a.status in LINKED and (a.relation != b.relation or a.duplicate_of != b.duplicate_of):
         return DUPLICATE_CHANGED
     return None
 
@@ -258,7 +264,7 @@ def accepted_by(o: Outcome) -> str | None:
     >>> accepted_by(Outcome("duplicate", relation="near_duplicate", reason="LD similarity 0.810 >= 0.65 with Jaccard 0.450"))
     'LD similarity'
     """
-    if o.status != DUPLICATE_S:
+    if o.status not in LINKED:
         return None
     if o.relation == "exact":
         return "exact"
@@ -279,6 +285,6 @@ def diff(current: list[Outcome], candidate: list[Outcome], name_of: Callable[[in
         kind = flip_kind(a, b)
         if kind is not None:
             report.flips.append(Flip(k, name_of(k), kind, a, b))
-        elif a.status == DUPLICATE_S:
+        elif a.status in LINKED:
             report.kept[accepted_by(b)] += 1
     return report

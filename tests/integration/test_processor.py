@@ -40,8 +40,25 @@ def _by_input(records: list) -> dict:
     return out
 
 
+def _correction(records: list) -> tuple[tuple[bytes, bytes], tuple[bytes, bytes]]:
+    """A story of the feed with a figure in it, and a correction of it (a new slug and the figure
+    changed): the correction must reach the unique topic, tagged as a revision of the story."""
+    for _, value in records:
+        story = json.loads(value)
+        words = story["text"].split()
+        figure = next((w for w in words[20:] if w.isdigit() and len(w) >= 2), None)
+        if story["title"] and figure:
+            fixed = str(int(figure) + 7)
+            corrected = {"id": "corrected", "title": "CORRECTED - " + story["title"],
+                         "text": story["text"].replace(f" {figure} ", f" {fixed} ", 1)}
+            return (b"corrected", json.dumps(corrected).encode()), (story["id"].encode(), f"{figure} -> {fixed}".encode())
+    raise AssertionError("no story with a figure in the feed")
+
+
 def test_every_record_in_exactly_one_topic_with_headers(topics, tmp_path) -> None:
     records = news_records(2500)
+    correction, (original, change) = _correction(records[:500])
+    records.insert(600, correction)
     produce(topics.bootstrap, topics.input, records)
     proc = run_processor(_env(topics), str(tmp_path / "state"))
     assert proc.wait(300) == 0
@@ -56,11 +73,18 @@ def test_every_record_in_exactly_one_topic_with_headers(topics, tmp_path) -> Non
         topic, out_key, headers = got[value][0]
         assert out_key == key  # key and value byte for byte
         status = headers["dedup.status"].decode()
-        assert topics.outputs[status] == topic
-        if status == "duplicate":
+        # a revision goes to the unique topic under the default verify.revisions
+        assert topics.outputs["unique" if status == "revision" else status] == topic
+        if status in ("duplicate", "revision"):
             assert headers["dedup.duplicate_of"].decode() in unique_ids
             assert headers["dedup.relation"] in (b"exact", b"near_duplicate", b"contained_in")
             assert 0.0 <= float(headers["dedup.similarity"]) <= 1.0
+        assert bool(headers.get("dedup.changed")) == (status == "revision")
+    topic, _, headers = got[correction[1]][0]
+    assert topic == topics.outputs["unique"] and headers["dedup.status"] == b"revision", headers
+    assert headers["dedup.duplicate_of"] == original and change in headers["dedup.changed"].split(b"; ")
+    assert b"corrected" in headers["dedup.changed"].split(b"; ")
+    assert sum(h["dedup.status"] == b"revision" for _, _, _, h in out) > 5  # the feed's updates and replaced sentences
 
 
 def test_kcat_produces_input_and_reads_outputs(topics, tmp_path) -> None:

@@ -31,15 +31,16 @@ def _signed(v: int) -> bytes:
 
 
 def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, matched_seq: int, numbers, hot, doc_id: str,
-              root_id: str, matched_id: str, time: int, part: int, off: int) -> bytes:
+              root_id: str, matched_id: str, time: int, part: int, off: int, changed: str = "") -> bytes:
     """The layout of ``engine_record`` written field by field."""
     hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
     idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
     sig = batch.signatures[i]
     if not rel:
         rb = mb = b""
-    parts = [HEAD.pack(5, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
-             idb, rb, mb, _varint(len(hot_entries)), _varint(int(batch.lengths[i])),
+    revision = [_varint(len(changed.encode())), changed.encode()] if flags & KR.F_REVISION else []
+    parts = [HEAD.pack(6, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
+             idb, rb, mb, *revision, _varint(len(hot_entries)), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _signed(time), _signed(part), _signed(off), _varint(len(sig))]
     if rel:
@@ -69,7 +70,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     rels = np.array([0, 0, 2, 0, 4], dtype=np.uint8)
     numbers = rng.random((n, 8)).astype(np.float32)
     numbers[0] = np.nan
-    flags = np.array([0, 0, 1, 0, 2], dtype=np.uint8)
+    flags = np.array([0, 0, 1 | KR.F_REVISION, 0, 2], dtype=np.uint8)
+    changed = ["", "", "600 -> 500; +n\u00e9w", "", ""]
     hots = np.ones((n, bands), dtype=np.uint8)
     hots[2, 3] = 4
     hots[2, 200 % bands] = 2  # a band index over 127: a two-byte varint when there are enough bands
@@ -87,7 +89,7 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         return np.frombuffer(b"".join(data) or b"\0", dtype=np.uint8), o
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
-                               batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
+                               *buf(changed), batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
                                keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, True)
     raw = out.tobytes()
     for i in range(n):
@@ -96,12 +98,13 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
             assert got == b""
             continue
         want = reference(batch, i, bits, int(rels[i]), int(flags[i]), int(roots[i]), int(matched[i]), numbers[i], hots[i],
-                         IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]))
+                         IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]), changed[i])
         assert got == want, i
         st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm)
         want_root = (roots[i], matched[i]) if rels[i] else (seqs[i], -1)
         assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], *want_root, rels[i], flags[i])
         assert st.root_id == (root_ids[i] or IDS[i]) and st.matched_id == (matched_ids[i] or None)
+        assert st.changed == (tuple(changed[i].split("; ")) if changed[i] else ())
         assert np.array_equal(st.hot, hots[i])
         assert (st.event_time_ms, st.source_id, st.offset) == (times[i], parts[i], offs[i])
         assert (st.length, st.chars) == (batch.lengths[i], batch.chars[i])

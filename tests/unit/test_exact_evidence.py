@@ -188,8 +188,10 @@ def test_a_state_that_keeps_no_text(stream, tmp_path) -> None:
     state, across a restart; the defaults keep the text (the check can fail). An engine with
     exact evidence reading such a record gets no evidence, not the bytes before it."""
     with pytest.raises(ConfigError, match=r"state\.keep_text: false needs verify\.exact_evidence: false"):
-        cfg(STATE__KEEP_TEXT="false")
-    off = dict(VERIFY__EXACT_EVIDENCE="false")
+        cfg(STATE__KEEP_TEXT="false", VERIFY__REVISIONS="off")
+    with pytest.raises(ConfigError, match=r"state\.keep_text: false needs verify\.revisions: off"):
+        cfg(STATE__KEEP_TEXT="false", VERIFY__EXACT_EVIDENCE="false")
+    off = dict(VERIFY__EXACT_EVIDENCE="false", VERIFY__REVISIONS="off")
     bare = cfg(STATE__KEEP_TEXT="false", **off)
     want = [_key(d) for d in _run(Deduplicator(cfg(**off), MemoryStore()), stream, 16)]
     path = tmp_path / "bare"

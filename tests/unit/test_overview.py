@@ -102,3 +102,12 @@ def test_a_broken_timestamp_cannot_make_thousands_of_bars() -> None:
     unique = Recent("unique", [(0, Tags("unique"))] + [(1_772_431_200_000 + k, Tags("unique")) for k in range(5)])
     rate = rate_over_time(unique, Recent("duplicate", [(1_772_431_200_000, _dup("a"))]))
     assert len(rate.buckets) <= 49 and sum(b.unique + b.duplicate for b in rate.buckets) == 7
+
+
+def test_revisions_are_counted_on_both_outputs_newest_first() -> None:
+    rev = lambda root, changed: Tags("revision", root, "near_duplicate", 0.9, changed=changed)  # noqa: E731
+    unique = Recent("unique", [(100, Tags("unique")), (300, rev("a", ("600 -> 500",))), (200, rev("b", ("+not",)))])
+    dups = Recent("duplicate", [(400, rev("c", ("corrected",))), (150, _dup("d"))])
+    s = summarise(unique, dups, Recent("dead_letter"), 10)
+    assert s.revisions == 3 and s.newest_revisions == [("c", ("corrected",)), ("a", ("600 -> 500",)), ("b", ("+not",))]
+    assert summarise(Recent("unique"), Recent("duplicate"), Recent("dead_letter"), 10).revisions == 0

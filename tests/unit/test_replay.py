@@ -21,8 +21,10 @@ from streamdedup.tools.whatif import (DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, UN
                                 diff, flip_kind)
 
 SHARED_WORDS = 300
-CUR = with_settings(Config(), ["verify.jaccard_threshold=0.45"])
-CAND = with_settings(Config(), ["verify.jaccard_threshold=0.7"])
+# the feed's copies carry paragraphs of new words (revisions by the engine's test): the threshold
+# cases compare links, so revisions are off here (the command's revision counts are tested below)
+CUR = with_settings(Config(), ["verify.jaccard_threshold=0.45", "verify.revisions=off"])
+CAND = with_settings(Config(), ["verify.jaccard_threshold=0.7", "verify.revisions=off"])
 
 
 def _words(rng: random.Random, n: int) -> list[str]:
@@ -153,7 +155,8 @@ def test_flip_kind_is_none_when_only_the_figures_moved() -> None:
 
 
 def _file_mode_outcomes(out_dir) -> tuple[dict[str, tuple], int]:
-    """id -> (status, duplicate_of, relation) from a file-mode run's outputs, and its dead letters."""
+    """id -> (status, duplicate_of, relation) from a file-mode run's outputs, and its dead letters
+    (a revision is on the unique output, with its own status)."""
     from streamdedup.pipeline.tags import parse_file_tags
 
     by_id: dict[str, tuple] = {}
@@ -162,7 +165,9 @@ def _file_mode_outcomes(out_dir) -> tuple[dict[str, tuple], int]:
             obj = orjson.loads(line)
             tags = parse_file_tags(obj)
             assert obj["id"] not in by_id  # outputs are matched by id
-            by_id[obj["id"]] = (status, tags.duplicate_of, tags.relation) if status == "duplicate" else (status, None, None)
+            assert tags.status == status or (tags.status, name) == ("revision", "unique")
+            linked = tags.status != "unique"
+            by_id[obj["id"]] = (tags.status, tags.duplicate_of, tags.relation) if linked else (status, None, None)
     return by_id, len((out_dir / "dead_letter.jsonl").read_bytes().splitlines())
 
 
@@ -194,10 +199,11 @@ def test_tune_replay_agrees_with_two_file_mode_runs(tmp_path, monkeypatch) -> No
     for doc_id, x in a.items():
         y = b[doc_id]
         if x[0] != y[0]:
-            expected[f"{x[0]}->{y[0]}"].add(doc_id)
+            expected.setdefault(f"{x[0]}->{y[0]}", set()).add(doc_id)
         elif x != y:
             expected[DUPLICATE_CHANGED].add(doc_id)
-    assert expected[DUPLICATE_TO_UNIQUE] and expected[DUPLICATE_CHANGED]  # the comparison is not vacuous
+    # the comparison is not vacuous (those the tighter threshold unlinks are revisions on this feed)
+    assert expected[DUPLICATE_TO_UNIQUE] | expected.get("revision->unique", set()) and expected[DUPLICATE_CHANGED]
 
     result = runner.invoke(main, ["tune", "--replay", str(feed), "--config", str(conf), "--set", "verify.jaccard_threshold=0.7",
                                   "--json"], catch_exceptions=False)
@@ -210,8 +216,8 @@ def test_tune_replay_agrees_with_two_file_mode_runs(tmp_path, monkeypatch) -> No
         got[f["kind"]].add(f["id"])
     assert got == expected
     for side, outcomes, dead in (("current", a, dead_a), ("candidate", b, dead_b)):
-        assert report[side] == {"unique": sum(o[0] == "unique" for o in outcomes.values()),
-                                "duplicate": sum(o[0] == "duplicate" for o in outcomes.values()), "dead_letter": dead}
+        want = {s: sum(o[0] == s for o in outcomes.values()) for s in ("unique", "duplicate", "revision")}
+        assert report[side] == {k: v for k, v in want.items() if v} | {"dead_letter": dead}
 
 
 def _cli(args: list[str], **kw):
@@ -248,15 +254,16 @@ def test_tune_replay_prints_flips_and_plots_the_sweep(tmp_path, monkeypatch) -> 
     feed = tmp_path / "feed.jsonl"
     feed.write_bytes(data)
     png = tmp_path / "sweep.png"
+    off = {"STREAMDEDUP_VERIFY__REVISIONS": "off"}
     result = _cli(["tune", "--replay", str(feed), "--set", "verify.jaccard_threshold=0.7", "--plot", str(png)],
-                  env={"STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.45"})
+                  env={"STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.45", **off})
     assert result.exit_code == 0, result.output
     assert "would flip: unique->duplicate 0, duplicate->unique 8, duplicate changed 2" in result.stdout
     assert "line:2 " in result.stdout and "near_duplicate of a0" in result.stdout
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # the JSON form carries the sweep: duplicates never rise with the threshold
     result = _cli(["tune", "--replay", str(feed), "--set", "verify.jaccard_threshold=0.7", "--plot", str(png), "--json"],
-                  env={"STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.45"})
+                  env={"STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.45", **off})
     sweep = orjson.loads(result.stdout)["sweep"]
     values = [p["value"] for p in sweep["points"]]
     dups = [p["duplicates"] for p in sweep["points"]]
@@ -298,3 +305,22 @@ def test_a_duplicate_is_accepted_by_one_rule(relation, reason, rule) -> None:
 
     assert accepted_by(Outcome("duplicate", relation=relation, duplicate_of="x", reason=reason)) == rule
     assert accepted_by(Outcome("unique")) is None
+
+
+def test_tune_replay_counts_revisions(tmp_path) -> None:
+    """With revisions looked for (the default), the feed's borderline copies, which replace a
+    paragraph with new words, are revisions: counted apart, and the flips say so."""
+    data, about = _feed()
+    feed = tmp_path / "feed.jsonl"
+    feed.write_bytes(data)
+    result = _cli(["tune", "--replay", str(feed), "--set", "verify.jaccard_threshold=0.7", "--json"],
+                  env={"STREAMDEDUP_VERIFY__JACCARD_THRESHOLD": "0.45"})
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout)
+    assert report["current"]["revision"] >= len(about["borderline"])
+    assert report["flips"]["revision->unique"] >= 6 and report["flips"][DUPLICATE_TO_UNIQUE] == 0
+    flipped = [f for f in report["flipped"] if f["kind"] == "revision->unique"]
+    assert all(f["current"]["changed"] for f in flipped)  # what changed is shown with each
+    replayer = Replayer(ReplayInput.from_lines(data), now_ms=1_700_000_000_000)
+    assert [o.status for o in replayer.decide(with_settings(Config(), ["verify.revisions=duplicates"]))] == \
+        [o.status for o in replayer.decide(Config())]  # the policy routes; it does not change the status

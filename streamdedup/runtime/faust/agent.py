@@ -42,7 +42,7 @@ from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec
-from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
@@ -106,6 +106,7 @@ class FaustStage:
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
         k = self.kcfg
         self.out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.revisions = revision_dest(cfg.verify)
         self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
         self.last_active = time.monotonic()
         self.in_flight = 0  # batches submitted and not yet emitted
@@ -250,7 +251,7 @@ class FaustStage:
         """Per input partition, its outputs in order and its next offset in one transaction."""
         parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
-            dest, tags = kafka_output(rec.tags, time_invalid.get(k))
+            dest, tags = kafka_output(rec.tags, time_invalid.get(k), self.revisions)
             outputs, counts, last = parts.setdefault((m.topic(), m.partition()), ([], Counter(), [0]))
             outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
             counts[dest] += 1

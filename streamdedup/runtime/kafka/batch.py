@@ -22,7 +22,7 @@ from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
 from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
 from streamdedup.pipeline.decide import FingerprintAndDecide
-from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
 from streamdedup.runtime.kafka.limits import headers_bytes
 
@@ -102,6 +102,7 @@ class KafkaPipeline:
         self.guard = guard
         k = cfg.kafka
         self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.revisions = revision_dest(cfg.verify)
 
     def prepare(self, msgs: list, replay: dict[tuple[Source, int], Decision]) -> KafkaBatch:
         """Decode a batch on the main thread. Records below the state's positions were decided
@@ -175,7 +176,7 @@ class KafkaPipeline:
         slow_of = batch.prep.slow
         for k, (m, tags) in enumerate(zip(batch.msgs, routed.tags)):
             slow = slow_of.get(k)
-            dest, headers = kafka_output(tags, None if slow is None else slow.time_invalid)
+            dest, headers = kafka_output(tags, None if slow is None else slow.time_invalid, self.revisions)
             if sized and headers is not UNIQUE_HEADERS:
                 tag_bytes[k] = headers_bytes(headers)
             outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))

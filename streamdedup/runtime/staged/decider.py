@@ -64,7 +64,7 @@ def _tags(d: Decision | None, source: str):
     """A decision's tags as a worker emits them (None: unique)."""
     if d is None or d.status == "rejected":
         return rejected_tags(None if d is None else d.reason, source)
-    return duplicate_tags(d) if d.status == "duplicate" else None
+    return duplicate_tags(d) if d.status in ("duplicate", "revision") else None
 
 
 class Decider:
@@ -166,9 +166,9 @@ class Decider:
         seqs = cp.decisions.seqs.tolist()
         self.recent.remember([parts[k] for k in fresh], [offsets[k] for k in fresh], seqs)
         decision_of: dict[int, Decision | None] = {}
-        codes = cp.decisions.codes.tolist()
+        codes, revised = cp.decisions.codes.tolist(), cp.decisions.revised.tolist()
         for j, k in enumerate(fresh):
-            decision_of[k] = None if codes[j] == UNIQUE else cp.decisions.decision(j)
+            decision_of[k] = None if codes[j] == UNIQUE and not revised[j] else cp.decisions.decision(j)
         stored = stored_decisions(self.engine, list(sorted_out.before.values()))
         for j, seq in sorted_out.before.items():
             if seq < 0:

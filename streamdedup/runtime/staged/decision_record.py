@@ -46,6 +46,8 @@ def decode(value: bytes | None) -> DecisionRecord:
         if kind in (b"D", b"X"):
             obj = orjson.loads(body)
             offset = obj.pop("o")
+            if kind == b"D" and "changed" in obj:
+                obj["changed"] = tuple(obj["changed"])
             tags = DuplicateTags(**obj) if kind == b"D" else DeadLetterTags(**obj)
             return DecisionRecord(int(offset), tags)
     except (ValueError, TypeError, KeyError) as exc:

@@ -23,7 +23,7 @@ from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec
-from streamdedup.pipeline.route import kafka_output
+from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.batch import consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
@@ -76,6 +76,7 @@ class Worker:
         self._paused = False
         k = self.kcfg
         self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.revisions = revision_dest(cfg.verify)
 
     def request_stop(self, *_: object) -> None:
         self._stop = True
@@ -258,7 +259,7 @@ class Worker:
                 continue
             oldest = min(oldest or released[0][0][1], released[0][0][1])
             for (m, _, why_time), rec in released:
-                dest, headers = kafka_output(rec.tags, why_time)
+                dest, headers = kafka_output(rec.tags, why_time, self.revisions)
                 if dest == DUPLICATE_DEST:
                     relations[rec.tags.relation] = relations.get(rec.tags.relation, 0) + 1
                 counts[dest] += 1

@@ -3,7 +3,8 @@
 A source reads the last ``window`` records of each output (:class:`Recent`: their times and
 tags, never their texts) and :func:`summarise` turns them into the figures the overview charts:
 the duplicate rate per time bucket, the mix of relations, the similarity figures of the
-duplicates, dead letters by stage and reason, and the roots with the most copies. Every figure
+duplicates, dead letters by stage and reason, the roots with the most copies, and the revisions
+(duplicates whose content changed, on whichever output ``verify.revisions`` sends them). Every figure
 says what it covers ("the last 10,000 duplicates"): a page never reads a whole topic.
 
 The rate over time only counts the time range that *both* outputs cover: the last 10,000
@@ -30,6 +31,8 @@ _CONTAINMENT = re.compile(r"containment of (?:new in earlier|earlier in new) ([0
 #: dead-letter reasons shown (most common first), each cut to this many characters
 TOP_REASONS, REASON_CHARS = 8, 160
 TOP_CLUSTERS = 10
+#: the newest revisions listed with what changed
+TOP_REVISIONS = 10
 
 
 @dataclass
@@ -159,6 +162,9 @@ class Summary:
     roots: int
     read: dict[str, int]
     complete: dict[str, bool]
+    #: revisions among the records read, and the newest of them (original, what changed)
+    revisions: int = 0
+    newest_revisions: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
 
 
 def _histograms(duplicates: Recent) -> list[Histogram]:
@@ -203,6 +209,9 @@ def summarise(unique: Recent, duplicate: Recent, dead: Recent, window: int) -> S
     stages, reasons = _dead_letters(dead)
     top, roots = _clusters(duplicate)
     samples = (unique, duplicate, dead)
+    revised = sorted(((t or 0, tags) for r in (unique, duplicate) for t, tags in r.records if tags.status == "revision"),
+                     key=lambda x: -x[0])
     return Summary(window, rate_over_time(unique, duplicate), relations.most_common(), _histograms(duplicate),
                    stages, reasons, top, roots, {r.output: len(r.records) for r in samples},
-                   {r.output: r.complete for r in samples})
+                   {r.output: r.complete for r in samples}, len(revised),
+                   [(tags.duplicate_of or "?", tags.changed) for _, tags in revised[:TOP_REVISIONS]])
