@@ -51,7 +51,8 @@ def _correction(records: list) -> tuple[tuple[bytes, bytes], tuple[bytes, bytes]
             fixed = str(int(figure) + 7)
             corrected = {"id": "corrected", "title": "CORRECTED - " + story["title"],
                          "text": story["text"].replace(f" {figure} ", f" {fixed} ", 1)}
-            return (b"corrected", json.dumps(corrected).encode()), (story["id"].encode(), f"{figure} -> {fixed}".encode())
+            # the story's key (a wire correction keeps its slug): the same partition, so it is read after the story
+            return (story["id"].encode(), json.dumps(corrected).encode()), (story["id"].encode(), f"{figure} -> {fixed}".encode())
     raise AssertionError("no story with a figure in the feed")
 
 
