@@ -122,6 +122,7 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_EXACT_DIGIT_GAIN] = verify.exact_max_digit_gain
     p[K.P_EXACT_NEAR_WORDS] = verify.exact_min_near_words
     p[K.P_EXACT_MIN_BYTES] = verify.exact_min_bytes
+    p[K.P_SHORT_RATIO] = verify.short_copy_ratio
     return p
 
 
@@ -143,6 +144,9 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
             out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
         else:
             out.append(f"LD similarity {ld_similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
+    elif relation == K.REL_CONTAINED_IN and c_ba < verify.contained_min_estimate:
+        out.append(f"short text: its whole signature embeds exactly in the earlier one's "
+                   f"(containment estimate {c_ba:.3f}: noise at this size)")
     elif relation == K.REL_CONTAINED_IN:
         out.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
     elif relation == K.REL_CONTAINS:
