@@ -189,6 +189,12 @@ class VerifyConfig(Frozen):
     contained_min_estimate: float = setting(
         0.5, "lowest estimated containment for contained_in; below containment_threshold the embedding must rise to 1.0 here",
         ge=0.0, le=1.0)
+    # a teaser of 20-40 words (60-150 Chinese characters) of a long story: 128 b-bit MinHash
+    # slots hold one or two of its shingles, so its containment estimate is 0.0-0.5 for a true
+    # 1.0; the exact embedding of its whole signature is the evidence there
+    short_copy_ratio: int = setting(
+        8, "a text with at most 1/N of the earlier text's shingles is contained_in it when its whole signature "
+        "(at least 4 symbols) embeds exactly, whatever its containment estimate; 0 turns this off", "times", ge=0)
     # a shared footer or a fixed template (earnings tables) aligns well in signatures but
     # carries no shared story
     ld_min_jaccard: float = setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",

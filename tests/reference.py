@@ -680,7 +680,10 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     ld = (signature.estimate(a.signature, b.signature, a.length, b.length, sig, bpc)
           if (full or exact or j >= verify.ld_min_jaccard) else None)
     inner, outer = (b.signature, a.signature) if len(b.signature) <= len(a.signature) else (a.signature, b.signature)
-    need_emb = full or c_ba >= verify.contained_min_estimate or c_ab >= verify.containment_threshold
+    # a short text beside a long one: its containment estimate is noise, an exact embedding decides
+    short = (verify.short_copy_ratio > 0 and b.length <= a.length and len(b.signature) >= 4
+             and b.n_shingles * verify.short_copy_ratio <= a.n_shingles)
+    need_emb = full or short or c_ba >= verify.contained_min_estimate or c_ab >= verify.containment_threshold
     emb = signature.embedding(inner, outer).similarity if (need_emb and inner) else 0.0
     ct = verify.containment_threshold
     if exact:
@@ -688,7 +691,8 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
     elif j >= verify.jaccard_threshold or (ld is not None and not shared_boilerplate
                                            and ld.similarity >= verify.ld_similarity_threshold and j >= verify.ld_min_jaccard):
         relation = "near_duplicate"
-    elif b.length <= a.length and emb >= _contained_embedding(c_ba, ct, verify.contained_min_estimate):
+    elif b.length <= a.length and (emb >= _contained_embedding(c_ba, ct, verify.contained_min_estimate)
+                                   or (short and emb >= 1.0)):
         relation = "contained_in"
     elif c_ab >= ct and a.length < b.length and emb >= ct:
         relation = "contains"

@@ -25,6 +25,11 @@ from streamdedup._kernels.verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_
 from streamdedup._kernels.verify import REL_EXACT, REL_NEAR
 from streamdedup._kernels.verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
+# Numba's on-disk cache of decide_batch holds compare_pair (and the other helpers above) compiled
+# in, but it checks only this file's timestamp: a change to a rule in verify.py is not seen by a
+# cached decide_batch until this file changes too (an engine would judge by the old rule while
+# explain used the new one). Changed with: the short-copy rule (verify.short_copy_ratio).
+
 # columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
 D_JACCARD = 0
 D_LD_SIMILARITY = 1

@@ -46,7 +46,12 @@ P_EXACT_GRAM = 14  # its exact 8-gram Jaccard for a near-duplicate
 P_EXACT_DIGIT_GAIN = 15  # the most that reading digits as 0 may add to it
 P_EXACT_NEAR_WORDS = 16  # the least share of the copy's own words one edit from the earlier text's
 P_EXACT_MIN_BYTES = 17  # the shortest canonical text (bytes) exact evidence is asked for
-N_PARAMS = 18
+P_SHORT_RATIO = 18  # a text with at most 1/this of the other's shingles is contained_in it on an exact embedding (0: off)
+N_PARAMS = 19
+
+#: the fewest signature symbols an exact embedding decides on alone: 4 symbols of a 62-symbol
+#: alphabet meet by chance once in ~15 M positions of the other signature
+SHORT_MIN_SYMBOLS = 4
 
 # out: the estimates (NaN where not computed)
 O_JACCARD = 0
@@ -181,6 +186,15 @@ def contained_embedding(c_ba, params):
     return 1.0 - (1.0 - ct) * (c_ba - lo) / (ct - lo)
 
 
+@njit(cache=True, inline="always")
+def short_copy(n_sh_a, n_sh_b, len_a, len_b, sig_b_len, params):
+    """Whether ``b`` is short enough beside ``a`` that its containment estimate is noise and an
+    exact embedding of its whole signature decides ``contained_in`` (``verify.short_copy_ratio``):
+    128 slots hold one or two shingles of a 20-shingle teaser of a 600-shingle story."""
+    r = params[P_SHORT_RATIO]
+    return r > 0.0 and len_b <= len_a and sig_b_len >= SHORT_MIN_SYMBOLS and n_sh_b * r <= n_sh_a
+
+
 @njit(cache=True)
 def embedding_similarity(sig_a, sig_b):
     """1 - semi-global distance of the shorter signature inside the longer / its length (0.0
@@ -246,14 +260,15 @@ def compare_pair(
         have_ld and not shared_boilerplate and out[O_LD_SIMILARITY] >= params[P_LD_SIMILARITY] and j >= params[P_LD_MIN_JACCARD]
     )
     emb = 0.0
-    if full or (reports_embedding(c_ba, c_ab, params) and not (lazy and (exact or near))):
+    short = short_copy(n_sh_a, n_sh_b, len_a, len_b, sig_b.shape[0], params)
+    if full or ((short or reports_embedding(c_ba, c_ab, params)) and not (lazy and (exact or near))):
         emb = embedding_similarity(sig_a, sig_b)
         out[O_EMBEDDING] = emb
     if exact:
         return REL_EXACT
     if near:
         return REL_NEAR
-    if len_b <= len_a and emb >= contained_embedding(c_ba, params):
+    if len_b <= len_a and (emb >= contained_embedding(c_ba, params) or (short and emb >= 1.0)):
         return REL_CONTAINED_IN
     if c_ab >= ct and len_a < len_b and emb >= ct:
         return REL_CONTAINS

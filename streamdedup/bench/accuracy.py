@@ -238,12 +238,17 @@ def run(cfg: Config, per_kind: int = 150, hard_negatives: int = 300, seed: int =
     "zh", "ja", "th": the Chinese, Japanese and Thai suites of :mod:`.lang_suite` (as "hard", on
     character n-grams; datasketch on character 3-grams). "revisions": revisions and cosmetic
     copies, and whether the revision test tells them apart (:mod:`.revision_suite`, its own result
-    layout).
+    layout). "short": teasers, excerpts and cards taken from anywhere in a story, short stories
+    under boilerplate, and their near misses (:mod:`.short_suite`, its own result layout).
     """
     if suite == "revisions":
         from streamdedup.bench import revision_suite
 
         return revision_suite.run(cfg, per_kind, seed, stories)
+    if suite == "short":
+        from streamdedup.bench import short_suite
+
+        return short_suite.run(cfg, per_kind, seed, stories)
     lang = suite in LANG_SUITES
     truth_sets = None
     if suite == "hard":

@@ -73,3 +73,16 @@ def print_revisions(console, res: dict) -> None:
     for row in res["corrected_stories"]:
         corrected.add_row(f"{row['id']} {row['headline']}", row["engine"], row["matched"] or "-", "; ".join(row["changed"])[:80])
     console.print(corrected)
+
+
+def print_short(console, res: dict) -> None:
+    """``--suite short``: per kind, the share flagged and where the missed copies were lost."""
+    console.print(f"short suite, seed {res['seed']}: Reuters stream {res['reuters_stream']:,} docs, "
+                  f"People's Daily stream {res['zh_stream']:,} docs")
+    table = Table("kind", "n", "flagged", "source's cluster", "missed copies: where lost (the pair alone)")
+    for kind, k in res["kinds"].items():
+        lost = "; ".join(f"{n} {stage}" for stage, n in sorted(k["missed_at"].items(), key=lambda x: -x[1]))
+        table.add_row(kind, str(k["n"]), f"{k['flagged_share']:.3f}", f"{k['source_cluster'] / k['n']:.3f}" if k["n"] else "-",
+                      lost or "-")
+    console.print(table)
+    console.print(f"near misses flagged: {res['near_misses_flagged'] * 100:.1f}%")

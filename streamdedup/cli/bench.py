@@ -100,19 +100,21 @@ def bench_estimates(config_path: str | None, pairs: int, jaccard_pairs: int, fit
 
 @bench.command("accuracy")
 @config_option
-@click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th", "revisions"]), default="standard",
+@click.option("--suite", type=click.Choice(["standard", "hard", "zh", "ja", "th", "revisions", "short"]), default="standard",
               show_default=True,
               help="standard: eight edit kinds and shared-footer negatives; hard: character noise 0.5-3%, short teasers, "
                    "compound copies, hyphenated wraps, entities, curly quotes and near-miss negatives; "
                    "zh: People's Daily 1998 with character noise, teasers, new headlines, Traditional script and near misses, "
                    "ja/th: the same kinds on the UDHR, datasketch on character 3-grams; "
-                   "revisions: corrections and updates vs cosmetic copies (Reuters, People's Daily), and Reuters' CORRECTED stories")
+                   "revisions: corrections and updates vs cosmetic copies (Reuters, People's Daily), and Reuters' CORRECTED stories; "
+                   "short: teasers after a header block, mid-story excerpts, key points, very short teasers (Reuters, People's Daily), "
+                   "short stories under other boilerplate, and their near misses")
 @click.option("--per-kind", type=click.IntRange(1, 5000), default=None,
-              help="synthetic copies per edit kind (hard, zh, ja, th: also negatives per kind)  "
-                   "[default: 150 standard, 200 hard, 100 zh, 6 ja/th]")
+              help="synthetic copies per edit kind (hard, zh, ja, th, short: also negatives per kind)  "
+                   "[default: 150 standard, 200 hard, 100 zh, revisions and short, 6 ja/th]")
 @click.option("--hard-negatives", type=click.IntRange(0, 5000), default=None, help="standard suite only  [default: 300]")
 @click.option("--stories", type=click.IntRange(10, 100_000), default=None,
-              help="hard, zh, ja, th: the first N stories of the corpus (quick checks)  [default: all]")
+              help="hard, zh, ja, th, revisions, short: the first N stories of the corpus (quick checks)  [default: all]")
 @click.option("--seed", type=int, default=11, show_default=True, help="random seed of the synthetic copies")
 @click.option("--no-datasketch", is_flag=True, help="Skip the datasketch MinHashLSH baseline.")
 @click.option("--json", "as_json", is_flag=True, help="print the results as JSON")
@@ -125,21 +127,21 @@ def bench_accuracy(config_path: str | None, suite: str, per_kind: int | None, ha
         raise click.UsageError(f"--hard-negatives is for the standard suite; the {suite} suite makes --per-kind of each negative kind")
     if suite == "standard" and stories is not None:
         raise click.UsageError("--stories is not for the standard suite; its figures are on the whole corpus")
-    if not no_datasketch and suite != "revisions":
+    if not no_datasketch and suite not in ("revisions", "short"):
         _require_baselines("accuracy", "datasketch")
-    if suite not in ("standard", "revisions"):
+    if suite not in ("standard", "revisions", "short"):
         _require_baselines(f"accuracy --suite {suite}", "rapidfuzz", *(("opencc",) if suite == "zh" else ()))
     cfg = get_config(config_path)
-    default_per_kind = {"standard": 150, "hard": 200, "zh": 100, "revisions": 100}.get(suite, 6)
+    default_per_kind = {"standard": 150, "hard": 200, "zh": 100, "revisions": 100, "short": 100}.get(suite, 6)
     res = run_accuracy(cfg, per_kind=per_kind or default_per_kind,
                        hard_negatives=300 if hard_negatives is None else hard_negatives, seed=seed,
                        with_datasketch=not no_datasketch, suite=suite, stories=stories)
     if as_json:
         click.echo(json.dumps(res, indent=2, default=str))
         return
-    from streamdedup.cli._accuracy_report import print_accuracy, print_revisions
+    from streamdedup.cli._accuracy_report import print_accuracy, print_revisions, print_short
 
-    (print_revisions if suite == "revisions" else print_accuracy)(make_console(), res)
+    {"revisions": print_revisions, "short": print_short}.get(suite, print_accuracy)(make_console(), res)
 
 
 @bench.command("engine")

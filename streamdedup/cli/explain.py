@@ -9,21 +9,22 @@ import click
 from rich.table import Table
 
 from streamdedup._optional import require
-from streamdedup.bench.edits import word_shingles
 from streamdedup.errors import InputError
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.engine.revisions import detect
-from streamdedup.engine.verify import Fingerprint, compare, exact_grams
+from streamdedup.engine.verify import exact_grams, judge_pair
+from streamdedup.text.scripts import word_shingles
 from streamdedup.cli._common import config_option, get_config, make_console
 
 #: true Levenshtein is O(n*m); beyond this many characters per text it is skipped
 TRUE_LD_LIMIT = 100_000
 
 
-def exact_shingles(canonical: bytes, kind: str, size: int) -> set:
-    """Exact shingle set of canonical text, the same units the kernels hash."""
+def exact_shingles(canonical: bytes, kind: str, size: int, unspaced_size: int) -> set:
+    """Exact shingle set of canonical text, the same units the kernels hash (in Chinese,
+    Japanese and Thai text a token is one character, not the run between two spaces)."""
     if kind == "word":
-        return word_shingles(canonical, size)
+        return word_shingles(canonical.decode("utf-8"), size, unspaced_size)
     k = min(size, len(canonical))
     return {canonical[i:i + k] for i in range(len(canonical) - k + 1)} if canonical else set()
 
@@ -43,11 +44,13 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         require("rapidfuzz.distance", "tools", "streamdedup explain")
     fp = Fingerprinter(cfg.fingerprint)
     batch = fp.fingerprint_batch([text_a, text_b])
-    a, b = Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1)
-    cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
+    # the engine's judgement of the stream A, B: the candidate step, then the verification
+    # with A's MinHash as the engine stores it
+    judged = judge_pair(batch, 0, 1, cfg)
+    cmp = judged.comparison
     ca, cb = batch.canonical
     sh = cfg.fingerprint.shingle
-    sa, sb = exact_shingles(ca, sh.kind, sh.size), exact_shingles(cb, sh.kind, sh.size)
+    sa, sb = exact_shingles(ca, sh.kind, sh.size, sh.unspaced_size), exact_shingles(cb, sh.kind, sh.size, sh.unspaced_size)
     inter = len(sa & sb)
     union = len(sa | sb)
     true_ld = None
@@ -64,7 +67,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         "estimated_containment_a_in_b": cmp.containment_a_in_b,
         "estimated_containment_b_in_a": cmp.containment_b_in_a,
         "true_levenshtein": true_ld,
-        "signature_lengths": [len(a.signature), len(b.signature)],
+        "signature_lengths": [len(batch.signatures[0]), len(batch.signatures[1])],
         "signature_distance": cmp.ld.signature_distance,
         "ld_raw": cmp.ld.raw,
         "ld_calibrated": cmp.ld.calibrated,
@@ -74,11 +77,14 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         "signature_embedding_similarity": cmp.embedding_similarity,
         # exact character evidence: always shown here (the engine asks only below ld_min_jaccard)
         "exact_evidence": list(cmp.grams or exact_grams(ca, cb)),
+        "band_keys_shared": [judged.shared_keys, int(batch.index_keys.shape[1])],
+        "proposed": judged.proposed,
         "relation": cmp.relation,
-        "is_duplicate": cmp.is_duplicate,
-        "reasons": list(cmp.reasons),
+        "is_duplicate": judged.is_duplicate,
+        "reasons": list(cmp.reasons) if judged.proposed else
+        ["never a candidate: no band key in common", *(f"verification alone: {r}" for r in cmp.reasons)],
         # as the engine reads a pair it links: B revises A (verify.revisions; not looked for when off)
-        "revision": _revision(ca, cb) if cmp.is_duplicate and cfg.verify.revisions != "off" else None,
+        "revision": _revision(ca, cb) if judged.is_duplicate and cfg.verify.revisions != "off" else None,
     }
 
 
@@ -93,7 +99,10 @@ def _revision(ca: bytes, cb: bytes) -> dict:
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) -> None:
-    """Explain how FILE_B (the newer text) relates to FILE_A."""
+    """Explain how FILE_B (the newer text) relates to FILE_A.
+
+    The verdict is the engine's for a stream of FILE_A then FILE_B: the pair must share a band
+    key to be verified at all, and FILE_A is compared as the engine stores it."""
     cfg = get_config(config_path)
     try:
         out = explain_pair(_read(file_a), _read(file_b), cfg)
@@ -117,7 +126,7 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     row("distinct shingles A / B", out["shingles"])
     row("exact Jaccard", out["exact_jaccard"])
     row("exact containment A in B / B in A", [out["exact_containment_a_in_b"], out["exact_containment_b_in_a"]])
-    row("MinHash Jaccard estimate", out["minhash_jaccard"])
+    row(f"MinHash Jaccard estimate (A's slots as stored: {cfg.fingerprint.minhash.storage_bits} bits)", out["minhash_jaccard"])
     row("estimated containment A in B / B in A", [out["estimated_containment_a_in_b"], out["estimated_containment_b_in_a"]])
     row("true Levenshtein distance", out["true_levenshtein"])
     row("signature lengths A / B", out["signature_lengths"])
@@ -128,10 +137,12 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     row("expected LD if unrelated", out["expected_unrelated_ld"])
     row("signature embedding similarity", out["signature_embedding_similarity"])
     row("exact 8-gram Jaccard / digits as 0 / own words one edit away", out["exact_evidence"])
+    row("band keys shared (main, lead, character) / of", out["band_keys_shared"])
     console = make_console()
     console.print(table)
     verdict = "DUPLICATE" if out["is_duplicate"] else "not a duplicate"
     rev = out["revision"]
     if rev and rev["revised"]:
         verdict = f"REVISION ({', '.join(rev['kinds'])}: {'; '.join(rev['changed'])})"
-    console.print(f"verdict: [bold]{out['relation']}[/bold] -> {verdict} ({'; '.join(out['reasons'])})")
+    relation = out["relation"] if out["proposed"] else "not a candidate"
+    console.print(f"verdict: [bold]{relation}[/bold] -> {verdict} ({'; '.join(out['reasons'])})")

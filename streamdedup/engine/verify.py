@@ -25,7 +25,7 @@ in its decide loop, :func:`compare` when both fingerprints carry text).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from streamdedup.sketch import signature
 from streamdedup._kernels import evidence as KE
 from streamdedup._kernels import readonly
 from streamdedup._kernels import verify as K
-from streamdedup.config import SignatureConfig, VerifyConfig
+from streamdedup.config import Config, SignatureConfig, VerifyConfig
 from streamdedup.sketch.fingerprint import FingerprintBatch
 from streamdedup.sketch.record import FingerprintRecord
 
@@ -63,6 +63,16 @@ class Fingerprint:
             batch.signatures[i], batch.coarse_signatures[i], bool(batch.empty[i]),
             batch.canon_buf[s:s + int(batch.lengths[i])].tobytes(),
         )
+
+    def as_stored(self, bits: int) -> "Fingerprint":
+        """This fingerprint as the engine keeps an indexed document: the low ``bits`` of each
+        MinHash slot (``minhash.storage_bits``). An earlier document is always compared so: the
+        b-bit estimate differs from the full one (8 bits: a teaser's containment estimate moves
+        by a few hundredths), enough to move a pair across a threshold."""
+        if bits >= self.minhash_bits:
+            return self
+        mh = np.asarray(self.minhash, dtype=np.uint32) & np.uint32((1 << bits) - 1)
+        return replace(self, minhash=mh, minhash_bits=bits)
 
     @classmethod
     def from_record(cls, rec: FingerprintRecord) -> "Fingerprint":
@@ -112,6 +122,7 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_EXACT_DIGIT_GAIN] = verify.exact_max_digit_gain
     p[K.P_EXACT_NEAR_WORDS] = verify.exact_min_near_words
     p[K.P_EXACT_MIN_BYTES] = verify.exact_min_bytes
+    p[K.P_SHORT_RATIO] = verify.short_copy_ratio
     return p
 
 
@@ -133,6 +144,9 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
             out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
         else:
             out.append(f"LD similarity {ld_similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
+    elif relation == K.REL_CONTAINED_IN and c_ba < verify.contained_min_estimate:
+        out.append(f"short text: its whole signature embeds exactly in the earlier one's "
+                   f"(containment estimate {c_ba:.3f}: noise at this size)")
     elif relation == K.REL_CONTAINED_IN:
         out.append(f"containment of new in earlier {c_ba:.3f}, signature embeds at {emb:.3f}")
     elif relation == K.REL_CONTAINS:
@@ -227,6 +241,40 @@ def _asks_evidence(verify: VerifyConfig, rel: int, j: float, ld, shared_boilerpl
             and K.RELATION_NAMES[rel] not in verify.duplicate_relations and j < verify.ld_min_jaccard
             and not shared_boilerplate and ld is not None and ld.similarity >= verify.exact_min_ld
             and min(a.length, b.length) >= verify.exact_min_bytes and KE.lengths_close(a.length, b.length, verify.exact_min_ld))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The engine's verdict on a stream of two documents, the earlier ``a`` then ``b``."""
+
+    #: the verification of the pair, the earlier document's MinHash as the engine stores it
+    comparison: Comparison
+    #: index band keys (main, lead and character bands, same column) the two share: the engine
+    #: only verifies a pair that shares one (or whose canonical digests are equal)
+    shared_keys: int
+    same_digest: bool
+
+    @property
+    def proposed(self) -> bool:
+        return self.same_digest or self.shared_keys > 0
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.proposed and self.comparison.is_duplicate
+
+
+def judge_pair(batch: FingerprintBatch, i: int, j: int, cfg: Config, full: bool = True) -> Judgement:
+    """How the engine decides batch row ``j`` after row ``i`` with nothing else indexed: the
+    candidate step (a shared band key or digest) and the verification of
+    :func:`compare` on the earlier fingerprint as stored. ``streamdedup explain`` and the
+    inspector judge with it, so they say what a two-document run says."""
+    a = Fingerprint.from_batch(batch, i).as_stored(cfg.fingerprint.minhash.storage_bits)
+    b = Fingerprint.from_batch(batch, j)
+    cmp = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=full)
+    live = not (batch.empty[i] or batch.empty[j])
+    keys = batch.index_keys
+    shared = int((keys[i] == keys[j]).sum()) if live else 0
+    return Judgement(cmp, shared, live and a.digest == b.digest)
 
 
 class EvidenceTables:

@@ -6,7 +6,7 @@ matched (``matched``: a later copy of the root; the root itself may no longer be
 copy), a word-level diff of each against the copy, and why the engine paired them.
 
 The explanation is recomputed from the two texts with the engine's own comparison
-(:func:`streamdedup.engine.verify.compare`, as ``streamdedup explain`` does), so it shows every
+(:func:`streamdedup.engine.verify.judge_pair`, as ``streamdedup explain`` does), so it shows every
 estimate, not only the one that decided. It does not know the live index's boilerplate (hot)
 bands: where the engine ignored some (its recorded reason says "boilerplate bands ignored"),
 the recomputed figures can differ from the recorded ones, and both are shown.
@@ -26,7 +26,7 @@ from streamdedup.config import Config, VerifyConfig
 from streamdedup.errors import InputError
 from streamdedup.sketch.fingerprint import Fingerprinter, FingerprintBatch
 from streamdedup.pipeline.tags import Tags
-from streamdedup.engine.verify import Fingerprint, compare
+from streamdedup.engine.verify import judge_pair
 
 EQUAL, DELETE, INSERT = "equal", "delete", "insert"
 #: words per side above which a changed block is shown as deleted-then-inserted without a
@@ -180,15 +180,15 @@ def thresholds(verify: VerifyConfig) -> dict:
 
 
 def _explain_rows(batch: FingerprintBatch, i: int, j: int, cfg: Config) -> Explanation:
-    a, b = Fingerprint.from_batch(batch, i), Fingerprint.from_batch(batch, j)
-    c = compare(a, b, cfg.verify, cfg.fingerprint.signature, full=True)
+    judged = judge_pair(batch, i, j, cfg)  # the engine's judgement of the two alone (explain's)
+    c = judged.comparison
     live = not (batch.empty[i] or batch.empty[j])
     shared = int((batch.band_keys[i] == batch.band_keys[j]).sum()) if live else 0
     lead = int((batch.lead_keys[i] == batch.lead_keys[j]).sum()) if live else 0
     chars = int((batch.char_keys[i] == batch.char_keys[j]).sum()) if live else 0
-    return Explanation(c.relation, c.is_duplicate, c.jaccard, c.ld_similarity, c.containment_b_in_a,
+    return Explanation(c.relation, judged.is_duplicate, c.jaccard, c.ld_similarity, c.containment_b_in_a,
                        c.containment_a_in_b, shared, batch.band_keys.shape[1], lead, batch.lead_keys.shape[1],
-                       chars, batch.char_keys.shape[1], a.digest == b.digest, c.reasons, c.grams)
+                       chars, batch.char_keys.shape[1], judged.same_digest, c.reasons, c.grams)
 
 
 def explain_pairs(pairs: Sequence[tuple[str, str]], cfg: Config, fp: Fingerprinter | None = None) -> list[Explanation | str]:
