@@ -148,10 +148,16 @@ COSMETIC_KINDS = {
 _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 
 
+#: what follows a figure of an agency line's date: 月 / 日, up to a few more characters, then 电 or 讯
+_DATELINE = re.compile(r"[月日][^。，\n]{0,4}?[电讯]")
+
+
 def zh_figures_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
-    """A People's Daily story with one figure changed (full-width digits stay full-width)."""
+    """A People's Daily story with one figure changed (full-width digits stay full-width); not the
+    day or month of its agency line ("新华社北京1月5日电": when the dispatch was filed, which a
+    resend under another agency line changes too, and the engine reads as a dateline)."""
     plain = body.translate(str.maketrans("０１２３４５６７８９", "0123456789"))
-    runs = list(re.finditer(r"\d+", plain))
+    runs = [m for m in re.finditer(r"\d+", plain) if not _DATELINE.match(plain, m.end())]
     if not runs:
         return None
     m = rng.choice(runs)

@@ -68,11 +68,14 @@ HEAD_TYPO_EDITS = 3
 #: tokens (after the common head and tail) beyond which two texts are not aligned and only the
 #: markers are read: ~3,000 tokens a side align in ~50 ms (one core), a 20-30 KB text
 MAX_ALIGN_TOKENS = 3000
+#: words both texts start with from which the headline counts as kept (not rewritten)
+HEAD_KEPT = 4
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
 #: pair without letter typos (noise changes digits and short words as well as letters)
 SMALL_BLOCK = 4
 
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: scripts written without spaces between words, read one character a token: Han, kana, Thai, Lao
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff"
 _TOKEN = re.compile(rf"[{_HAN}]|[^\s{_HAN}]+")
 _DIGITS = re.compile(r"\D")  # removes all but digits
 _NON_DIGITS = re.compile(r"\d")  # removes digits
@@ -99,6 +102,12 @@ POLARITY_WORDS = frozenset(
     "reject rejected rejects accept accepted accepts deny denied denies confirm confirmed confirms win won "
     "lose guilty innocent acquitted convicted buy buys bought sell sells sold raise raised raises cut cuts "
     "positive negative 不 没 未 无 非 否 增 减 升 降 涨 跌 盈 亏".split())
+#: what follows a day, month or year in Chinese and Japanese dates (日电: "day, cable" of an agency line)
+DATE_UNITS = frozenset("年 月 日 号".split())
+#: what ends a dateline: the cable and report marks of Chinese agency lines, agencies' names
+DATELINE_ENDS = frozenset("电 讯 reuters reuter ap afp xinhua dpa upi".split())
+MONTHS = frozenset("jan january feb february mar march apr april may jun june jul july aug august sep sept september "
+                   "oct october nov november dec december".split())
 #: words of reporter credits, copyright and subscription lines: a block with two is boilerplate
 BOILERPLATE_WORDS = frozenset(
     "reporting editing writing copyright rights reserved disclaimer subscribe subscription newsletter "
@@ -133,7 +142,8 @@ class _Found:
 
 
 def tokens(canonical: str) -> list[str]:
-    """The words of a canonical text, Han characters one by one (and split from digits).
+    """The words of a canonical text, characters of scripts without spaces (Han, kana, Thai) one
+    by one (and split from digits).
 
     A word that mixes letters and digits stays whole: in clean copy that is a figure with a
     suffix ("4th") or a model name ("3b2"), in a noisy one a digit glued to a word ("board2") or
@@ -214,11 +224,23 @@ def _markers(old_head: list[str], new_head: list[str], added: list[str], new_hea
 
 def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
     """A changed block in the headline region: only numbers and polarity words new to the text
-    count (a retitled copy drops headline words and words its headline from the body), and only
-    in a pair without noise."""
-    for t in new:
-        if (_is_number(t) or t in POLARITY_WORDS) and t not in a_set:
+    count (a retitled copy drops headline words and words its headline from the body), not the
+    day and month of a dateline (another outlet's agency line: "新华社西安4月22日电", "March 3"),
+    and only in a pair without noise."""
+    for k, t in enumerate(new):
+        if (_is_number(t) or t in POLARITY_WORDS) and t not in a_set and not _in_date(new, k):
             f.pending.append(("figures" if _is_number(t) else "negation", f"+{t}"))
+
+
+def _in_date(toks: list[str], k: int) -> bool:
+    """Whether number ``toks[k]`` is the day or month of a dateline: a date ("4月22日", "march
+    3") that an agency's name or its cable mark follows within a few words ("日电", "日讯",
+    "reuters"). A date elsewhere is a figure like any other."""
+    after = toks[k + 1] if k + 1 < len(toks) else ""
+    before = toks[k - 1] if k else ""
+    if not (after in DATE_UNITS or after in MONTHS or before in MONTHS):
+        return False
+    return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
 
 
 def _garbled(t: str, others: list[str]) -> bool:
@@ -237,11 +259,12 @@ def _garbled(t: str, others: list[str]) -> bool:
 
 
 def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool,
-                fell: list[str], grew: list[str], head: bool = False) -> None:
+                fell: list[str], grew: list[str], head: bool = False, dated: frozenset[str] = frozenset()) -> None:
     """A changed block outside the headline region (see the module docstring); ``head``: a
     block of a headline region changed in place, where a figure or polarity word counts only if
     it is new to the earlier text (a headline made from the lead repeats the lead's figures,
-    and one rewritten drops its own)."""
+    and one rewritten drops its own), and not one of ``dated``: the numbers of dates there (a
+    dateline's day and month)."""
     if tail and "".join(old).startswith("".join(new)):
         return  # a teaser: the later text stops earlier (perhaps inside a word or a number)
     if sum(t in BOILERPLATE_WORDS for t in new) >= 2:
@@ -251,6 +274,8 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
         return
     moved = lambda t: ca[t] == cb[t]  # noqa: E731 - same count in both texts: moved, not changed
     figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t) and not (head and ca[t])]
+    if head:
+        figures = [t for t in figures if t not in dated]
     if figures and any(_garbled(t, grew if ca[t] > cb[t] else fell) for t in figures):
         figures = [t for t in figures if not _garbled(t, grew if ca[t] > cb[t] else fell)]
         f.typos += 1
@@ -306,6 +331,11 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     ca, cb = Counter(ta), Counter(tb)
     head_a = _head_len(earlier, ta, earlier_head)
     head_b = min(head_a, len(tb)) if later_head is None else _head_len(later, tb, later_head)
+    same = _common_prefix(ta, tb)
+    if later_head is None and HEAD_KEPT <= same < head_a and _inserted_at(ta, tb, same):
+        # the headline is kept and a block is inserted under it, which the region would cut in
+        # two: align it with the body, whole
+        head_a = head_b = same
     f = _Found()
     moved = lambda t: ca[t] == cb[t]  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
@@ -320,8 +350,9 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             kept = len(old_head) - sum(i2 - i1 for _, i1, i2, _, _ in head_ops)
             if 3 * kept >= 2 * max(len(old_head), len(new_head)):
                 # words changed in place (the region may reach into the lead: a name, a figure)
+                dated = frozenset(t for h in (old_head, new_head) for k, t in enumerate(h) if _is_number(t) and _in_date(h, k))
                 for _, i1, i2, j1, j2 in head_ops:
-                    _body_block(f, old_head[i1:i2], new_head[j1:j2], ca, cb, False, fell, grew, head=True)
+                    _body_block(f, old_head[i1:i2], new_head[j1:j2], ca, cb, False, fell, grew, True, dated)
             else:  # a headline rewritten
                 rewritten = True
                 _head_block(f, new_head, set(ca))
@@ -386,6 +417,27 @@ def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list
         return None
     ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
     return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
+
+
+def _inserted_at(ta: list[str], tb: list[str], k: int, probe: int = 6, reach: int = 400) -> bool:
+    """Whether ``tb`` has tokens inserted at ``k``: the earlier text's next ``probe`` tokens come
+    later in ``tb`` (within ``reach``) rather than replaced."""
+    want = ta[k:k + probe]
+    if len(want) < probe:
+        return False
+    first = want[0]
+    for p in range(k + 1, min(len(tb) - probe, k + reach) + 1):
+        if tb[p] == first and tb[p:p + probe] == want:
+            return True
+    return False
+
+
+def _common_prefix(ta: list[str], tb: list[str]) -> int:
+    n = min(len(ta), len(tb))
+    k = 0
+    while k < n and ta[k] == tb[k]:
+        k += 1
+    return k
 
 
 def _head_len(text: str, toks: list[str], head_chars: int) -> int:

@@ -140,3 +140,27 @@ def test_texts_too_long_to_align_are_read_for_markers_only() -> None:
     changed = " ".join(w if k % 50 else "x" + w for k, w in enumerate(words))  # changed throughout
     assert not R.detect(long, changed).revised
     assert R.detect(long, "corrected " + changed).kinds == ("marker",)
+
+
+def test_boilerplate_inserted_under_the_headline_is_no_revision() -> None:
+    block = ("Editing by the markets desk. For corrections or comments on this story contact the newsroom editors; "
+             "all quotes are delayed by at least fifteen minutes unless otherwise indicated.")
+    assert not judge(SOURCE, f"{TITLE}\n{block}\n{BODY}").revised
+    assert not R.detect(canonicalize(SOURCE), canonicalize(f"{TITLE}\n{block}\n{BODY}")).revised  # headline unknown
+
+
+def test_scripts_without_spaces_are_read_a_character_a_token() -> None:
+    thai = "รัฐบาลประกาศแผนเศรษฐกิจใหม่ในวันจันทร์ เพื่อกระตุ้นการลงทุนและการจ้างงานทั่วประเทศ"
+    assert R.tokens(thai)[:3] == ["ร", "ั", "ฐ"]
+    assert not R.detect(thai, thai.replace("ลงทุน", "ลงทน")).revised  # one character dropped: a typo
+    assert R.detect(thai, thai + " 500 ล้านบาท").revised
+
+
+def test_a_new_agency_line_date_is_no_revision() -> None:
+    """Its day and month change nothing (another outlet's city there reads as a changed name: a
+    stated limit)."""
+    body = ("记者刘子富 中共中央政治局委员温家宝日前在贵州农村考察扶贫工作时指出 到本世纪末基本解决农村贫困人口的温饱问题 "
+            "全省今年有32个县完成了扶贫任务 新年期间 各地干部深入边防 海岛 高原和农村")
+    earlier, later = f"温家宝考察扶贫工作 新华社贵阳12月31日电 {body}", f"温家宝考察扶贫工作 新华社贵阳4月22日电 {body}"
+    assert not R.detect(canonicalize(earlier), canonicalize(later)).revised
+    assert R.detect(canonicalize(earlier), canonicalize(later.replace("32个县", "35个县"))).changed == ("32 -> 35",)
