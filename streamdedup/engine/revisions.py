@@ -53,6 +53,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from itertools import islice
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
 MAX_CHANGED = 8
@@ -68,6 +69,8 @@ HEAD_TYPO_EDITS = 3
 #: tokens (after the common head and tail) beyond which two texts are not aligned and only the
 #: markers are read: ~3,000 tokens a side align in ~50 ms (one core), a 20-30 KB text
 MAX_ALIGN_TOKENS = 3000
+#: characters a merged twin may have beyond the word (a neighbour word lost its space)
+MERGE_CHARS = 12
 #: words both texts start with from which the headline counts as kept (not rewritten)
 HEAD_KEPT = 4
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
@@ -152,6 +155,8 @@ def tokens(canonical: str) -> list[str]:
     >>> tokens("q4 net 6 3 16 中国1998年")
     ['q4', 'net', '6', '3', '16', '中', '国', '1998', '年']
     """
+    if canonical.isascii():
+        return canonical.split()
     out: list[str] = []
     for w in canonical.split():
         if w.isascii():
@@ -174,8 +179,18 @@ def _within(s: str, t: str, k: int) -> bool:
     """Whether the optimal string alignment distance of ``s`` and ``t`` (Levenshtein plus swaps
     of adjacent characters, a common typo) is at most ``k``; DP in a band of width ``2k + 1``:
     cells outside it cannot end at or under ``k``."""
-    if abs(len(s) - len(t)) > k:
-        return False
+    if abs(len(s) - len(t)) > k or len(set(s) ^ set(t)) > 2 * k:
+        return False  # one edit removes at most one character and brings in at most one
+    n = min(len(s), len(t))
+    i = 0
+    while i < n and s[i] == t[i]:
+        i += 1
+    j = 0
+    while j < n - i and s[len(s) - 1 - j] == t[len(t) - 1 - j]:
+        j += 1
+    s, t = s[i:len(s) - j], t[i:len(t) - j]  # common ends change no optimal alignment
+    if max(len(s), len(t)) <= k:
+        return True
     big = k + 1
     before: list[int] = []
     prev = [j if j <= k else big for j in range(len(t) + 1)]
@@ -243,23 +258,38 @@ def _in_date(toks: list[str], k: int) -> bool:
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
 
 
-def _garbled(t: str, others: list[str]) -> bool:
+def _garbled(t: str, others: list[tuple[str, str]]) -> bool:
     """Whether ``t``, a word (or figure) whose count differs between the texts, has a damaged (or
-    repaired) twin among ``others``, the words whose count moved the other way: a typo of it or a merge
-    with a neighbour ("1986" and "19a86", "one" and "0neof" from "one of"). A noisy stretch
-    the matcher misaligned puts the two in different blocks. Only digits changed ("600" and
-    "500") is no damage."""
+    repaired) twin among ``others``, the words whose count moved the other way (each with its
+    OCR reading, :func:`_ocr_forms`): a typo of it or a merge with a neighbour ("1986" and
+    "19a86", "one" and "0neof" from "one of"). A noisy stretch the matcher misaligned puts the
+    two in different blocks. Only digits changed ("600" and "500") is no damage."""
     o = t.translate(_OCR)
-    for u in others:
-        v = u.translate(_OCR)
-        merged = len(v) > len(o) and (v.startswith(o) or v.endswith(o)) or len(o) > len(v) > 1 and (o.startswith(v) or o.endswith(v))
-        if (merged or _typo_sized([t], [u])) and _noise_like([t], [u], lambda _: False):
+    lo = len(o)
+    for u, v in others:
+        lv = len(v)
+        if lv > lo + MERGE_CHARS:
+            continue
+        if lv > lo:
+            twin = v.startswith(o) or v.endswith(o)
+        else:
+            twin = lo > lv > 1 and (o.startswith(v) or o.endswith(v))
+        # a typo: within a third of the longer's characters (the length check first: it is cheap)
+        k = max(1, int(TYPO_SHARE * max(lo, lv)))
+        if not twin and (abs(lo - lv) > k or max(lo, lv) > TYPO_MAX_CHARS or not _within(o, v, k)):
+            continue
+        if _noise_like([t], [u], lambda _: False):
             return True
     return False
 
 
+def _ocr_forms(words: list[str]) -> list[tuple[str, str]]:
+    return [(u, u.translate(_OCR)) for u in words]
+
+
 def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool,
-                fell: list[str], grew: list[str], head: bool = False, dated: frozenset[str] = frozenset()) -> None:
+                fell: list[tuple[str, str]], grew: list[tuple[str, str]], head: bool = False,
+                dated: frozenset[str] = frozenset()) -> None:
     """A changed block outside the headline region (see the module docstring); ``head``: a
     block of a headline region changed in place, where a figure or polarity word counts only if
     it is new to the earlier text (a headline made from the lead repeats the lead's figures,
@@ -276,13 +306,16 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
     figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t) and not (head and ca[t])]
     if head:
         figures = [t for t in figures if t not in dated]
-    if figures and any(_garbled(t, grew if ca[t] > cb[t] else fell) for t in figures):
-        figures = [t for t in figures if not _garbled(t, grew if ca[t] > cb[t] else fell)]
-        f.typos += 1
+    if figures:
+        kept = [t for t in figures if not _garbled(t, grew if ca[t] > cb[t] else fell)]
+        if len(kept) < len(figures):
+            figures = kept
+            f.typos += 1
     polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t) and not (head and ca[t])]
     fresh = [t for t in new if ca[t] == 0 and not t.isdigit() and (len(t) > 1 or not t.isascii())]
     if len(fresh) >= 3 and (len(old) > SMALL_BLOCK or len(new) > SMALL_BLOCK):
-        fresh = [t for t in fresh if not _garbled(t, fell)]  # damaged words are not new words
+        # damaged words are not new words; three new ones are all the rules below ask about
+        fresh = list(islice((t for t in fresh if not _garbled(t, fell)), 3))
     found = []
     if figures:
         found.append(("figures", _show([t for t in old if _is_figure(t)], [t for t in new if _is_figure(t)])))
@@ -339,7 +372,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     f = _Found()
     moved = lambda t: ca[t] == cb[t]  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
-    fell, grew = [t for t in ca if ca[t] > cb[t]], [t for t in cb if cb[t] > ca[t]]
+    fell, grew = _ocr_forms([t for t in ca if ca[t] > cb[t]]), _ocr_forms([t for t in cb if cb[t] > ca[t]])
     rewritten = False
     if old_head != new_head:
         # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
@@ -374,6 +407,8 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             _head_block(f, new, set(ca))  # the rest of a rewritten headline longer than the region
             continue
         _body_block(f, old, new, ca, cb, _cut_here(ta, tb, i1, i2, j1, j2), fell, grew)
+        if len(f.changed) == MAX_CHANGED:
+            break  # a revision whatever the rest says (no later block takes an item back)
     if f.typos == 0:
         for kind, item in f.pending:
             f.add(kind, item)
