@@ -157,7 +157,8 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
         processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()
     console.print(f"processor: {s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
-                  f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}")
+                  f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}; "
+                  f"revisions {s.revisions:,} (tagged, with the {demo_cfg.verify.revisions} topic)")
     consumer = Consumer(client_settings(kcfg, {"group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
                                                "isolation.level": "read_committed"}))
     consumer.subscribe([kcfg.unique_topic, kcfg.duplicates_topic, kcfg.dead_letter_topic])
@@ -180,6 +181,10 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
 
     originals = {o["id"]: o for o in map(obj, per_topic.get(kcfg.unique_topic, []))}
     _side_by_side(console, [obj(m) for m in per_topic.get(kcfg.duplicates_topic, [])], originals)
+    revisions = [o for o in originals.values() if o["_dedup"] is not None and o["_dedup"].status == "revision"]
+    for o in revisions[:3]:  # on the unique topic (verify.revisions: unique), linked and tagged
+        t = o["_dedup"]
+        console.print(f"revision {o['id']} of {t.duplicate_of} (on {kcfg.unique_topic}): {'; '.join(t.changed)}")
     for m in per_topic.get(kcfg.dead_letter_topic, [])[:3]:
         t = parse_headers(m.headers())
         console.print(f"dead-letter {t.source}: {t.stage}: {t.reason}")

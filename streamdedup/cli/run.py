@@ -127,7 +127,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     s = processor.run()
     logging.getLogger("streamdedup").info(
         "done", extra={"records": s.records, "unique": s.unique, "duplicates": s.duplicates, "dead_letter": s.dead_letter,
-                       "replayed": s.replayed, "batches": s.batches, "aborted_batches": s.aborted_batches,
+                       "replayed": s.replayed, "revisions": s.revisions, "batches": s.batches, "aborted_batches": s.aborted_batches,
                        "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
     )
     # the same totals for the person at the terminal (the log line is for machines)
@@ -136,6 +136,8 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
                f"dead-letter {s.dead_letter:,}{replayed}")
     if s.by_relation:
         click.echo("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.by_relation.items(), key=lambda kv: -kv[1])))
+    if s.revisions:
+        click.echo(f"  revisions (content changed, tagged revision; counted with the topic they went to): {s.revisions:,}")
     if not s.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
 

@@ -91,6 +91,7 @@ def reference(tmp_path_factory):
     assert len(got) == len(records) and s.reconciles() and s.records == len(records)
     statuses = [v[0] for v in got.values()]
     assert statuses.count("duplicate") > 80 and statuses.count("revision") > 5 and statuses.count("dead_letter") >= 5
+    assert s.revisions == statuses.count("revision")  # the run's count of revisions
     return records, got
 
 

@@ -11,6 +11,8 @@ from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
     DecisionRecord(0), DecisionRecord(2**62),
     DecisionRecord(7, DuplicateTags("story-1", "near_duplicate", 0.8123, None, "story-1", "estimated Jaccard 0.81")),
     DecisionRecord(9, DuplicateTags("ïd \"quoted\"", "exact", 1.0, 1.0, "m", "")),
+    DecisionRecord(11, DuplicateTags("s", "near_duplicate", 0.9, 0.95, "m", "J", "t:0:1", "t:0:2", "revision",
+                                     ("corrected", "400 -> 600"))),
     DecisionRecord(3, DeadLetterTags("decode", "invalid JSON: \x00 at 1", "news:2:3")),
 ])
 def test_decision_records_round_trip(rec):

@@ -182,6 +182,7 @@ class KafkaPipeline:
             outputs.append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
         counts = routed.counts()
         counts["replayed"] = len(batch.prep.held)
+        counts["revisions"] = routed.revisions
         out = OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)
         if sized:
             out.sizes = batch.base_sizes + tag_bytes

@@ -33,6 +33,9 @@ class Metrics:
                                     "exact-evidence questions that read the earlier text from the state store",
                                     registry=self.registry)
         self._evidence_seen = (0, 0)
+        self.revisions = Counter("streamdedup_revisions_total",
+                                 "revisions produced (counted in records_out under the status of the topic they went to)",
+                                 registry=self.registry)
         self._last_lag = 0.0
         self._server = None
         if port:
@@ -68,6 +71,8 @@ class Metrics:
         for status in ("unique", "duplicate", "dead_letter"):
             if counts.get(status):
                 self.records_out.labels(status).inc(counts[status])
+        if counts.get("revisions"):
+            self.revisions.inc(counts["revisions"])
         self.latency.observe(seconds)
         if indexed is not None:
             self.index.set(indexed)

@@ -63,6 +63,8 @@ class RunSummary:
     duplicates: int = 0
     dead_letter: int = 0
     replayed: int = 0
+    #: revisions among the unique and duplicates (wherever verify.revisions sent them)
+    revisions: int = 0
     batches: int = 0
     aborted_batches: int = 0
     seconds: float = 0.0
@@ -81,6 +83,7 @@ class RunSummary:
         self.duplicates += c["duplicate"]
         self.dead_letter += c["dead_letter"]
         self.replayed += c["replayed"]
+        self.revisions += c.get("revisions", 0)
         self.batches += 1
         self.first_batch_at = self.first_batch_at or batch.started
         self.last_batch_at = time.perf_counter()

@@ -24,7 +24,7 @@ from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.route import kafka_output, revision_dest
-from streamdedup.pipeline.tags import with_tags
+from streamdedup.pipeline.tags import DuplicateTags, with_tags
 from streamdedup.runtime.kafka.batch import consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
@@ -249,6 +249,7 @@ class Worker:
         """Produce every decided prefix in one transaction with the offsets; how many records."""
         outputs = []
         counts = {UNIQUE_DEST: 0, DUPLICATE_DEST: 0, DEAD_LETTER_DEST: 0}
+        revisions = 0
         relations: dict[str, int] = {}
         offsets = []
         dec_topic = self.kcfg.staged.decisions_topic
@@ -263,6 +264,7 @@ class Worker:
                 if dest == DUPLICATE_DEST:
                     relations[rec.tags.relation] = relations.get(rec.tags.relation, 0) + 1
                 counts[dest] += 1
+                revisions += isinstance(rec.tags, DuplicateTags) and rec.tags.status == "revision"
                 outputs.append((self.topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
             offsets.append(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))
             resume = self.pending.decisions_resume(tp)
@@ -271,7 +273,7 @@ class Worker:
         if not outputs or not self._transaction(outputs, offsets):
             return 0
         # latency inside the worker: consumed -> fingerprint -> decider -> decision -> committed
-        self.metrics.batch(len(outputs), counts, time.perf_counter() - oldest, None)
+        self.metrics.batch(len(outputs), {**counts, "revisions": revisions}, time.perf_counter() - oldest, None)
         self.metrics.observe_lag(self.input)
         s = self.summary
         s.records += len(outputs)
