@@ -164,3 +164,16 @@ def test_a_new_agency_line_date_is_no_revision() -> None:
     earlier, later = f"温家宝考察扶贫工作 新华社贵阳12月31日电 {body}", f"温家宝考察扶贫工作 新华社贵阳4月22日电 {body}"
     assert not R.detect(canonicalize(earlier), canonicalize(later)).revised
     assert R.detect(canonicalize(earlier), canonicalize(later.replace("32个县", "35个县"))).changed == ("32 -> 35",)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("abc"), max_size=12), st.lists(st.sampled_from("abc"), max_size=12))
+def test_common_ends_match_a_plain_loop(a: list[str], b: list[str]) -> None:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    h = 0
+    while h < n - k and a[len(a) - 1 - h] == b[len(b) - 1 - h]:
+        h += 1
+    assert (R._common_prefix(a, b), R._common_suffix(a, b, n - k)) == (k, h)
