@@ -36,7 +36,7 @@ common head and tail are cut off, in CPython (measured per linked pair by ``benc
 0.20 ms (median 0.14 ms); the suite's Reuters edits mean 0.36 ms (a one-figure change 0.15 ms,
 a 3% noise copy 1 ms: one matcher search per changed block); People's Daily 0.6 ms median,
 1.2-1.5 ms mean (one token per Han character). Texts whose differing middle is longer than
-:data:`MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the markers are
+:data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the markers are
 read), which bounds a pair at ~50-100 ms however long the texts.
 
 >>> story = "acme profit rose acme corp said its first quarter profit was 600 mln dlrs"
@@ -49,41 +49,26 @@ False
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from itertools import islice
+
+from streamdedup.engine.revision_tokens import (POLARITY_WORDS, common_prefix, garbled, inserted_at,
+                                                is_figure, is_number, noise_like, ocr_forms, opcodes, tokens, typo_sized)
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
 MAX_CHANGED = 8
 MAX_ITEM_CHARS = 60
 #: characters of a canonical text read as its headline region (Reuters headlines: <= ~60)
 HEAD_CHARS = 64
-#: a typo changes at most this share of a block's characters (at least one character)
-TYPO_SHARE = 0.34
-#: blocks longer than this (characters) are never typos (keeps the edit distance cheap)
-TYPO_MAX_CHARS = 48
 #: character edits a headline takes as noise (a new slug or headline is more)
 HEAD_TYPO_EDITS = 3
-#: tokens (after the common head and tail) beyond which two texts are not aligned and only the
-#: markers are read: ~3,000 tokens a side align in ~50 ms (one core), a 20-30 KB text
-MAX_ALIGN_TOKENS = 3000
-#: characters a merged twin may have beyond the word (a neighbour word lost its space)
-MERGE_CHARS = 12
 #: words both texts start with from which the headline counts as kept (not rewritten)
 HEAD_KEPT = 4
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
 #: pair without letter typos (noise changes digits and short words as well as letters)
 SMALL_BLOCK = 4
 
-#: scripts written without spaces between words, read one character a token: Han, kana, Thai, Lao
-_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff"
-_TOKEN = re.compile(rf"[{_HAN}]|[^\s{_HAN}]+")
-_DIGITS = re.compile(r"\D")  # removes all but digits
-_NON_DIGITS = re.compile(r"\d")  # removes digits
-#: a number with an ordinal or plural suffix ("4th", "1980s"): still a figure
-_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th|s)")
 
 #: markers that make a revision wherever they are new
 STRONG_MARKERS = frozenset({"corrected", "corrects", "correcting", "correction", "corrigendum"})
@@ -93,18 +78,6 @@ HEAD_MARKERS = frozenset({"refile", "refiled", "update", "updated", "updates", "
 #: Chinese markers (substrings of the new text): 更正 correction, 订正 corrected, 勘误 erratum, 更新 update
 CJK_MARKERS = ("更正", "订正", "勘误", "更新", "修正")
 
-NUMBER_WORDS = frozenset(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand "
-    "million billion trillion mln bln dozen 〇 零 一 二 三 四 五 六 七 八 九 十 百 千 万 亿 两".split())
-POLARITY_WORDS = frozenset(
-    "not no never nor neither none without cannot didn doesn isn wasn weren aren wouldn couldn shouldn hasn "
-    "haven hadn include includes included including exclude excludes excluded excluding rise rises rose risen "
-    "fall falls fell fallen up down higher lower increase increases increased decrease decreases decreased "
-    "gain gains gained loss losses lost profit profits surplus deficit above below approve approved approves "
-    "reject rejected rejects accept accepted accepts deny denied denies confirm confirmed confirms win won "
-    "lose guilty innocent acquitted convicted buy buys bought sell sells sold raise raised raises cut cuts "
-    "positive negative 不 没 未 无 非 否 增 减 升 降 涨 跌 盈 亏".split())
 #: what follows a day, month or year in Chinese and Japanese dates (日电: "day, cable" of an agency line)
 DATE_UNITS = frozenset("年 月 日 号".split())
 #: what ends a dateline: the cable and report marks of Chinese agency lines, agencies' names
@@ -144,85 +117,16 @@ class _Found:
             self.changed.append(item)
 
 
-def tokens(canonical: str) -> list[str]:
-    """The words of a canonical text, characters of scripts without spaces (Han, kana, Thai) one
-    by one (and split from digits).
-
-    A word that mixes letters and digits stays whole: in clean copy that is a figure with a
-    suffix ("4th") or a model name ("3b2"), in a noisy one a digit glued to a word ("board2") or
-    a letter read into a number ("l987"), which the typo rule then reads as one damaged word.
-
-    >>> tokens("q4 net 6 3 16 中国1998年")
-    ['q4', 'net', '6', '3', '16', '中', '国', '1998', '年']
-    """
-    if canonical.isascii():
-        return canonical.split()
-    out: list[str] = []
-    for w in canonical.split():
-        if w.isascii():
-            out.append(w)
-        else:
-            out += _TOKEN.findall(w)
-    return out
 
 
-def _is_figure(t: str) -> bool:
-    """A number, or a word with digits in it ("iso9002", "b747")."""
-    return _is_number(t) or not t.isalpha() and any(c.isdigit() for c in t)
 
 
-def _is_number(t: str) -> bool:
-    return t.isdigit() or t in NUMBER_WORDS or (t[0].isdigit() and _ORDINAL.fullmatch(t) is not None)
 
 
-def _within(s: str, t: str, k: int) -> bool:
-    """Whether the optimal string alignment distance of ``s`` and ``t`` (Levenshtein plus swaps
-    of adjacent characters, a common typo) is at most ``k``; DP in a band of width ``2k + 1``:
-    cells outside it cannot end at or under ``k``."""
-    if abs(len(s) - len(t)) > k or len(set(s) ^ set(t)) > 2 * k:
-        return False  # one edit removes at most one character and brings in at most one
-    n = min(len(s), len(t))
-    i = 0
-    while i < n and s[i] == t[i]:
-        i += 1
-    j = 0
-    while j < n - i and s[len(s) - 1 - j] == t[len(t) - 1 - j]:
-        j += 1
-    s, t = s[i:len(s) - j], t[i:len(t) - j]  # common ends change no optimal alignment
-    if max(len(s), len(t)) <= k:
-        return True
-    big = k + 1
-    before: list[int] = []
-    prev = [j if j <= k else big for j in range(len(t) + 1)]
-    for i in range(1, len(s) + 1):
-        lo, hi = max(1, i - k), min(len(t), i + k)
-        cur = [big] * (len(t) + 1)
-        if i <= k:
-            cur[0] = i
-        for j in range(lo, hi + 1):
-            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1]))
-            if i > 1 and j > 1 and s[i - 1] == t[j - 2] and s[i - 2] == t[j - 1]:
-                d = min(d, before[j - 2] + 1)
-            cur[j] = d
-        if min(cur[lo - 1:hi + 1]) > k:
-            return False
-        before, prev = prev, cur
-    return prev[len(t)] <= k
 
 
-#: letters OCR reads for digits: compared as those digits ("4OO" is a damaged "400")
-_OCR = str.maketrans("olizsb", "011258")
 
 
-def _typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> bool:
-    """Whether a block is within a few character edits (at most ``cap``) of what it replaced
-    (spaces ignored, so a split or merged word and a letter inside a number count as the one
-    edit they are)."""
-    s, t = "".join(old).translate(_OCR), "".join(new).translate(_OCR)
-    longest = max(len(s), len(t))
-    if longest > TYPO_MAX_CHARS:
-        return False
-    return _within(s, t, max(1, min(cap, int(TYPO_SHARE * longest))))
 
 
 def _show(old: list[str], new: list[str]) -> str:
@@ -243,8 +147,8 @@ def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
     day and month of a dateline (another outlet's agency line: "新华社西安4月22日电", "March 3"),
     and only in a pair without noise."""
     for k, t in enumerate(new):
-        if (_is_number(t) or t in POLARITY_WORDS) and t not in a_set and not _in_date(new, k):
-            f.pending.append(("figures" if _is_number(t) else "negation", f"+{t}"))
+        if (is_number(t) or t in POLARITY_WORDS) and t not in a_set and not _in_date(new, k):
+            f.pending.append(("figures" if is_number(t) else "negation", f"+{t}"))
 
 
 def _in_date(toks: list[str], k: int) -> bool:
@@ -258,33 +162,8 @@ def _in_date(toks: list[str], k: int) -> bool:
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
 
 
-def _garbled(t: str, others: list[tuple[str, str]]) -> bool:
-    """Whether ``t``, a word (or figure) whose count differs between the texts, has a damaged (or
-    repaired) twin among ``others``, the words whose count moved the other way (each with its
-    OCR reading, :func:`_ocr_forms`): a typo of it or a merge with a neighbour ("1986" and
-    "19a86", "one" and "0neof" from "one of"). A noisy stretch the matcher misaligned puts the
-    two in different blocks. Only digits changed ("600" and "500") is no damage."""
-    o = t.translate(_OCR)
-    lo = len(o)
-    for u, v in others:
-        lv = len(v)
-        if lv > lo + MERGE_CHARS:
-            continue
-        if lv > lo:
-            twin = v.startswith(o) or v.endswith(o)
-        else:
-            twin = lo > lv > 1 and (o.startswith(v) or o.endswith(v))
-        # a typo: within a third of the longer's characters (the length check first: it is cheap)
-        k = max(1, int(TYPO_SHARE * max(lo, lv)))
-        if not twin and (abs(lo - lv) > k or max(lo, lv) > TYPO_MAX_CHARS or not _within(o, v, k)):
-            continue
-        if _noise_like([t], [u], lambda _: False):
-            return True
-    return False
 
 
-def _ocr_forms(words: list[str]) -> list[tuple[str, str]]:
-    return [(u, u.translate(_OCR)) for u in words]
 
 
 def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, tail: bool,
@@ -303,11 +182,11 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
         return
     moved = lambda t: ca[t] == cb[t]  # noqa: E731 - same count in both texts: moved, not changed
-    figures = [t for t in (*old, *new) if _is_figure(t) and not moved(t) and not (head and ca[t])]
+    figures = [t for t in (*old, *new) if is_figure(t) and not moved(t) and not (head and ca[t])]
     if head:
         figures = [t for t in figures if t not in dated]
     if figures:
-        kept = [t for t in figures if not _garbled(t, grew if ca[t] > cb[t] else fell)]
+        kept = [t for t in figures if not garbled(t, grew if ca[t] > cb[t] else fell)]
         if len(kept) < len(figures):
             figures = kept
             f.typos += 1
@@ -315,17 +194,17 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
     fresh = [t for t in new if ca[t] == 0 and not t.isdigit() and (len(t) > 1 or not t.isascii())]
     if len(fresh) >= 3 and (len(old) > SMALL_BLOCK or len(new) > SMALL_BLOCK):
         # damaged words are not new words; three new ones are all the rules below ask about
-        fresh = list(islice((t for t in fresh if not _garbled(t, fell)), 3))
+        fresh = list(islice((t for t in fresh if not garbled(t, fell)), 3))
     found = []
     if figures:
-        found.append(("figures", _show([t for t in old if _is_figure(t)], [t for t in new if _is_figure(t)])))
+        found.append(("figures", _show([t for t in old if is_figure(t)], [t for t in new if is_figure(t)])))
     if polarity:
         found.append(("negation", _show([t for t in old if t in POLARITY_WORDS], [t for t in new if t in POLARITY_WORDS])))
     if old and fresh and not found:
         found.append(("words", _show(old[:4], new[:4])))
     elif not old and len(fresh) >= 3 and not figures:
         found.append(("added", f"+{' '.join(new[:6])}"))
-    if _typo_sized(old, new) and _noise_like(old, new, moved):
+    if typo_sized(old, new) and noise_like(old, new, moved):
         f.typos += 1
     elif len(old) <= SMALL_BLOCK and len(new) <= SMALL_BLOCK or len(fresh) < 3 and not figures and not polarity:
         f.pending += found  # material only in a pair without noise
@@ -334,21 +213,6 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
             f.add(kind, item)
 
 
-def _noise_like(old: list[str], new: list[str], moved) -> bool:
-    """Whether a typo-sized block is noise: not when it brings a polarity word in (includes ->
-    excludes) or takes one out, nor when only digits changed ("600" -> "500", "4th" -> "5th",
-    "iso9002" -> "iso9302", a digit added or dropped); yes when letters changed ("proft" for
-    "profit") or digits and letters mixed anew ("board2" for "board", "l987" for "1987")."""
-    if any(t in POLARITY_WORDS and not moved(t) for t in (new or old)):
-        return False
-    s, t = "".join(old), "".join(new)
-    digits_s, digits_t = _DIGITS.sub("", s), _DIGITS.sub("", t)
-    letters_s, letters_t = _NON_DIGITS.sub("", s), _NON_DIGITS.sub("", t)
-    if letters_s != letters_t:
-        return True
-    if letters_s and not (digits_s and digits_t):
-        return True  # digits glued to a word, or gone from one
-    return digits_s == digits_t
 
 
 def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int | None = None) -> Revision:
@@ -364,26 +228,26 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     ca, cb = Counter(ta), Counter(tb)
     head_a = _head_len(earlier, ta, earlier_head)
     head_b = min(head_a, len(tb)) if later_head is None else _head_len(later, tb, later_head)
-    same = _common_prefix(ta, tb)
-    if later_head is None and HEAD_KEPT <= same < head_a and _inserted_at(ta, tb, same):
+    same = common_prefix(ta, tb)
+    if later_head is None and HEAD_KEPT <= same < head_a and inserted_at(ta, tb, same):
         # the headline is kept and a block is inserted under it, which the region would cut in
         # two: align it with the body, whole
         head_a = head_b = same
     f = _Found()
     moved = lambda t: ca[t] == cb[t]  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
-    fell, grew = _ocr_forms([t for t in ca if ca[t] > cb[t]]), _ocr_forms([t for t in cb if cb[t] > ca[t]])
+    fell, grew = ocr_forms([t for t in ca if ca[t] > cb[t]]), ocr_forms([t for t in cb if cb[t] > ca[t]])
     rewritten = False
     if old_head != new_head:
         # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
-        if _typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and _noise_like(old_head, new_head, moved):
+        if typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and noise_like(old_head, new_head, moved):
             f.typos += 1
         else:
-            head_ops = [op for op in _opcodes(old_head, new_head) or () if op[0] != "equal"]
+            head_ops = [op for op in opcodes(old_head, new_head) or () if op[0] != "equal"]
             kept = len(old_head) - sum(i2 - i1 for _, i1, i2, _, _ in head_ops)
             if 3 * kept >= 2 * max(len(old_head), len(new_head)):
                 # words changed in place (the region may reach into the lead: a name, a figure)
-                dated = frozenset(t for h in (old_head, new_head) for k, t in enumerate(h) if _is_number(t) and _in_date(h, k))
+                dated = frozenset(t for h in (old_head, new_head) for k, t in enumerate(h) if is_number(t) and _in_date(h, k))
                 for _, i1, i2, j1, j2 in head_ops:
                     _body_block(f, old_head[i1:i2], new_head[j1:j2], ca, cb, False, fell, grew, True, dated)
             else:  # a headline rewritten
@@ -391,7 +255,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
                 _head_block(f, new_head, set(ca))
     # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
     # otherwise be matched with the lead
-    ops = _opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
+    ops = opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
     if ops is None:  # too long to align: only the markers are read (new words anywhere)
         ops, added = [], [t for t in new_head if t not in old_head] + [t for t in cb if t not in ca]
     else:
@@ -430,62 +294,12 @@ def _cut_here(ta: list[str], tb: list[str], i1: int, i2: int, j1: int, j2: int) 
     return i2 < len(ta) or i2 - i1 > j2 - j1
 
 
-def _opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
-    """``SequenceMatcher`` opcodes of two token lists (positions shifted by ``at_a``, ``at_b``:
-    where the lists start in their texts), the common head and tail cut off first: a revision
-    usually changes one place, and the matcher then sees a few tokens, not the story. None when
-    what is left is longer than :data:`MAX_ALIGN_TOKENS` on either side (the matcher's cost grows
-    with the product of the lengths: 100,000-word texts changed throughout took 25 s).
-
-    (A greedy walk that resumes after each block at the nearest two shared tokens was tried: it
-    halved the cost on noisy copies but paired far-apart tokens in dense noise, and 3% noise
-    copies kept as duplicates fell from 0.99 to 0.93-0.96 on the suite.)
-    """
-    lo = _common_prefix(ta, tb)
-    hi = _common_suffix(ta, tb, min(len(ta), len(tb)) - lo)
-    if max(len(ta), len(tb)) - lo - hi > MAX_ALIGN_TOKENS:
-        return None
-    ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
-    return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
 
 
-def _inserted_at(ta: list[str], tb: list[str], k: int, probe: int = 6, reach: int = 400) -> bool:
-    """Whether ``tb`` has tokens inserted at ``k``: the earlier text's next ``probe`` tokens come
-    later in ``tb`` (within ``reach``) rather than replaced."""
-    want = ta[k:k + probe]
-    if len(want) < probe:
-        return False
-    first = want[0]
-    for p in range(k + 1, min(len(tb) - probe, k + reach) + 1):
-        if tb[p] == first and tb[p:p + probe] == want:
-            return True
-    return False
 
 
-def _common_prefix(ta: list[str], tb: list[str]) -> int:
-    """How many tokens the lists start with in common: a binary search on slice equality (each
-    comparison runs in C; a loop over the tokens in Python cost more than the rest of a pair)."""
-    lo, hi = 0, min(len(ta), len(tb))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ta[lo:mid] == tb[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
-def _common_suffix(ta: list[str], tb: list[str], most: int) -> int:
-    """How many tokens (at most ``most``) the lists end with in common."""
-    la, lb = len(ta), len(tb)
-    lo, hi = 0, most
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ta[la - mid:la - lo] == tb[lb - mid:lb - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _head_len(text: str, toks: list[str], head_chars: int) -> int:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from streamdedup.bench import revision_edits as E
 from streamdedup.bench.revision_suite import headline_chars
+from streamdedup.engine import revision_tokens as T
 from streamdedup.engine import revisions as R
 from streamdedup.text.canonical import canonicalize
 from tests.unit.test_hard_suite import BODY as HARD_BODY
@@ -110,7 +111,7 @@ def _osa(s: str, t: str) -> int:
 @settings(max_examples=300, deadline=None)
 @given(st.text("abc1 ", max_size=12), st.text("abc1 ", max_size=12), st.integers(0, 4))
 def test_banded_distance_matches_the_full_one(s: str, t: str, k: int) -> None:
-    assert R._within(s, t, k) == (_osa(s, t) <= k)
+    assert T.within(s, t, k) == (_osa(s, t) <= k)
 
 
 @pytest.mark.parametrize("kind", [*E.REVISION_KINDS, *E.COSMETIC_KINDS])
@@ -135,7 +136,7 @@ def test_a_figure_changed_before_the_last_word_is_no_teaser() -> None:
 
 def test_texts_too_long_to_align_are_read_for_markers_only() -> None:
     rng = random.Random(3)
-    words = [f"w{rng.randrange(5000)}" for _ in range(2 * R.MAX_ALIGN_TOKENS)]
+    words = [f"w{rng.randrange(5000)}" for _ in range(2 * T.MAX_ALIGN_TOKENS)]
     long = " ".join(words)
     changed = " ".join(w if k % 50 else "x" + w for k, w in enumerate(words))  # changed throughout
     assert not R.detect(long, changed).revised
@@ -151,7 +152,7 @@ def test_boilerplate_inserted_under_the_headline_is_no_revision() -> None:
 
 def test_scripts_without_spaces_are_read_a_character_a_token() -> None:
     thai = "รัฐบาลประกาศแผนเศรษฐกิจใหม่ในวันจันทร์ เพื่อกระตุ้นการลงทุนและการจ้างงานทั่วประเทศ"
-    assert R.tokens(thai)[:3] == ["ร", "ั", "ฐ"]
+    assert T.tokens(thai)[:3] == ["ร", "ั", "ฐ"]
     assert not R.detect(thai, thai.replace("ลงทุน", "ลงทน")).revised  # one character dropped: a typo
     assert R.detect(thai, thai + " 500 ล้านบาท").revised
 
@@ -176,4 +177,4 @@ def test_common_ends_match_a_plain_loop(a: list[str], b: list[str]) -> None:
     h = 0
     while h < n - k and a[len(a) - 1 - h] == b[len(b) - 1 - h]:
         h += 1
-    assert (R._common_prefix(a, b), R._common_suffix(a, b, n - k)) == (k, h)
+    assert (T.common_prefix(a, b), T.common_suffix(a, b, n - k)) == (k, h)
