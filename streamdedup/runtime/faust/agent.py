@@ -6,7 +6,8 @@ across input partitions and across faust workers are caught: every fingerprint g
 the one-partition fingerprints topic, whose order decides which copy is first. (A faust
 ``Table`` would see only its own partition's documents: it misses every cross-partition copy.)
 
-Per batch of input events (``noack_take``): drop what is not ours to emit
+The input comes in whole fetches from the app's consumer (``runtime.faust.fetch``: faust's own
+per-event stream path is slower than the whole stage). Per batch of input messages: drop what is not ours to emit
 (:class:`~streamdedup.runtime.faust.transactions.PartitionTransactions`: older consumer
 generations, offsets a predecessor already committed), prepare and fingerprint the rest with
 the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
@@ -60,6 +61,8 @@ WAIT_WARNING_S = 30.0
 EXIT_BATCH_FAILED = 70
 #: batches sent to the decider and not yet emitted (the decider's round trip times the rate)
 MAX_IN_FLIGHT = 8
+#: fetches waiting for the stage (each up to a fetch's worth of records)
+INBOX_FETCHES = 4
 #: the fingerprint producer's batch bytes: a producer batch per input batch, not one per 16 KB
 FINGERPRINT_BATCH_BYTES = 512 * 1024
 
@@ -100,7 +103,7 @@ class EventMessage:
 
 
 class FaustStage:
-    """Fingerprint a batch of events, wait for its decisions, emit the tagged records in transactions."""
+    """Fingerprint a batch of input messages, wait for its decisions, emit the tagged records in transactions."""
 
     def __init__(self, cfg: Config, app: Any):
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
@@ -111,10 +114,24 @@ class FaustStage:
         self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
         self._fp = self.decisions = self.txns = self._admin = self._queue = self._emitter = None
+        #: whole fetches from the app's consumer (``fetch.BatchingConsumer``), not yet submitted;
+        #: a full inbox holds the consumer back
+        self.inbox: asyncio.Queue = asyncio.Queue(INBOX_FETCHES)
 
     @property
     def busy(self) -> bool:
-        return self.in_flight > 0
+        return self.in_flight > 0 or not self.inbox.empty()
+
+    async def offer(self, msgs: list) -> None:
+        """A fetch of input messages (faust ``Message``), in order per partition."""
+        await self.inbox.put(msgs)
+
+    async def next_fetches(self, batch: int) -> list:
+        """The next fetch, with those queued behind it while under ``batch`` messages."""
+        msgs = await self.inbox.get()
+        while len(msgs) < batch and not self.inbox.empty():
+            msgs = msgs + self.inbox.get_nowait()
+        return msgs
 
     def reconciles(self) -> bool:
         c = self.counts
@@ -169,16 +186,16 @@ class FaustStage:
         if self._fp is not None:
             await self._fp.stop()
 
-    async def submit(self, events: list) -> None:
-        """Admit, fingerprint and send one batch to the decider, then queue it for
-        :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
-        if self.txns.claims(events):
+    async def submit(self, messages: list) -> None:
+        """Admit, fingerprint and send one batch of input messages (faust ``Message``) to the
+        decider, then queue it for :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
+        if self.txns.claims(messages):
             await self._queue.join()  # a partition changes hands: what is in flight goes out under the old claim
-        events = await self.txns.admit(events)
-        if not events:
+        messages = await self.txns.admit(messages)
+        if not messages:
             return
         self.in_flight += 1
-        msgs = [EventMessage(e.message) for e in events]
+        msgs = [EventMessage(m) for m in messages]
         time_invalid: dict[int, str] = {}
         values = self._fingerprints(msgs, time_invalid)
         positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
@@ -321,23 +338,33 @@ def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
     The app must keep ``stream_wait_empty=False`` (the stage acks nothing: a stopping worker
     waiting for its events to be acked would wait forever) and use the aiokafka driver
     (``kafka://``): the stage's transactions are aiokafka's, under the app's consumer group.
+    The input reaches the stage in whole fetches (``runtime.faust.fetch``), not through the
+    agent's stream: the agent keeps faust subscribing to the topics and runs the stage.
     """
+    from streamdedup.runtime.faust.fetch import route_batches
+
     if getattr(app.conf, "stream_wait_empty", False):
         raise StartupError("the faust app needs stream_wait_empty=False: the stage commits the input offsets in its own "
                            "transactions and acks nothing, so a stopping worker must not wait for acks")
     stage = FaustStage(cfg, app)
-    batch, linger = cfg.engine.batch_size, cfg.kafka.linger_ms / 1000.0
+    try:
+        route_batches(app, cfg.kafka.input_topics, stage.offer)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    batch = cfg.engine.batch_size
 
     async def dedup(stream):
         await stage.start()
         try:
-            async for events in stream.noack_take(batch, within=linger):
-                try:
-                    await stage.submit(events)
-                except asyncio.CancelledError:
-                    raise  # a stopping worker: an uncommitted batch is read again next time
-                except BaseException as exc:  # noqa: BLE001 - see the module docstring
-                    batch_failed(exc)
+            while True:
+                msgs = await stage.next_fetches(batch)
+                for k in range(0, len(msgs), batch):
+                    try:
+                        await stage.submit(msgs[k:k + batch])
+                    except asyncio.CancelledError:
+                        raise  # a stopping worker: an uncommitted batch is read again next time
+                    except BaseException as exc:  # noqa: BLE001 - see the module docstring
+                        batch_failed(exc)
         finally:
             await stage.stop()
 
