@@ -12,8 +12,8 @@ per-event stream path is slower than the whole stage). Per batch of input messag
 generations, offsets a predecessor already committed), prepare and fingerprint the rest with
 the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
 fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer,
-in producer batches: the decider reads them while the batch waits, so they cannot sit in an
-open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
+confluent-kafka's: ``runtime.faust.fingerprints``; the decider reads them while the batch
+waits, so they cannot sit in an open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
 decisions at once; an emitter takes them in order, waits for the decisions (``faust_decisions``:
 read_committed, so they are durable), then sends every record unchanged with its tags to
 unique / duplicates / dead-letter in one transaction per input partition that also commits the
@@ -47,6 +47,7 @@ from streamdedup.pipeline.route import kafka_output
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
+from streamdedup.runtime.faust.fingerprints import FingerprintSender
 from streamdedup.runtime.faust.transactions import PartitionTransactions, StableOffsets
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.staged.decision_record import DecisionRecord
@@ -63,8 +64,6 @@ EXIT_BATCH_FAILED = 70
 MAX_IN_FLIGHT = 8
 #: fetches waiting for the stage (each up to a fetch's worth of records)
 INBOX_FETCHES = 4
-#: the fingerprint producer's batch bytes: a producer batch per input batch, not one per 16 KB
-FINGERPRINT_BATCH_BYTES = 512 * 1024
 
 
 class EventMessage:
@@ -149,10 +148,8 @@ class FaustStage:
         self.preparer = Preparer(self.cfg)
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         servers = k.bootstrap_servers.split(",")
-        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5,
-                                    max_batch_size=FINGERPRINT_BATCH_BYTES)
-        await self._fp.start()
-        await self._fp.send_and_wait(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
+        self._fp = FingerprintSender(k)
+        await self._fp.start(self.codec.encode_params())
         self.decisions = DecisionReader(
             AIOKafkaConsumer(bootstrap_servers=servers, group_id=None, enable_auto_commit=False,
                              isolation_level="read_committed", auto_offset_reset="earliest"),
@@ -202,22 +199,8 @@ class FaustStage:
         for part in dict.fromkeys(p for p, _ in positions):
             await self.decisions.open(part)
         futures = self.decisions.expect(positions)
-        sent = await self._send_fingerprints(values)
-        await self._queue.put((msgs, futures, positions, sent, time_invalid))
-
-    async def _send_fingerprints(self, values: list[bytes]) -> list:
-        """The fingerprint records in order to partition 0, in as few producer batches as fit."""
-        p, topic = self._fp, self.kcfg.staged.fingerprints_topic
-        futures, batch = [], p.create_batch()
-        for v in values:
-            if batch.append(key=None, value=v, timestamp=None) is None:
-                futures.append(await p.send_batch(batch, topic, partition=0))
-                batch = p.create_batch()
-                if batch.append(key=None, value=v, timestamp=None) is None:
-                    raise ValueError(f"a fingerprint record of {len(v):,} bytes is over the producer batch size")
-        if batch.record_count():
-            futures.append(await p.send_batch(batch, topic, partition=0))
-        return futures
+        self._fp.send(values)
+        await self._queue.put((msgs, futures, positions, time_invalid))
 
     async def _emit_in_order(self) -> None:
         """The queued batches in order: their decisions, then their transactions. Batches queued
@@ -229,11 +212,10 @@ class FaustStage:
                 taken.append(self._queue.get_nowait())
             try:
                 msgs, decided, time_invalid = [], [], {}
-                for batch_msgs, futures, positions, sent, batch_invalid in taken:
+                for batch_msgs, futures, positions, batch_invalid in taken:
                     time_invalid.update((len(msgs) + k, why) for k, why in batch_invalid.items())
                     msgs += batch_msgs
                     decided += await self._wait(futures, positions)
-                    await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
                 await self._emit(msgs, decided, time_invalid)
                 self.counts["batches"] += len(taken)
             except asyncio.CancelledError:
@@ -257,6 +239,7 @@ class FaustStage:
         while pending:
             _, pending = await asyncio.wait(pending, timeout=WAIT_WARNING_S)
             if pending:
+                self._fp.check()  # a fingerprint that was not delivered is never answered
                 waited += WAIT_WARNING_S
                 log.warning("faust stage: %d of %d decisions still missing after %.0f s: is the decider running "
                             "(streamdedup run --topology staged --role decider)?", len(pending), len(futures), waited)
@@ -268,7 +251,11 @@ class FaustStage:
         parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
             dest, tags = kafka_output(rec.tags, time_invalid.get(k))
-            outputs, counts, last = parts.setdefault((m.topic(), m.partition()), ([], Counter(), [0]))
+            part = (m.topic(), m.partition())
+            got = parts.get(part)
+            if got is None:  # not setdefault: its default (a Counter) would be built per record
+                got = parts[part] = ([], Counter(), [0])
+            outputs, counts, last = got
             outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
             counts[dest] += 1
             last[0] = m.offset()
