@@ -227,8 +227,7 @@ def test_outputs_go_in_batches_per_destination_partition_in_order():
 
 
 def _events(part: int, offsets, generation: int) -> list:
-    return [SimpleNamespace(message=SimpleNamespace(topic="news", partition=part, offset=o, generation_id=generation))
-            for o in offsets]
+    return [SimpleNamespace(topic="news", partition=part, offset=o, generation_id=generation) for o in offsets]
 
 
 def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs():
@@ -246,7 +245,7 @@ def test_partition_transactions_claim_per_generation_and_drop_what_is_not_theirs
 
         admin = _Admin({("news", 0): 5})
         t = PartitionTransactions(make, admin, "g.faust", "tx")
-        offsets = lambda evs: [e.message.offset for e in evs]  # noqa: E731
+        offsets = lambda msgs: [m.offset for m in msgs]  # noqa: E731
         assert offsets(await t.admit(_events(0, range(3, 8), 1) + _events(1, [0, 1], 1))) == [5, 6, 7, 0, 1]
         assert log == [("start", "tx.faust.news.0"), ("start", "tx.faust.news.1")]
         assert await t.commit(("news", 0), [("unique", b"k5", b"v", [])], 8)
@@ -304,7 +303,7 @@ def test_no_claim_for_a_generation_the_group_has_left():
         t = PartitionTransactions(lambda tid: _Producer(tid, log), _Admin({}), "g", "tx", lambda: 2)
         assert await t.admit(_events(0, [0, 1], 1)) == []
         assert log == [] and ("news", 0) not in t.lanes
-        assert [e.message.offset for e in await t.admit(_events(0, [0, 1], 2))] == [0, 1]
+        assert [m.offset for m in await t.admit(_events(0, [0, 1], 2))] == [0, 1]
         assert log == [("start", "tx.faust.news.0")]
 
     _run(go())

@@ -6,13 +6,14 @@ across input partitions and across faust workers are caught: every fingerprint g
 the one-partition fingerprints topic, whose order decides which copy is first. (A faust
 ``Table`` would see only its own partition's documents: it misses every cross-partition copy.)
 
-Per batch of input events (``noack_take``): drop what is not ours to emit
+The input comes in whole fetches from the app's consumer (``runtime.faust.fetch``: faust's own
+per-event stream path is slower than the whole stage). Per batch of input messages: drop what is not ours to emit
 (:class:`~streamdedup.runtime.faust.transactions.PartitionTransactions`: older consumer
 generations, offsets a predecessor already committed), prepare and fingerprint the rest with
 the pipeline layer (dead letters sorted out with the reasons every runtime gives), send one
 fingerprint record each to ``kafka.staged.fingerprints_topic`` (its own idempotent producer,
-in producer batches: the decider reads them while the batch waits, so they cannot sit in an
-open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
+confluent-kafka's: ``runtime.faust.fingerprints``; the decider reads them while the batch
+waits, so they cannot sit in an open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
 decisions at once; an emitter takes them in order, waits for the decisions (``faust_decisions``:
 read_committed, so they are durable), then sends every record unchanged with its tags to
 unique / duplicates / dead-letter in one transaction per input partition that also commits the
@@ -46,6 +47,7 @@ from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
+from streamdedup.runtime.faust.fingerprints import FingerprintSender
 from streamdedup.runtime.faust.transactions import PartitionTransactions, StableOffsets
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.staged.decision_record import DecisionRecord
@@ -60,8 +62,8 @@ WAIT_WARNING_S = 30.0
 EXIT_BATCH_FAILED = 70
 #: batches sent to the decider and not yet emitted (the decider's round trip times the rate)
 MAX_IN_FLIGHT = 8
-#: the fingerprint producer's batch bytes: a producer batch per input batch, not one per 16 KB
-FINGERPRINT_BATCH_BYTES = 512 * 1024
+#: fetches waiting for the stage (each up to a fetch's worth of records)
+INBOX_FETCHES = 4
 
 
 class EventMessage:
@@ -100,7 +102,7 @@ class EventMessage:
 
 
 class FaustStage:
-    """Fingerprint a batch of events, wait for its decisions, emit the tagged records in transactions."""
+    """Fingerprint a batch of input messages, wait for its decisions, emit the tagged records in transactions."""
 
     def __init__(self, cfg: Config, app: Any):
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
@@ -112,10 +114,24 @@ class FaustStage:
         self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
         self._fp = self.decisions = self.txns = self._admin = self._queue = self._emitter = None
+        #: whole fetches from the app's consumer (``fetch.BatchingConsumer``), not yet submitted;
+        #: a full inbox holds the consumer back
+        self.inbox: asyncio.Queue = asyncio.Queue(INBOX_FETCHES)
 
     @property
     def busy(self) -> bool:
-        return self.in_flight > 0
+        return self.in_flight > 0 or not self.inbox.empty()
+
+    async def offer(self, msgs: list) -> None:
+        """A fetch of input messages (faust ``Message``), in order per partition."""
+        await self.inbox.put(msgs)
+
+    async def next_fetches(self, batch: int) -> list:
+        """The next fetch, with those queued behind it while under ``batch`` messages."""
+        msgs = await self.inbox.get()
+        while len(msgs) < batch and not self.inbox.empty():
+            msgs = msgs + self.inbox.get_nowait()
+        return msgs
 
     def reconciles(self) -> bool:
         c = self.counts
@@ -133,10 +149,8 @@ class FaustStage:
         self.preparer = Preparer(self.cfg)
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         servers = k.bootstrap_servers.split(",")
-        self._fp = AIOKafkaProducer(bootstrap_servers=servers, enable_idempotence=True, acks="all", linger_ms=5,
-                                    max_batch_size=FINGERPRINT_BATCH_BYTES)
-        await self._fp.start()
-        await self._fp.send_and_wait(k.staged.fingerprints_topic, self.codec.encode_params(), partition=0)
+        self._fp = FingerprintSender(k)
+        await self._fp.start(self.codec.encode_params())
         self.decisions = DecisionReader(
             AIOKafkaConsumer(bootstrap_servers=servers, group_id=None, enable_auto_commit=False,
                              isolation_level="read_committed", auto_offset_reset="earliest"),
@@ -170,38 +184,24 @@ class FaustStage:
         if self._fp is not None:
             await self._fp.stop()
 
-    async def submit(self, events: list) -> None:
-        """Admit, fingerprint and send one batch to the decider, then queue it for
-        :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
-        if self.txns.claims(events):
+    async def submit(self, messages: list) -> None:
+        """Admit, fingerprint and send one batch of input messages (faust ``Message``) to the
+        decider, then queue it for :meth:`_emit_in_order`; waits while MAX_IN_FLIGHT batches are queued."""
+        if self.txns.claims(messages):
             await self._queue.join()  # a partition changes hands: what is in flight goes out under the old claim
-        events = await self.txns.admit(events)
-        if not events:
+        messages = await self.txns.admit(messages)
+        if not messages:
             return
         self.in_flight += 1
-        msgs = [EventMessage(e.message) for e in events]
+        msgs = [EventMessage(m) for m in messages]
         time_invalid: dict[int, str] = {}
         values = self._fingerprints(msgs, time_invalid)
         positions = [((m.topic(), m.partition()), m.offset()) for m in msgs]
         for part in dict.fromkeys(p for p, _ in positions):
             await self.decisions.open(part)
         futures = self.decisions.expect(positions)
-        sent = await self._send_fingerprints(values)
-        await self._queue.put((msgs, futures, positions, sent, time_invalid))
-
-    async def _send_fingerprints(self, values: list[bytes]) -> list:
-        """The fingerprint records in order to partition 0, in as few producer batches as fit."""
-        p, topic = self._fp, self.kcfg.staged.fingerprints_topic
-        futures, batch = [], p.create_batch()
-        for v in values:
-            if batch.append(key=None, value=v, timestamp=None) is None:
-                futures.append(await p.send_batch(batch, topic, partition=0))
-                batch = p.create_batch()
-                if batch.append(key=None, value=v, timestamp=None) is None:
-                    raise ValueError(f"a fingerprint record of {len(v):,} bytes is over the producer batch size")
-        if batch.record_count():
-            futures.append(await p.send_batch(batch, topic, partition=0))
-        return futures
+        self._fp.send(values)
+        await self._queue.put((msgs, futures, positions, time_invalid))
 
     async def _emit_in_order(self) -> None:
         """The queued batches in order: their decisions, then their transactions. Batches queued
@@ -213,11 +213,10 @@ class FaustStage:
                 taken.append(self._queue.get_nowait())
             try:
                 msgs, decided, time_invalid = [], [], {}
-                for batch_msgs, futures, positions, sent, batch_invalid in taken:
+                for batch_msgs, futures, positions, batch_invalid in taken:
                     time_invalid.update((len(msgs) + k, why) for k, why in batch_invalid.items())
                     msgs += batch_msgs
                     decided += await self._wait(futures, positions)
-                    await asyncio.gather(*sent)  # delivered long ago (answered), but an error must surface
                 await self._emit(msgs, decided, time_invalid)
                 self.counts["batches"] += len(taken)
             except asyncio.CancelledError:
@@ -241,6 +240,7 @@ class FaustStage:
         while pending:
             _, pending = await asyncio.wait(pending, timeout=WAIT_WARNING_S)
             if pending:
+                self._fp.check()  # a fingerprint that was not delivered is never answered
                 waited += WAIT_WARNING_S
                 log.warning("faust stage: %d of %d decisions still missing after %.0f s: is the decider running "
                             "(streamdedup run --topology staged --role decider)?", len(pending), len(futures), waited)
@@ -252,12 +252,20 @@ class FaustStage:
         parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
             dest, tags = kafka_output(rec.tags, time_invalid.get(k), self.revisions)
-            outputs, counts, last = parts.setdefault((m.topic(), m.partition()), ([], Counter(), [0]))
+            part = (m.topic(), m.partition())
+            got = parts.get(part)
+            if got is None:  # not setdefault: its default (a Counter) would be built per record
+                got = parts[part] = ([], Counter(), [0])
+            outputs, counts, last = got
             outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
             counts[dest] += 1
             last[0] = m.offset()
-        for part, (outputs, counts, last) in parts.items():
-            if await self.txns.commit(part, outputs, last[0] + 1):
+        # the partitions' transactions at once (a producer each): one after another, every input
+        # partition added its commit's round trips to every batch's latency
+        done = await asyncio.gather(*(self.txns.commit(part, outputs, last[0] + 1)
+                                      for part, (outputs, _, last) in parts.items()))
+        for ok, (outputs, counts, _) in zip(done, parts.values()):
+            if ok:
                 self.counts.update(counts)
                 self.counts["records"] += len(outputs)
 
@@ -322,23 +330,33 @@ def attach(app: Any, cfg: Config, name: str = "streamdedup") -> FaustStage:
     The app must keep ``stream_wait_empty=False`` (the stage acks nothing: a stopping worker
     waiting for its events to be acked would wait forever) and use the aiokafka driver
     (``kafka://``): the stage's transactions are aiokafka's, under the app's consumer group.
+    The input reaches the stage in whole fetches (``runtime.faust.fetch``), not through the
+    agent's stream: the agent keeps faust subscribing to the topics and runs the stage.
     """
+    from streamdedup.runtime.faust.fetch import route_batches
+
     if getattr(app.conf, "stream_wait_empty", False):
         raise StartupError("the faust app needs stream_wait_empty=False: the stage commits the input offsets in its own "
                            "transactions and acks nothing, so a stopping worker must not wait for acks")
     stage = FaustStage(cfg, app)
-    batch, linger = cfg.engine.batch_size, cfg.kafka.linger_ms / 1000.0
+    try:
+        route_batches(app, cfg.kafka.input_topics, stage.offer)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from None
+    batch = cfg.engine.batch_size
 
     async def dedup(stream):
         await stage.start()
         try:
-            async for events in stream.noack_take(batch, within=linger):
-                try:
-                    await stage.submit(events)
-                except asyncio.CancelledError:
-                    raise  # a stopping worker: an uncommitted batch is read again next time
-                except BaseException as exc:  # noqa: BLE001 - see the module docstring
-                    batch_failed(exc)
+            while True:
+                msgs = await stage.next_fetches(batch)
+                for k in range(0, len(msgs), batch):
+                    try:
+                        await stage.submit(msgs[k:k + batch])
+                    except asyncio.CancelledError:
+                        raise  # a stopping worker: an uncommitted batch is read again next time
+                    except BaseException as exc:  # noqa: BLE001 - see the module docstring
+                        batch_failed(exc)
         finally:
             await stage.stop()
 

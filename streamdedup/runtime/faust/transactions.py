@@ -13,10 +13,10 @@ generation (faust stamps every message with the generation it was fetched in), i
 
 1. the first batch of a partition in a newer generation starts a new producer for its id,
    which waits until a predecessor's transaction is committed or aborted and fences it;
-2. then reads the group's committed offset for the partition: events below it were emitted
+2. then reads the group's committed offset for the partition: records below it were emitted
    by a predecessor that committed after faust's seek, and are dropped;
-3. events of an older generation are dropped (faust seeks every assigned partition to its
-   committed offset after each rebalance, so they come again), and so are events of a
+3. records of an older generation are dropped (faust seeks every assigned partition to its
+   committed offset after each rebalance, so they come again), and so are records of a
    partition whose producer was fenced, until a newer generation gives it back (faust's
    position has moved past the fenced batch; only its seek to committed re-reads it).
 
@@ -57,42 +57,40 @@ class PartitionTransactions:
         self._current = current_generation
         self.group_id, self.tid_prefix = group_id, tid_prefix
         self.lanes: dict[InputPart, Lane] = {}
-        self.dropped = 0  # events not handled: older generation, already emitted, or fenced
+        self.dropped = 0  # messages not handled: older generation, already emitted, or fenced
         self.fenced = 0  # batches a newer owner fenced (their outputs were aborted)
 
     def transactional_id(self, part: InputPart) -> str:
         return f"{self.tid_prefix}.faust.{part[0]}.{part[1]}"
 
-    def claims(self, events: list) -> bool:
+    def claims(self, messages: list) -> bool:
         """Whether :meth:`admit` would claim a partition (a newer generation, or a new one)."""
-        for e in events:
-            lane = self.lanes.get((e.message.topic, e.message.partition))
-            if lane is None or (e.message.generation_id or 0) > lane.generation:
+        for m in messages:
+            lane = self.lanes.get((m.topic, m.partition))
+            if lane is None or (m.generation_id or 0) > lane.generation:
                 return True
         return False
 
-    async def admit(self, events: list) -> list:
-        """``events`` less those not ours to emit, claiming partitions seen in a newer generation."""
+    async def admit(self, messages: list) -> list:
+        """``messages`` (faust ``Message``) less those not ours to emit, claiming partitions seen in a newer generation."""
         newest: dict[InputPart, int] = {}
-        for e in events:
-            m = e.message
+        for m in messages:
             part = (m.topic, m.partition)
             newest[part] = max(newest.get(part, -1), m.generation_id or 0)
         for part, generation in newest.items():
             lane = self.lanes.get(part)
             # never for a generation the group has left: this agent ran behind its consumer
             # while the partition moved on, and a claim now would fence its current owner
-            # (whose events would then be dropped until the next rebalance); faust reads
-            # these events again if the partition is still ours
+            # (whose messages would then be dropped until the next rebalance); faust reads
+            # these messages again if the partition is still ours
             if (lane is None or generation > lane.generation) and generation >= self._current():
                 await self._claim(part, generation)
         kept = []
-        for e in events:
-            m = e.message
+        for m in messages:
             lane = self.lanes.get((m.topic, m.partition))
             if lane is not None and not lane.fenced and (m.generation_id or 0) == lane.generation and m.offset >= lane.done:
-                kept.append(e)
-        self.dropped += len(events) - len(kept)
+                kept.append(m)
+        self.dropped += len(messages) - len(kept)
         return kept
 
     async def _claim(self, part: InputPart, generation: int) -> None:
@@ -114,7 +112,7 @@ class PartitionTransactions:
     async def commit(self, part: InputPart, outputs: list, next_offset: int) -> bool:
         """``outputs`` ((topic, key, value, headers) in order) and ``next_offset`` as the group's
         committed offset of ``part``, in one transaction. False if a newer owner fenced it: the
-        outputs were aborted and the partition's events are dropped until a newer generation."""
+        outputs were aborted and the partition's records are dropped until a newer generation."""
         from aiokafka import TopicPartition
         from aiokafka.errors import ProducerFenced
 
