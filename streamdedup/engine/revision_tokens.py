@@ -9,7 +9,8 @@ and the alignment of two token lists after their common ends are cut off.
 from __future__ import annotations
 
 import re
-from difflib import SequenceMatcher
+
+from rapidfuzz.distance import OSA, Indel
 
 #: a typo changes at most this share of a block's characters (at least one character)
 TYPO_SHARE = 0.34
@@ -78,37 +79,9 @@ def is_number(t: str) -> bool:
 
 def within(s: str, t: str, k: int) -> bool:
     """Whether the optimal string alignment distance of ``s`` and ``t`` (Levenshtein plus swaps
-    of adjacent characters, a common typo) is at most ``k``; DP in a band of width ``2k + 1``:
-    cells outside it cannot end at or under ``k``."""
-    if abs(len(s) - len(t)) > k or len(set(s) ^ set(t)) > 2 * k:
-        return False  # one edit removes at most one character and brings in at most one
-    n = min(len(s), len(t))
-    i = 0
-    while i < n and s[i] == t[i]:
-        i += 1
-    j = 0
-    while j < n - i and s[len(s) - 1 - j] == t[len(t) - 1 - j]:
-        j += 1
-    s, t = s[i:len(s) - j], t[i:len(t) - j]  # common ends change no optimal alignment
-    if max(len(s), len(t)) <= k:
-        return True
-    big = k + 1
-    before: list[int] = []
-    prev = [j if j <= k else big for j in range(len(t) + 1)]
-    for i in range(1, len(s) + 1):
-        lo, hi = max(1, i - k), min(len(t), i + k)
-        cur = [big] * (len(t) + 1)
-        if i <= k:
-            cur[0] = i
-        for j in range(lo, hi + 1):
-            d = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (s[i - 1] != t[j - 1]))
-            if i > 1 and j > 1 and s[i - 1] == t[j - 2] and s[i - 2] == t[j - 1]:
-                d = min(d, before[j - 2] + 1)
-            cur[j] = d
-        if min(cur[lo - 1:hi + 1]) > k:
-            return False
-        before, prev = prev, cur
-    return prev[len(t)] <= k
+    of adjacent characters, a common typo) is at most ``k`` (rapidfuzz's OSA, which stops at
+    ``k``; a pure-Python table in the tests is its reference)."""
+    return abs(len(s) - len(t)) <= k and OSA.distance(s, t, score_cutoff=k) <= k
 
 
 def typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> bool:
@@ -169,7 +142,8 @@ def noise_like(old: list[str], new: list[str], moved) -> bool:
 
 
 def opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
-    """``SequenceMatcher`` opcodes of two token lists (positions shifted by ``at_a``, ``at_b``:
+    """The opcodes of two token lists, aligned on their longest common subsequence (rapidfuzz's
+    Indel, C++; the blocks ``difflib.SequenceMatcher`` gives, at a fraction of its cost) (positions shifted by ``at_a``, ``at_b``:
     where the lists start in their texts), the common head and tail cut off first: a revision
     usually changes one place, and the matcher then sees a few tokens, not the story. None when
     what is left is longer than :data:`MAX_ALIGN_TOKENS` on either side (the matcher's cost grows
@@ -183,8 +157,30 @@ def opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[
     hi = common_suffix(ta, tb, min(len(ta), len(tb)) - lo)
     if max(len(ta), len(tb)) - lo - hi > MAX_ALIGN_TOKENS:
         return None
-    ops = SequenceMatcher(None, ta[lo:len(ta) - hi], tb[lo:len(tb) - hi], autojunk=False).get_opcodes()
+    ops = _merged(Indel.opcodes(ta[lo:len(ta) - hi], tb[lo:len(tb) - hi]))
     return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
+
+
+def _merged(ops) -> list[tuple[str, int, int, int, int]]:
+    """A longest-common-subsequence alignment's opcodes (insert and delete only) with each run of
+    changes between two equal runs as one block, a ``replace`` when it both drops and adds."""
+    out: list[tuple[str, int, int, int, int]] = []
+    run = None
+    for op in ops:
+        tag, i1, i2, j1, j2 = op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end
+        if tag == "equal":
+            if run is not None:
+                out.append(run)
+                run = None
+            out.append((tag, i1, i2, j1, j2))
+        elif run is None:
+            run = (tag, i1, i2, j1, j2)
+        else:
+            a1, b1 = run[1], run[3]
+            run = ("replace", a1, i2, b1, j2)
+    if run is not None:
+        out.append(run)
+    return [("replace" if t != "equal" and i2 > i1 and j2 > j1 else t, i1, i2, j1, j2) for t, i1, i2, j1, j2 in out]
 
 
 def inserted_at(ta: list[str], tb: list[str], k: int, probe: int = 6, reach: int = 400) -> bool:
