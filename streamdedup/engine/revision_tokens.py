@@ -9,6 +9,7 @@ and the alignment of two token lists after their common ends are cut off.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from rapidfuzz.distance import OSA, Indel
 
@@ -68,11 +69,14 @@ def tokens(canonical: str) -> list[str]:
     return out
 
 
+# cached: a pair asks about the same words many times, and the words of a feed repeat
+@lru_cache(maxsize=1 << 16)
 def is_figure(t: str) -> bool:
     """A number, or a word with digits in it ("iso9002", "b747")."""
     return is_number(t) or not t.isalpha() and any(c.isdigit() for c in t)
 
 
+@lru_cache(maxsize=1 << 16)
 def is_number(t: str) -> bool:
     return t.isdigit() or t in NUMBER_WORDS or (t[0].isdigit() and _ORDINAL.fullmatch(t) is not None)
 
@@ -101,7 +105,7 @@ def garbled(t: str, others: list[tuple[str, str]]) -> bool:
     OCR reading, :func:`ocr_forms`): a typo of it or a merge with a neighbour ("1986" and
     "19a86", "one" and "0neof" from "one of"). A noisy stretch the matcher misaligned puts the
     two in different blocks. Only digits changed ("600" and "500") is no damage."""
-    o = t.translate(_OCR)
+    o = ocr(t)
     lo = len(o)
     for u, v in others:
         lv = len(v)
@@ -121,7 +125,13 @@ def garbled(t: str, others: list[tuple[str, str]]) -> bool:
 
 
 def ocr_forms(words: list[str]) -> list[tuple[str, str]]:
-    return [(u, u.translate(_OCR)) for u in words]
+    return [(u, ocr(u)) for u in words]
+
+
+@lru_cache(maxsize=1 << 16)
+def ocr(word: str) -> str:
+    """A word as OCR misreads digits: its letters that look like digits read as those digits."""
+    return word.translate(_OCR)
 
 
 def noise_like(old: list[str], new: list[str], moved) -> bool:
