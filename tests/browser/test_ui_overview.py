@@ -15,7 +15,7 @@ from streamdedup.tools.inspection.file_source import FileDuplicates
 from streamdedup.tools.ui.app import Inspector
 from streamdedup.tools.ui.whatif_form import WhatIfInput
 
-from .harness import feed, file_run, follow, serve, serve_file_run
+from .harness import NO_REVISIONS, feed, file_run, follow, serve, serve_file_run
 
 HOSTILE_TIME = "<img src=x onerror=window.__xss=4>"
 T0 = 1_772_431_200_000  # 2026-03-02 06:00 UTC
@@ -55,7 +55,7 @@ def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path)
     lines += [orjson.dumps({"id": "bad-time", "text": "some text", "time": HOSTILE_TIME}), b'{"id": "no-text"}']
     inp = tmp_path / "in.jsonl"
     inp.write_bytes(b"\n".join(lines) + b"\n")
-    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": "time"})
+    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": "time", **NO_REVISIONS})
     run_file(cfg, str(inp), str(tmp_path / "out"))
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

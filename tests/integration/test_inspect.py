@@ -22,8 +22,9 @@ def _no_processor_left_running():
 
 
 def _feed(n: int = 9) -> tuple[list[tuple[bytes, bytes]], dict[str, str]]:
-    """Stories, and after every third a copy with two words replaced and two appended. A copy's
-    key is its story's, so both land in one partition in order: the story is the original."""
+    """Stories, and after every third a copy with two words misspelt (a copy, not a revision) and
+    two appended. A copy's key is its story's, so both land in one partition in order: the story
+    is the original."""
     records, texts = [], {}
     for k in range(n):
         text = story(700 + k, 220)
@@ -31,11 +32,15 @@ def _feed(n: int = 9) -> tuple[list[tuple[bytes, bytes]], dict[str, str]]:
         records.append((f"s{k}".encode(), orjson.dumps({"id": f"s{k}", "text": text})))
         if k % 3 == 0:
             words = text.split()
-            words[30:32] = ["REPLACED", "WORDS"]
+            words[30:32] = misspelt(words[30:32])
             copy = " ".join(words) + " appended tail"
             texts[f"c{k}"] = copy
             records.append((f"s{k}".encode(), orjson.dumps({"id": f"c{k}", "text": copy})))
     return records, texts
+
+
+def misspelt(words: list[str]) -> list[str]:
+    return [w + "q" for w in words]
 
 
 def _inspect(topics: Topics, *args: str) -> list[dict]:
@@ -62,7 +67,7 @@ def test_inspect_shows_each_duplicate_with_its_original_and_diff(topics, tmp_pat
         assert p["copy"]["position"].startswith(topics.outputs["duplicate"] + ":")
         deleted = " ".join(s["text"] for s in p["diff"] if s["op"] == "delete")
         inserted = " ".join(s["text"] for s in p["diff"] if s["op"] == "insert")
-        assert "REPLACED WORDS" in inserted and "appended tail" in inserted
+        assert " ".join(misspelt(texts[f"s{k}"].split()[30:32])) in inserted and "appended tail" in inserted
         assert deleted.split() == texts[f"s{k}"].split()[30:32]
         assert p["tags"]["relation"] == "near_duplicate" and p["why"]["is_duplicate"]
         assert p["why"]["shared_bands"] >= 1
