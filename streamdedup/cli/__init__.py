@@ -8,6 +8,7 @@ from streamdedup._kernels.cache import on_first_compile
 from streamdedup.cli._common import COMPILE_NOTICE, compile_notice, reset_compile_notice
 from streamdedup.cli._fatal import fatal_message
 from streamdedup.cli.bench import bench
+from streamdedup.cli.bench_cost import bench_cost
 from streamdedup.cli.demo import demo
 from streamdedup.cli.explain import explain
 from streamdedup.cli.inspect import inspect
@@ -59,6 +60,7 @@ main.add_command(explain)
 main.add_command(inspect)
 main.add_command(tune)
 main.add_command(ui)
+bench.add_command(bench_cost)
 main.add_command(bench)
 main.add_command(demo)
 main.add_command(run)

@@ -129,6 +129,8 @@ class Producer:
         self.max_bytes = int(conf.get("message.max.bytes", 1_000_000))
         self.batch_size = int(conf.get("batch.size", 1_000_000))
         self.conf = conf
+        #: librdkafka's delivery.report.only.error: no report for a record that was appended
+        self.only_errors = str(conf.get("delivery.report.only.error", False)).lower() == "true"
         self.epoch = -1
         self.txn: list | None = None
         self.offsets: tuple | None = None
@@ -173,7 +175,7 @@ class Producer:
                 rec.txn = (self.tid, self.epoch)
                 self.txn.append(rec)  # type: ignore[union-attr]
             self.b.logs[(topic, 0)].append(rec)
-        if callback is not None:
+        if callback is not None and (err is not None or not self.only_errors):
             self.reports.append((callback, err, Msg(topic, 0, -1, rec)))
 
     def _serve_reports(self) -> None:

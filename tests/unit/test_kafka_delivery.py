@@ -18,9 +18,9 @@ from streamdedup import StreamdedupError, load_config
 from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.processor import Processor
-from streamdedup.pipeline.tags import parse_headers
+from streamdedup.pipeline.tags import UNIQUE_HEADERS, parse_headers
 
-from .fake_kafka import Admin, Broker, Consumer, Crash, Producer, kafka_error
+from .fake_kafka import Admin, Broker, Consumer, Crash, Producer, Rec, kafka_error
 
 TOPICS = {"unique": "out.unique", "duplicate": "out.dups", "dead_letter": "out.dead"}
 WORDS = [f"w{i}" for i in range(3000)]
@@ -379,3 +379,21 @@ def test_caught_up_needs_an_assignment_at_the_high_watermark() -> None:
     assert caught_up(consumer)
     consumer.positions = {}  # revoked mid-rebalance
     assert not caught_up(consumer)
+
+
+def test_a_unique_record_keeps_its_own_headers_before_the_tags(tmp_path) -> None:
+    """Unique records take a short path through routing: their own headers (an upstream
+    ``dedup.*`` renamed) still come first, then the unique tags, and the producer is asked for
+    error reports only (the fake then serves no other)."""
+    b = broker([])
+    story = orjson.dumps({"id": "a", "text": " ".join(WORDS[:80])})
+    b.logs[("in", 0)] += [Rec(b"k0", story, [("trace", b"1"), ("dedup.status", b"duplicate")]), Rec(b"k1", orjson.dumps(
+        {"id": "b", "text": " ".join(WORDS[100:180])}), None)]
+    seen: list[dict] = []
+    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: seen.append(conf) or Producer(b, conf),
+                      admin=lambda conf: Admin(b, conf))
+    Processor(config(), str(tmp_path / "state"), stop_when_idle=0.05, clients=clients, watchdog=False).run()
+    assert seen and all(conf["delivery.report.only.error"] is True for conf in seen)
+    out = {r.key: r.headers for r in b.logs[(TOPICS["unique"], 0)]}
+    assert out[b"k0"] == [("trace", b"1"), ("dedup.upstream.status", b"duplicate"), *UNIQUE_HEADERS]
+    assert out[b"k1"] == UNIQUE_HEADERS

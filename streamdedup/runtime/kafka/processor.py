@@ -134,7 +134,9 @@ class Processor:
         }, user_wins=True)
 
     def _producer_conf(self) -> dict:
-        conf = client_settings(self.kcfg, {"linger.ms": 5, "enable.idempotence": True})
+        # delivery reports only for errors: a success report is a Python callback per record
+        # (~1 us each, on whichever thread serves them) that ``Delivery._report`` ignores
+        conf = client_settings(self.kcfg, {"linger.ms": 5, "enable.idempotence": True, "delivery.report.only.error": True})
         if self.kcfg.delivery == "exactly_once":
             conf["transactional.id"] = self.kcfg.transactional_id
         return conf
