@@ -18,10 +18,9 @@ import statistics
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 from streamdedup.bench.cost_timers import Stages, ThreadCpu, table
-from streamdedup.bench.kafka import _topics, feed, processor_rate
+from streamdedup.bench.kafka import _topics, commit_offsets, feed, forward, passthrough_clients, processor_rate
 from streamdedup.config import Config
 from streamdedup.runtime.kafka.admin import produce_all
 
@@ -134,31 +133,16 @@ def passthrough_cost(bootstrap: str, source: str, sink: str, n: int, batch: int)
     """``bench.kafka.passthrough`` with its client calls timed (same settings, same loop)."""
     stages = Stages()
     window = _Window(stages)
-    run = uuid.uuid4().hex[:6]
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"pt-{run}", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "isolation.level": "read_committed"})
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"pt-{run}", "linger.ms": 5})
-    p.init_transactions(60)
-    c.subscribe([source])
+    c, p = passthrough_clients(bootstrap, source)
 
     def consume():
         return [m for m in c.consume(batch, 0.05) if m.error() is None]
 
     def produce(msgs):
-        for m in msgs:
-            while True:
-                try:
-                    p.produce(sink, value=m.value(), key=m.key(), headers=m.headers())
-                    break
-                except BufferError:
-                    p.poll(0.05)
+        forward(p, sink, msgs)
 
     def commit(msgs):
-        last = {}
-        for m in msgs:
-            last[(m.topic(), m.partition())] = m.offset() + 1
-        p.send_offsets_to_transaction([TopicPartition(t, q, o) for (t, q), o in last.items()], c.consumer_group_metadata(), 60)
-        p.commit_transaction(60)
+        commit_offsets(p, c, msgs)
 
     consume, produce, commit = (stages._timed("consume (client call)", consume), stages._timed("produce (client calls)", produce),
                                 stages._timed("offsets + commit transaction", commit))

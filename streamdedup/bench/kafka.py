@@ -37,14 +37,40 @@ def _topics(bootstrap: str, names: list[str], partitions: int = 1) -> None:
         fut.result(60)
 
 
-def passthrough(bootstrap: str, source: str, sink: str, n: int, batch: int) -> float:
-    """Transactional consume -> produce unchanged -> commit; returns records/s."""
+def passthrough_clients(bootstrap: str, source: str) -> tuple[Consumer, Producer]:
+    """The passthrough's consumer (subscribed to ``source``) and transactional producer."""
     run = uuid.uuid4().hex[:6]
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"pt-{run}", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "isolation.level": "read_committed"})
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"pt-{run}", "linger.ms": 5})
     p.init_transactions(60)
     c.subscribe([source])
+    return c, p
+
+
+def forward(p: Producer, sink: str, msgs: list) -> None:
+    """Produce ``msgs`` unchanged to ``sink`` (waiting out a full local queue)."""
+    for m in msgs:
+        while True:
+            try:
+                p.produce(sink, value=m.value(), key=m.key(), headers=m.headers())
+                break
+            except BufferError:
+                p.poll(0.05)
+
+
+def commit_offsets(p: Producer, c: Consumer, msgs: list) -> None:
+    """The offsets after ``msgs`` into the open transaction, and commit it."""
+    last = {}
+    for m in msgs:
+        last[(m.topic(), m.partition())] = m.offset() + 1
+    p.send_offsets_to_transaction([TopicPartition(t, q, o) for (t, q), o in last.items()], c.consumer_group_metadata(), 60)
+    p.commit_transaction(60)
+
+
+def passthrough(bootstrap: str, source: str, sink: str, n: int, batch: int) -> float:
+    """Transactional consume -> produce unchanged -> commit; returns records/s."""
+    c, p = passthrough_clients(bootstrap, source)
     done = 0
     start = None
     while done < n:
@@ -53,18 +79,8 @@ def passthrough(bootstrap: str, source: str, sink: str, n: int, batch: int) -> f
             continue
         start = start or time.perf_counter()
         p.begin_transaction()
-        for m in msgs:
-            while True:
-                try:
-                    p.produce(sink, value=m.value(), key=m.key(), headers=m.headers())
-                    break
-                except BufferError:
-                    p.poll(0.05)
-        last = {}
-        for m in msgs:
-            last[(m.topic(), m.partition())] = m.offset() + 1
-        p.send_offsets_to_transaction([TopicPartition(t, q, o) for (t, q), o in last.items()], c.consumer_group_metadata(), 60)
-        p.commit_transaction(60)
+        forward(p, sink, msgs)
+        commit_offsets(p, c, msgs)
         done += len(msgs)
     elapsed = time.perf_counter() - start
     c.close()
