@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import NamedTuple
 
 from rapidfuzz.distance import OSA, Indel
 
@@ -99,7 +100,7 @@ def typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> boo
     return within(s, t, max(1, min(cap, int(TYPO_SHARE * longest))))
 
 
-def garbled(t: str, others: list[tuple[str, str]]) -> bool:
+def garbled(t: str, others: Forms) -> bool:
     """Whether ``t``, a word (or figure) whose count differs between the texts, has a damaged (or
     repaired) twin among ``others``, the words whose count moved the other way (each with its
     OCR reading, :func:`ocr_forms`): a typo of it or a merge with a neighbour ("1986" and
@@ -107,7 +108,9 @@ def garbled(t: str, others: list[tuple[str, str]]) -> bool:
     two in different blocks. Only digits changed ("600" and "500") is no damage."""
     o = ocr(t)
     lo = len(o)
-    for u, v in others:
+    # a number's twin has letters in it: two numbers differ in digits only, never damage (the
+    # last test below), so they are not compared
+    for u, v in (others.lettered if t.isdigit() else others.all):
         lv = len(v)
         if lv > lo + MERGE_CHARS:
             continue
@@ -124,8 +127,16 @@ def garbled(t: str, others: list[tuple[str, str]]) -> bool:
     return False
 
 
-def ocr_forms(words: list[str]) -> list[tuple[str, str]]:
-    return [(u, ocr(u)) for u in words]
+class Forms(NamedTuple):
+    """Words with their OCR readings (:func:`ocr`): all, and those that are not all digits."""
+
+    all: list[tuple[str, str]]
+    lettered: list[tuple[str, str]]
+
+
+def ocr_forms(words: list[str]) -> Forms:
+    forms = [(u, ocr(u)) for u in words]
+    return Forms(forms, [f for f in forms if not f[0].isdigit()])
 
 
 @lru_cache(maxsize=1 << 16)
