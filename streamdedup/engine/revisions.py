@@ -30,6 +30,10 @@ aligned (``difflib.SequenceMatcher``, no junk heuristic), and every changed bloc
   shortened tail (a teaser) and words that crossed a lost line break between headline and body
   change nothing.
 
+A later text of at most :data:`EXCERPT_SHARE` of the earlier's tokens is an excerpt (a teaser
+after a header block, a paragraph from the middle, key points): before all this, the earlier text
+is cut to the runs the excerpt quotes (:func:`_excerpted`), so what it leaves out changes nothing.
+
 Cost: two tokenisations, two token counts and one alignment of the token lists after their
 common head and tail are cut off, in CPython (measured per linked pair by ``bench accuracy
 --suite revisions``, best of three per pair, one core): Reuters' natural duplicate pairs mean
@@ -51,6 +55,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from bisect import bisect_left
 from itertools import islice
 
 from streamdedup.engine.revision_tokens import (POLARITY_WORDS, common_prefix, common_suffix, Forms, garbled, inserted_at,
@@ -68,6 +73,14 @@ HEAD_KEPT = 4
 #: a block of at most this many tokens on each side is small: what it changes counts only in a
 #: pair without letter typos (noise changes digits and short words as well as letters)
 SMALL_BLOCK = 4
+#: a later text of at most this share of the earlier's tokens is read as an excerpt of it: a run
+#: of more than :data:`SMALL_BLOCK` tokens it leaves out is no change (what it keeps or adds is)
+EXCERPT_SHARE = 0.5
+#: tokens kept on each side of a few missing words of an excerpt for them to count
+KEPT_RUN = 3
+#: places a pair of words is looked up at, each side of where the last run ended (bounds the cost
+#: of a text that repeats itself)
+RUN_STARTS = 16
 
 
 #: markers that make a revision wherever they are new
@@ -226,13 +239,19 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     if earlier == later:
         return Revision(False)
     ta, tb = tokens(earlier), tokens(later)
+    sa = set(ta)  # the words of the earlier text: which words are new
+    head_a = _head_len(earlier, ta, earlier_head)
+    if EXCERPT_SHARE * len(ta) >= len(tb):
+        # an excerpt (a teaser after a header block, a mid-story paragraph, key points): the
+        # runs of the story it leaves out change nothing; it is compared with what it keeps
+        keep = _excerpted(ta, tb)
+        head_a = next((n for n, k in enumerate(keep) if k >= head_a), len(keep))  # the headline it kept
+        ta = [ta[k] for k in keep]
     same = common_prefix(ta, tb)
     # counts of the changed middles only: the common head and tail add the same to both texts'
     # counts, so which words moved, fell or grew reads the same (at a fraction of the cost)
     end = common_suffix(ta, tb, min(len(ta), len(tb)) - same)
     ca, cb = Counter(ta[same:len(ta) - end]), Counter(tb[same:len(tb) - end])
-    sa = set(ta)  # the words of the earlier text: which words are new
-    head_a = _head_len(earlier, ta, earlier_head)
     head_b = min(head_a, len(tb)) if later_head is None else _head_len(later, tb, later_head)
     if later_head is None and HEAD_KEPT <= same < head_a and inserted_at(ta, tb, same):
         # the headline is kept and a block is inserted under it, which the region would cut in
@@ -284,6 +303,53 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             f.add(kind, item)
     kinds = tuple(k for k in ("marker", "figures", "negation", "words", "added") if k in f.kinds)
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
+
+
+def _excerpted(ta: list[str], tb: list[str]) -> list[int]:
+    """The positions of ``ta`` that excerpt ``tb`` quotes, in the order it quotes them: ``tb``
+    is covered from left to right by the longest runs (of at least :data:`KEPT_RUN` tokens) that
+    occur anywhere in ``ta`` (an excerpt need not keep the story's order: key points may quote
+    the standfirst last); between two runs, what the story has between them is kept too when it
+    is at most :data:`SMALL_BLOCK` tokens (a word dropped or changed inside a quoted sentence,
+    "did not approve"), else it is what the excerpt left out. Words of ``tb`` in no run read as
+    inserted.
+
+    (An alignment in order, longest common subsequence or longest blocks first, pairs an
+    excerpt's words with stray copies of them in the runs it left out, or cannot reach a
+    sentence it quotes out of order.)"""
+    at: dict[tuple[str, str], list[int]] = {}
+    for p in range(len(ta) - 1):
+        at.setdefault((ta[p], ta[p + 1]), []).append(p)
+    runs: list[tuple[int, int]] = []  # (start in ta, length), in tb's order
+    j, end = 0, 0  # where the last run ended in ta: a run that goes on from there wins a tie
+    while j < len(tb) - 1:
+        best, most = -1, 0
+        where = at.get((tb[j], tb[j + 1]), ())
+        if len(where) > 2 * RUN_STARTS:  # a common pair of words: its places nearest the last run
+            k = bisect_left(where, end)
+            where = where[max(0, k - RUN_STARTS):k + RUN_STARTS]
+        for p in where:
+            n = 2
+            while j + n < len(tb) and p + n < len(ta) and ta[p + n] == tb[j + n]:
+                n += 1
+            if n > most or n == most and abs(p - end) < abs(best - end):
+                best, most = p, n
+        if most >= KEPT_RUN:
+            runs.append((best, most))
+            j += most
+            end = best + most
+        else:
+            j += 1
+    keep: list[int] = []
+    last = 0  # the story's start: a change before the first run is kept like one between runs
+    for p, n in runs:
+        if 0 <= p - last <= SMALL_BLOCK:
+            keep += range(last, p)
+        keep += range(p, p + n)
+        last = p + n
+    if len(ta) - last <= SMALL_BLOCK:
+        keep += range(last, len(ta))
+    return keep
 
 
 def _cut_here(ta: list[str], tb: list[str], i1: int, i2: int, j1: int, j2: int) -> bool:

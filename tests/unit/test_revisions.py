@@ -178,3 +178,32 @@ def test_common_ends_match_a_plain_loop(a: list[str], b: list[str]) -> None:
     while h < n - k and a[len(a) - 1 - h] == b[len(b) - 1 - h]:
         h += 1
     assert (T.common_prefix(a, b), T.common_suffix(a, b, n - k)) == (k, h)
+
+
+# a web page of the story: a standfirst (a figure-laden line of its own), a byline and a
+# dateline under the headline, and more paragraphs after it
+PAGE = (f"{TITLE}\nThe pump maker expects 1987 sales of 2.1 billion dlrs, up from 1.8 billion.\n"
+        f"By Anna Keller, Markets Correspondent\nCLEVELAND, April 14 (Wire) -\n{BODY}\n{DONOR}\n"
+        "Acme said it did not plan further acquisitions this year and would cut its debt by 200 mln dlrs "
+        "before the end of 1988, when its bonds mature. The company has 17 plants in nine countries.")
+LEAD = BODY[:BODY.index("    \"We expect")]
+
+
+@pytest.mark.parametrize("later", [
+    f"{TITLE}\n{LEAD}",  # a teaser: headline and lead, the page's header block left out
+    LEAD + BODY[BODY.index("    Acme Inc."):BODY.index("    Analysts")],  # two paragraphs, from the middle
+    "Key points:\n- " + LEAD + "\n- " + DONOR.split(". ")[1],  # sentences from across the story
+])
+def test_excerpts_of_a_long_story_are_not_revisions(later: str) -> None:
+    """A text of at most half the story's words leaves runs of it out (figures, names): an
+    excerpt, not a change."""
+    assert not judge(PAGE, later).revised
+    assert not R.detect(canonicalize(PAGE), canonicalize(later)).revised  # headline unknown (the engine)
+
+
+def test_an_excerpt_still_changes_what_it_keeps() -> None:
+    teaser = f"{TITLE}\n{LEAD}"
+    assert judge(PAGE, teaser.replace("12 pct", "15 pct")).changed == ("12 -> 15",)
+    assert judge(PAGE, teaser + "\nThe company will not pay a dividend.").revised
+    dropped = "Acme said it plans further acquisitions this year and would cut its debt by 200 mln dlrs."
+    assert judge(PAGE, f"{TITLE}\n{dropped}").kinds == ("negation",)  # "did not plan" -> "plans" inside a kept run
