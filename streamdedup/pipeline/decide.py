@@ -11,7 +11,7 @@ the kernels' load time.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -43,14 +43,21 @@ class FingerprintAndDecide:
         ``sources`` are ``engine.source_id`` values (-1: none), ``offsets`` positions in them.
         A batch without documents still commits its positions (and the caller's action).
         """
+        return self.decide(ids, lambda: self.fingerprint(texts), times, sources, offsets, positions, before_commit)
+
+    def decide(self, ids: Sequence[str], fingerprints: Callable[[], FingerprintBatch], times: np.ndarray,
+               sources: np.ndarray, offsets: np.ndarray, positions: dict[Source, int] | None = None,
+               before_commit: BeforeCommit | None = None) -> Checkpoint:
+        """Decide a micro-batch whose fingerprints ``fingerprints()`` returns (made now, or by a
+        runtime that fingerprinted it ahead, while the previous batch was decided: the result of
+        a future, which raises what the fingerprint step raised)."""
         engine = self.engine
         # a batch that fails in any step stops the engine (a fingerprint error, a bad argument
         # as much as a decide error): the runtime's next batch must not commit positions past it
         with engine.stops_on_failure():
             if len(ids) == 0:
                 return engine.commit_positions(positions, before_commit)
-            batch = self.fingerprint(texts)
-            return engine.run_fingerprinted(ids, batch, times, sources, offsets, positions, before_commit)
+            return engine.run_fingerprinted(ids, fingerprints(), times, sources, offsets, positions, before_commit)
 
 
 def warm_up(cfg: Config) -> None:

@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
@@ -39,6 +40,7 @@ from streamdedup._kernels.jsonscan import assemble
 from streamdedup.config import Config
 from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecisions
 from streamdedup.text.decode import Decoded
+from streamdedup.text.ids import Ids
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.pipeline import Prepared, Preparer
 from streamdedup.pipeline.decide import FingerprintAndDecide
@@ -235,6 +237,10 @@ def run_file(
     step = FingerprintAndDecide(engine)
     batch_size = cfg.engine.batch_size
     t0 = time.perf_counter()
+    # one worker thread fingerprints the next micro-batch (the kernel releases the GIL) while
+    # this thread decides the current one, runs the revision test and builds its output lines
+    ahead = ThreadPoolExecutor(1, thread_name_prefix="fingerprint")
+    pending: _Batch | None = None
     try:
         line_no = 0  # lines before the current chunk
         lines = 0
@@ -255,12 +261,18 @@ def run_file(
             docs = prep.docs
             for b in range(0, len(docs), batch_size):
                 batch = docs[b:b + batch_size]
-                _flush(step, writer, prep, batch, base, source)
-                if progress:
-                    progress(before + int(batch[-1]) - first + 1)
+                # this batch is fingerprinted on the worker while the one before it is decided
+                ids, texts, times = prep.gather(batch)
+                nxt = _Batch(prep, batch, base, before + int(batch[-1]) - first + 1, ids, times,
+                             ahead.submit(step.fingerprint, texts))
+                if pending is not None:
+                    _flush(step, writer, pending, source, progress)
+                pending = nxt
             if last < s.n:
                 line_no = base + last
                 break
+        if pending is not None:
+            _flush(step, writer, pending, source, progress)
         summary.lines = lines
         # dead letters after the last document, and the final position
         engine.commit_positions({source: line_no} if source else None,
@@ -268,6 +280,7 @@ def run_file(
         if progress:
             progress(lines)
     finally:
+        ahead.shutdown(cancel_futures=True)
         try:
             engine.close()  # waits for the last commit, which syncs the outputs first
         finally:
@@ -278,11 +291,27 @@ def run_file(
     return summary
 
 
-def _flush(step: FingerprintAndDecide, writer: _Writer, prep: Prepared, docs: np.ndarray, base: int,
-           source: Source | None) -> None:
-    """Decide the documents at line indices ``docs`` of a chunk and hand their outputs to the store."""
-    ids, texts, times = prep.gather(docs)
+@dataclass
+class _Batch:
+    """A micro-batch of a chunk (line indices ``docs``), its fingerprints on their way."""
+
+    prep: Prepared
+    docs: np.ndarray
+    base: int
+    done: int  # lines of the run done once it is decided (for ``progress``)
+    ids: Ids
+    times: np.ndarray
+    fingerprints: Future
+
+
+def _flush(step: FingerprintAndDecide, writer: _Writer, b: _Batch, source: Source | None,
+           progress: Callable[[int], None] | None) -> None:
+    """Decide a micro-batch and hand its outputs to the store."""
+    prep, docs, base = b.prep, b.docs, b.base
     through = base + int(docs[-1]) + 1  # lines done once this batch is committed
     sid = step.engine.source_id(source) if source else -1
-    step(ids, texts, times, np.full(len(docs), sid, np.int64), docs + (base + 1), {source: through} if source else None,
-         before_commit=lambda decisions: writer.batch(prep.data, prep.scan, docs, prep.slow, base, decisions, through))
+    step.decide(b.ids, b.fingerprints.result, b.times, np.full(len(docs), sid, np.int64), docs + (base + 1),
+                {source: through} if source else None,
+                before_commit=lambda decisions: writer.batch(prep.data, prep.scan, docs, prep.slow, base, decisions, through))
+    if progress:
+        progress(b.done)
