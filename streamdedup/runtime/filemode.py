@@ -11,7 +11,8 @@ as one uninterrupted run would. The state commit records how many lines of each 
 were done; running again on the *same* file resumes after them. Outputs of a micro-batch are
 written before its state commit (and fsynced first when ``state.sync`` is on), so a crash, or
 with ``state.sync`` a power loss, can repeat the last batches' output lines but never lose one
-(at-least-once). The commit itself runs on a worker thread while the next batch is decided.
+(at-least-once). The commit itself runs on a worker thread while the next batch is decided,
+and another worker fingerprints the batch after it (the kernel releases the GIL).
 A batch that fails stops the run before anything later is written or committed (the rule of
 a failed batch: ``kafka.processor``); running again resumes after the last committed line.
 
