@@ -236,50 +236,26 @@ def run_file(
     stream = sys.stdin.buffer if input_path == "-" else open(input_path, "rb")
     preparer = Preparer(cfg)
     step = FingerprintAndDecide(engine)
-    batch_size = cfg.engine.batch_size
     t0 = time.perf_counter()
     # one worker thread fingerprints the next micro-batch (the kernel releases the GIL) while
     # this thread decides the current one, runs the revision test and builds its output lines
     ahead = ThreadPoolExecutor(1, thread_name_prefix="fingerprint")
     pending: _Batch | None = None
     try:
-        line_no = 0  # lines before the current chunk
-        lines = 0
-        for data, s in _chunks(stream, preparer.scanner):
-            base = line_no
-            line_no += s.n
-            first = max(0, done_before - base)
-            if first >= s.n:
-                continue
-            last = s.n if stop_after is None else min(s.n, first + stop_after - lines)
-            before = lines
-            lines += last - first
-            summary.lines = lines
-            prep = preparer.prepare(data, s, first, last, lambda k, base=base: f"line:{base + k + 1}", int(time.time() * 1000))
-            for k, why in prep.dead.items():
-                line = base + k + 1
-                writer.dead_letter(prep.raw(k), line, DeadLetterTags(why.stage, why.reason, f"line:{line}"))
-            docs = prep.docs
-            for b in range(0, len(docs), batch_size):
-                batch = docs[b:b + batch_size]
-                # this batch is fingerprinted on the worker while the one before it is decided
-                ids, texts, times = prep.gather(batch)
-                nxt = _Batch(prep, batch, base, before + int(batch[-1]) - first + 1, ids, times,
-                             ahead.submit(step.fingerprint, texts))
-                if pending is not None:
-                    _flush(step, writer, pending, source, progress)
-                pending = nxt
-            if last < s.n:
-                line_no = base + last
-                break
+        end = [0]
+        for prep, batch, base, done in _batches(stream, preparer, writer, done_before, cfg.engine.batch_size, stop_after, end):
+            ids, texts, times = prep.gather(batch)
+            nxt = _Batch(prep, batch, base, done, ids, times, ahead.submit(step.fingerprint, texts))
+            if pending is not None:
+                _flush(step, writer, pending, source, progress)
+            pending = nxt
         if pending is not None:
             _flush(step, writer, pending, source, progress)
-        summary.lines = lines
         # dead letters after the last document, and the final position
-        engine.commit_positions({source: line_no} if source else None,
+        engine.commit_positions({source: end[0]} if source else None,
                                 before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
         if progress:
-            progress(lines)
+            progress(summary.lines)
     finally:
         ahead.shutdown(cancel_futures=True)
         try:
@@ -290,6 +266,39 @@ def run_file(
             if stream is not sys.stdin.buffer:
                 stream.close()
     return summary
+
+
+def _batches(stream: BinaryIO, preparer: Preparer, writer: _Writer, done_before: int, batch_size: int,
+             stop_after: int | None, end: list[int]) -> Iterator[tuple[Prepared, np.ndarray, int, int]]:
+    """The micro-batches of the input after its first ``done_before`` lines (and at most
+    ``stop_after`` lines): each as its chunk's prepared lines, their line indices, the lines
+    before the chunk and the lines of the run done with it. Dead letters go to ``writer`` as
+    their chunk is prepared; ``end[0]`` is the lines read in the end (the position to record)."""
+    summary = writer.summary
+    line_no = 0  # lines before the current chunk
+    lines = 0
+    for data, s in _chunks(stream, preparer.scanner):
+        base = line_no
+        line_no += s.n
+        first = max(0, done_before - base)
+        if first >= s.n:
+            continue
+        last = s.n if stop_after is None else min(s.n, first + stop_after - lines)
+        before = lines
+        lines += last - first
+        summary.lines = lines
+        prep = preparer.prepare(data, s, first, last, lambda k, base=base: f"line:{base + k + 1}", int(time.time() * 1000))
+        for k, why in prep.dead.items():
+            line = base + k + 1
+            writer.dead_letter(prep.raw(k), line, DeadLetterTags(why.stage, why.reason, f"line:{line}"))
+        docs = prep.docs
+        for b in range(0, len(docs), batch_size):
+            batch = docs[b:b + batch_size]
+            yield prep, batch, base, before + int(batch[-1]) - first + 1
+        if last < s.n:
+            line_no = base + last
+            break
+    end[0] = line_no
 
 
 @dataclass
