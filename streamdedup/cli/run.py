@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from streamdedup.errors import StreamdedupError
+from streamdedup.cli import _startup
 from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, kafka_overrides, make_console
 
 
@@ -47,6 +48,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
                                    "or --instance (the decider is --topology staged --role decider)")
         from streamdedup.cli.run_faust import run_faust
 
+        _startup.done()
         run_faust(cfg, bootstrap_servers, input_topics, stop_when_idle)
         return
     if topology == "staged":
@@ -54,6 +56,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
             raise click.UsageError("--topology staged is a Kafka topology: it takes no --input")
         from streamdedup.cli.run_staged import run_staged
 
+        _startup.done()
         run_staged(cfg, role, state_dir, bootstrap_servers, input_topics, stop_when_idle, instance)  # type: ignore[arg-type]
         return
     if input_path is None:
@@ -69,6 +72,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
 
     console = make_console()
     fill_kernel_cache(cfg, "run+restore" if Path(state_dir or cfg.state.dir or Path(output_dir) / "state").exists() else "run")
+    _startup.done()
     try:
         if console.is_terminal:
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,} lines"),
@@ -118,6 +122,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     from streamdedup.runtime.kafka.processor import Processor
     from streamdedup.logs import setup_logging
 
+    _startup.done()
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     state = state_dir or cfg.state.dir or "state"
