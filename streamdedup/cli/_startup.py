@@ -6,14 +6,15 @@ and the command line, which owns its process, avoids them (a library user's proc
 it is: these run only when ``streamdedup`` is the program, not under ``CliRunner``):
 
 - the cyclic garbage collector walks the growing heap again and again while the modules load
-  (~10^6 objects after Numba's registries; ~0.1 s of CPU), and once more at exit. It is off
-  during the imports, and what they built is then frozen (:func:`gc.freeze`): kept out of
-  every later collection, the one at exit included. It is on again for the command's work;
+  (~170,000 tracked objects once a file run's modules and Numba's registries are in), and all
+  of it once more at exit: ~0.2 s of CPU together. It is off during the imports, and what they
+  built is then frozen (:func:`gc.freeze`): kept out of every later collection, the one at exit
+  included. It is on again for the command's work;
 - OpenBLAS starts a thread per core when NumPy loads (~0.05 s of CPU and wall on two cores);
   no command multiplies matrices, so this process's NumPy gets one (``OPENBLAS_NUM_THREADS``
   for the import only: child processes get the environment they had);
 - Numba's CPU target imports SciPy when it is installed (a dependency of the ``bench``
-  extra's datasketch), ~0.25 s, only to learn whether ``np.dot`` and ``np.linalg`` may be
+  extra's datasketch), ~0.3 s of CPU, only to learn whether ``np.dot`` and ``np.linalg`` may be
   compiled; no kernel of this package uses them, so that import is made to fail while Numba
   loads (``numba.np.arraymath``), and SciPy imports normally afterwards.
 """
