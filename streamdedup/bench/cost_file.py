@@ -27,8 +27,11 @@ from streamdedup.bench.cost_timers import Stages, ThreadCpu, table
 from streamdedup.bench.engine import _write_reuters
 from streamdedup.config import Config
 
-#: what ``streamdedup run --input`` imports before it reads a line
-_IMPORTS = "import streamdedup.cli, streamdedup.runtime.filemode, streamdedup.warmup"
+#: what ``streamdedup run --input`` imports before it reads a line, under the command line's
+#: start-up (``cli._startup``: the collector off, NumPy and Numba loaded as the command loads them)
+_IMPORTS = ("from streamdedup.cli import _startup\n_startup.begin()\n_startup.load_numeric()\n"
+            "import rich.console, streamdedup.cli.run, streamdedup._kernels.cache, streamdedup.config, "
+            "streamdedup.runtime.filemode, streamdedup.warmup.fill\n_startup.done()")
 
 _ORDER = [("MainThread", p) for p in (
     "decode/scan", "prepare (ids, times, dead letters)", "gather texts", "canonical + fingerprint kernel", "decide kernel",

@@ -2,24 +2,73 @@
 
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+from importlib import import_module
+from typing import Callable
+
 import click
 
-from streamdedup._kernels.cache import on_first_compile
+from streamdedup.cli import _startup
 from streamdedup.cli._common import COMPILE_NOTICE, compile_notice, reset_compile_notice
 from streamdedup.cli._fatal import fatal_message
-from streamdedup.cli.bench import bench
-from streamdedup.cli.bench_cost import bench_cost
-from streamdedup.cli.demo import demo
-from streamdedup.cli.explain import explain
-from streamdedup.cli.inspect import inspect
-from streamdedup.cli.run import run, topics
-from streamdedup.cli.tune import tune
-from streamdedup.cli.ui import ui
-from streamdedup.cli.warmup import warm_up
 
 #: commands that say what they compile themselves
 _OWN_NOTICE = frozenset({"warm-up"})
+#: commands that end the start-up themselves (``_startup.done``)
+_OWN_STARTUP = frozenset({"run"})
 _STOP_NOTICE = "streamdedup.stop_compile_notice"
+
+
+def on_first_compile(callback: Callable[[], None]) -> Callable[[], None]:
+    """:func:`streamdedup._kernels.cache.on_first_compile`, imported when a command is looked
+    up: it loads NumPy and Numba, which ``import streamdedup.cli`` does not."""
+    from streamdedup._kernels.cache import on_first_compile as listen
+
+    return listen(callback)
+
+
+def _command(module: str, name: str) -> Callable[[], click.Command]:
+    return lambda: getattr(import_module(f"streamdedup.cli.{module}"), name)
+
+
+def _bench() -> click.Command:
+    from streamdedup.cli.bench import bench
+    from streamdedup.cli.bench_cost import bench_cost
+
+    bench.add_command(bench_cost)
+    return bench
+
+
+class _Commands(MutableMapping):
+    """The subcommands by name, each module imported when its command is first looked up: a
+    run loads the pipeline, not the web inspector, the benchmarks or the what-if replay."""
+
+    def __init__(self, lazy: dict[str, Callable[[], click.Command]]):
+        self._lazy = lazy
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in self._lazy:
+                raise KeyError(name)
+            self._loaded[name] = self._lazy.pop(name)()
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._lazy.pop(name, None)
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        if name in self._loaded:
+            del self._loaded[name]
+        else:
+            del self._lazy[name]
+
+    def __iter__(self):
+        return iter([*self._loaded, *self._lazy])
+
+    def __len__(self) -> int:
+        return len(self._loaded) + len(self._lazy)
 
 
 class _Main(click.Group):
@@ -27,12 +76,22 @@ class _Main(click.Group):
     log line when the JSON logger is on) and exit code 1, the traceback only with ``--debug``;
     a command that starts compiling a kernel (the cache lacks it) says so once on stderr."""
 
+    def main(self, args=None, *rest, **kwargs):
+        if args is None:
+            # the process's own command line (the console script), not a caller's (CliRunner)
+            _startup.begin()
+        return super().main(args, *rest, **kwargs)
+
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name, cmd, rest = super().resolve_command(ctx, args)
         if name not in _OWN_NOTICE and _STOP_NOTICE not in ctx.meta:
+            _startup.load_numeric()
             # the notice comes when a compile starts, not from a guess beforehand: a cached
             # kernel says nothing, and a refusal (a missing extra, a bad option) stays one line
             ctx.meta[_STOP_NOTICE] = on_first_compile(compile_notice)
+        # `run` ends the start-up itself, once it has imported what its mode needs
+        if name not in _OWN_STARTUP:
+            _startup.done()
         return name, cmd, rest
 
     def invoke(self, ctx: click.Context):
@@ -56,13 +115,14 @@ def main(debug: bool) -> None:
     """Streaming near-duplicate filter for news pipelines."""
 
 
-main.add_command(explain)
-main.add_command(inspect)
-main.add_command(tune)
-main.add_command(ui)
-bench.add_command(bench_cost)
-main.add_command(bench)
-main.add_command(demo)
-main.add_command(run)
-main.add_command(topics)
-main.add_command(warm_up)
+main.commands = _Commands({
+    "explain": _command("explain", "explain"),
+    "inspect": _command("inspect", "inspect"),
+    "tune": _command("tune", "tune"),
+    "ui": _command("ui", "ui"),
+    "bench": _bench,
+    "demo": _command("demo", "demo"),
+    "run": _command("run", "run"),
+    "topics": _command("run", "topics"),
+    "warm-up": _command("warmup", "warm_up"),
+})

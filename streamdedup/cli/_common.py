@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-import click
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from streamdedup.config import Config, load_config
+import click
+
 from streamdedup.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from streamdedup.config import Config
 
 COMPILE_NOTICE = (
     "compiling the Numba kernels into their on-disk cache (once after an install or upgrade, ~10-20 s; "
@@ -41,6 +46,10 @@ config_option = click.option(
 
 
 def get_config(path: str | None) -> Config:
+    # imported here, as rich below: `import streamdedup.cli` stays light (click), so that the
+    # command line's start-up (`_startup.begin`) comes before the heavy imports
+    from streamdedup.config import load_config
+
     try:
         return load_config(path)
     except ConfigError as exc:
@@ -51,6 +60,8 @@ def get_config(path: str | None) -> Config:
 
 def make_console() -> Console:
     """A console that keeps tables readable when output goes to a file or CI log."""
+    from rich.console import Console
+
     probe = Console()
     return probe if probe.is_terminal else Console(width=140)
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from streamdedup.errors import StreamdedupError
+from streamdedup.cli import _startup
 from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, kafka_overrides, make_console
 
 
@@ -47,6 +48,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
                                    "or --instance (the decider is --topology staged --role decider)")
         from streamdedup.cli.run_faust import run_faust
 
+        _startup.done()
         run_faust(cfg, bootstrap_servers, input_topics, stop_when_idle)
         return
     if topology == "staged":
@@ -54,6 +56,7 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
             raise click.UsageError("--topology staged is a Kafka topology: it takes no --input")
         from streamdedup.cli.run_staged import run_staged
 
+        _startup.done()
         run_staged(cfg, role, state_dir, bootstrap_servers, input_topics, stop_when_idle, instance)  # type: ignore[arg-type]
         return
     if input_path is None:
@@ -63,14 +66,16 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         raise click.UsageError("--rebuild-from-input and --accept-empty-state are for Kafka mode (without --input)")
     if output_dir is None:
         raise click.UsageError("--output-dir is required with --input")
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
     from streamdedup.runtime.filemode import run_file
 
     console = make_console()
     fill_kernel_cache(cfg, "run+restore" if Path(state_dir or cfg.state.dir or Path(output_dir) / "state").exists() else "run")
+    _startup.done()
     try:
         if console.is_terminal:
+            # a progress bar only on a terminal (its module: ~10 ms of a short run's start-up)
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed:,} lines"),
                           TimeElapsedColumn(), console=console, transient=True) as bar:
                 task = bar.add_task("deduplicating", total=None)
@@ -118,6 +123,7 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     from streamdedup.runtime.kafka.processor import Processor
     from streamdedup.logs import setup_logging
 
+    _startup.done()
     setup_logging()
     cfg = kafka_overrides(cfg, bootstrap_servers, input_topics)
     state = state_dir or cfg.state.dir or "state"

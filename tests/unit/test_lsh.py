@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup.config import LSHConfig
-from streamdedup.sketch.lsh import _areas, candidate_probability, choose, optimal_params
+from streamdedup.sketch.lsh import _approximate_costs, _areas, _scan, candidate_probability, choose, optimal_params
 
 WEIGHTS = [(0.5, 0.5), (0.2, 0.8), (0.8, 0.2), (1.0, 0.0), (0.0, 1.0)]
 
@@ -32,6 +32,22 @@ def test_optimal_params_is_the_brute_force_minimum(threshold: float, weights: tu
     # ties go to fewer bands (index memory and lookups)
     tied = [b for (b, r), c in costs.items() if c <= best_cost + 1e-12]
     assert best.bands == min(tied)
+
+
+@pytest.mark.parametrize("threshold", [0.1, 0.37, 0.5, 0.65, 0.9])
+@pytest.mark.parametrize("weights", WEIGHTS)
+@pytest.mark.parametrize("num_perm", [32, 128])
+def test_optimal_params_is_the_pair_by_pair_scan_to_the_bit(threshold: float, weights: tuple[float, float], num_perm: int) -> None:
+    """The bulk costs pick the scan's pair with the scan's areas; (1.0, 0.0) has near ties (every
+    pair with many rows has a false-positive area under 1e-12), which go to the scan itself."""
+    assert optimal_params.__wrapped__(threshold, num_perm, *weights) == _scan(threshold, num_perm, *weights)
+
+
+def test_bulk_costs_are_the_areas_up_to_rounding() -> None:
+    pairs, costs = _approximate_costs(0.45, 32, 0.3, 0.7)
+    assert [tuple(p) for p in pairs.tolist()] == _all_pairs(32)
+    exact = [0.3 * fp + 0.7 * fn for b, r in _all_pairs(32) for fp, fn in [_areas(0.45, b, r)]]
+    assert np.abs(costs - exact).max() < 1e-13
 
 
 def test_default_config_gives_31_bands_of_3_rows() -> None:
