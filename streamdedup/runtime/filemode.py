@@ -218,15 +218,7 @@ def run_file(
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
     writer = _Writer(out, summary, cfg.state.sync)
-    # state commits (and the output writes before each) run on a worker while the next batch
-    # is decided
-    store = PipelinedStore(open_store(state_dir or cfg.state.dir or str(out / "state"), sync=cfg.state.sync))
-    try:
-        engine = Deduplicator(cfg, store)
-    except BaseException:
-        store.close()
-        writer.close()
-        raise
+    engine = _open_engine(cfg, state_dir or cfg.state.dir or str(out / "state"), writer)
     key = input_key(input_path)
     # stdin cannot be resumed: it has no position to record
     source = Source(key) if key != "stdin" else None
@@ -289,6 +281,19 @@ def run_file(
             if stream is not sys.stdin.buffer:
                 stream.close()
     return summary
+
+
+def _open_engine(cfg: Config, state_dir: str, writer: _Writer) -> Deduplicator:
+    """The engine on its state; the writer's files are closed if it cannot start."""
+    # state commits (and the output writes before each) run on a worker while the next batch
+    # is decided
+    store = PipelinedStore(open_store(state_dir, sync=cfg.state.sync))
+    try:
+        return Deduplicator(cfg, store)
+    except BaseException:
+        store.close()
+        writer.close()
+        raise
 
 
 @dataclass
