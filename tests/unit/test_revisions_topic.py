@@ -298,3 +298,20 @@ def test_the_faust_agent_emits_revisions_to_their_topic() -> None:
     asyncio.run(stage._emit([_Msg(k) for k in range(4)], _decided(), {}))
     assert [topic for topic, *_ in sent] == ["news.unique", "news.duplicates", "news.revisions", "news.dead-letter"]
     assert stage.counts["revision"] == 1 and stage.counts["records"] == 4 and stage.reconciles()
+
+
+def test_the_file_inspector_finds_a_document_on_revisions_jsonl(tmp_path) -> None:
+    """A later copy's matched document can be a revision: found by id in revisions.jsonl."""
+    from streamdedup.tools.inspection.file_source import FileDuplicates
+    from streamdedup.tools.inspection.reader import Wanted
+
+    cfg = load_config(environ={"STREAMDEDUP_VERIFY__REVISIONS": "topic"})
+    run_file(cfg, str(_feed(tmp_path)), str(tmp_path / "out"))
+    src = FileDuplicates(tmp_path / "out", cfg)
+    try:
+        got = src.fetch([Wanted(None, "fix"), Wanted(None, "story"), Wanted(None, "nope")])
+        assert got[Wanted(None, "fix")].position == "revisions.jsonl:1" and got[Wanted(None, "fix")].text == CORRECTION
+        assert got[Wanted(None, "story")].position == "unique.jsonl:1"
+        assert "not in unique.jsonl or duplicates.jsonl or revisions.jsonl" in got[Wanted(None, "nope")]
+    finally:
+        src.close()
