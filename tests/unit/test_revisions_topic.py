@@ -315,3 +315,18 @@ def test_the_file_inspector_finds_a_document_on_revisions_jsonl(tmp_path) -> Non
         assert "not in unique.jsonl or duplicates.jsonl or revisions.jsonl" in got[Wanted(None, "nope")]
     finally:
         src.close()
+
+
+def test_the_overview_lists_revisions_from_their_own_output(tmp_path) -> None:
+    from streamdedup.tools.inspection.file_source import FileDuplicates
+    from streamdedup.tools.ui.app import Inspector
+
+    cfg = load_config(environ={"STREAMDEDUP_VERIFY__REVISIONS": "topic"})
+    run_file(cfg, str(_feed(tmp_path)), str(tmp_path / "out"))
+    src = FileDuplicates(tmp_path / "out", cfg)
+    try:
+        assert [t.status for _, t in src.recent("revision", 10).records] == ["revision"]
+        s = Inspector(cfg, src, "out", None).overview(100)["s"]
+        assert s.revisions == 1 and s.newest_revisions[0][0] == "story" and "400 -> 600" in s.newest_revisions[0][1]
+    finally:
+        src.close()

@@ -164,9 +164,10 @@ class FileDuplicates:
         return out
 
     def recent(self, output: str, limit: int) -> Recent:
-        """The last ``limit`` lines of an output (``unique``, ``duplicate``, ``dead_letter``):
-        their tags, and their event times when the run has ``input.time_field``."""
-        index = self.dups if output == "duplicate" else self._index(output)
+        """The last ``limit`` lines of an output (``unique``, ``duplicate``, ``dead_letter``,
+        ``revision``: revisions.jsonl): their tags, and their event times when the run has
+        ``input.time_field``."""
+        index = self.dups if output == "duplicate" else self._index("revisions" if output == "revision" else output)
         if index is None:
             return Recent(output)
         n = index.refresh()
@@ -184,7 +185,7 @@ class FileDuplicates:
         return Recent(output, records, n <= limit, None if n <= limit else first)
 
     def _index(self, status: str) -> LineIndex | None:
-        """The kept index of ``unique.jsonl`` or ``dead_letter.jsonl`` (None: no such file)."""
+        """The kept index of ``unique.jsonl``, ``dead_letter.jsonl`` or ``revisions.jsonl`` (None: no such file)."""
         index = self._counted.get(status)
         if index is None:
             path = self.dup_path.with_name(f"{status}.jsonl")
