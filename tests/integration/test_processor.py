@@ -119,6 +119,16 @@ def test_revisions_on_a_topic_of_their_own(topics, tmp_path) -> None:
     assert by_topic[revisions_topic] > 5  # the feed's updates and replaced sentences
     assert (f"unique {by_topic[topics.outputs['unique']]:,}, duplicates {by_topic[topics.outputs['duplicate']]:,}, "
             f"revisions {by_topic[revisions_topic]:,}, dead-letter {by_topic[topics.outputs['dead_letter']]:,}") in printed
+    # the inspector's overview reads the revisions topic as an output of its own
+    from streamdedup.config import load_config
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
+
+    source = KafkaDuplicates(load_config(environ=env))
+    try:
+        recent = source.recent("revision", 10_000)
+        assert len(recent.records) == by_topic[revisions_topic] and all(t.status == "revision" for _, t in recent.records)
+    finally:
+        source.close()
 
 
 def test_kcat_produces_input_and_reads_outputs(topics, tmp_path) -> None:
