@@ -213,6 +213,12 @@ def test_a_worker_joining_mid_stream_changes_nothing(kafka_bootstrap, tmp_path) 
 def test_revisions_on_a_topic_of_their_own(kafka_bootstrap, tmp_path) -> None:
     """verify.revisions: topic: the worker sends a story's correction and the feed's other
     revisions to the revisions topic, nothing else goes there, nothing is lost or doubled."""
+    revisions_on_their_topic(kafka_bootstrap, tmp_path, ("--topology", "staged", "--role", "worker", "--instance", "w0"))
+
+
+def revisions_on_their_topic(kafka_bootstrap: str, tmp_path, worker: tuple[str, ...]) -> None:
+    """A story's correction and the feed's other revisions through the decider and one ``worker``
+    (its ``streamdedup run`` arguments) under verify.revisions: topic."""
     from .test_processor import _correction
 
     records = news_records(2000, seed=5)
@@ -225,9 +231,9 @@ def test_revisions_on_a_topic_of_their_own(kafka_bootstrap, tmp_path) -> None:
     admin.create_topics([NewTopic(revisions_topic, 1, 1)], request_timeout=30)[revisions_topic].result(60)
     produce(kafka_bootstrap, staged.input, records)
     env = {"STREAMDEDUP_VERIFY__REVISIONS": "topic", "STREAMDEDUP_KAFKA__REVISIONS_TOPIC": revisions_topic}
-    args = ("--topology", "staged", "--role")
-    dec = run_processor({**staged.staged_env(), **env}, str(tmp_path / "decider"), 8.0, None, (*args, "decider"))
-    work = run_processor({**staged.staged_env(), **env}, None, 6.0, None, (*args, "worker", "--instance", "w0"))
+    dec = run_processor({**staged.staged_env(), **env}, str(tmp_path / "decider"), 8.0, None,
+                        ("--topology", "staged", "--role", "decider"))
+    work = run_processor({**staged.staged_env(), **env}, None, 6.0, None, worker)
     assert work.wait(300) == 0 and dec.wait(300) == 0
     outputs = {**staged.outputs, "revision": revisions_topic}
     got = consume_all(kafka_bootstrap, list(outputs.values()), len(records))
