@@ -221,10 +221,11 @@ class VerifyConfig(Frozen):
         ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
     # a correction or an update is linked like a copy, but withholding it would keep the wrong
     # fact downstream: news desks want it on the unique topic (see docs/how-it-works.md)
-    revisions: Literal["unique", "duplicates", "off"] = setting(
+    revisions: Literal["unique", "duplicates", "topic", "off"] = setting(
         "unique", "where a duplicate that revises its match goes (changed figures, negations, names, CORRECTED/UPDATE "
         "markers, added facts): unique = the unique topic, tagged revision; duplicates = the duplicates topic, tagged "
-        "revision; off = not looked for (a revision is a duplicate)")
+        "revision; topic = a topic of its own (kafka.revisions_topic; file mode: revisions.jsonl), tagged revision; "
+        "off = not looked for (a revision is a duplicate)")
 
 
 class EngineConfig(Frozen):
@@ -292,7 +293,23 @@ class Config(Frozen):
         if not self.state.keep_text and self.verify.revisions != "off":
             raise ValueError("state.keep_text: false needs verify.revisions: off (a revision is told from a copy on "
                              "the earlier story's text, kept in the state)")
+        if self.verify.revisions == "topic":
+            _revisions_topic_alone(self.kafka)
         return self
+
+
+def _revisions_topic_alone(k: KafkaConfig) -> None:
+    """Under ``verify.revisions: topic`` the revisions topic is an output of its own: one shared
+    with another topic of the processor would mix revisions into it (or feed them back in)."""
+    others = [(t, "kafka.input_topics") for t in k.input_topics] + [
+        (k.unique_topic, "kafka.unique_topic"), (k.duplicates_topic, "kafka.duplicates_topic"),
+        (k.dead_letter_topic, "kafka.dead_letter_topic"), (k.staged.fingerprints_topic, "kafka.staged.fingerprints_topic"),
+        (k.staged.decisions_topic, "kafka.staged.decisions_topic")]
+    for topic, name in others:
+        if topic == k.revisions_topic:
+            raise ValueError(f"kafka.revisions_topic {topic!r} is also {name}: under verify.revisions: topic revisions "
+                             f"go to a topic of their own (set kafka.revisions_topic to another topic, or verify.revisions "
+                             f"to unique or duplicates)")
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:

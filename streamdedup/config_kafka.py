@@ -30,6 +30,8 @@ class KafkaConfig(Frozen):
     unique_topic: str = setting("news.unique", "where records judged unique go")
     duplicates_topic: str = setting("news.duplicates", "where duplicates go, tagged with their original")
     dead_letter_topic: str = setting("news.dead-letter", "where records that cannot be judged go, with stage and reason")
+    revisions_topic: str = setting("news.revisions", "where revisions go under verify.revisions: topic (used, checked and "
+                                   "created only then), tagged with what they revise and what changed")
     group_id: str = setting("streamdedup", "consumer group of the input topics")
     transactional_id: str = setting(
         "streamdedup-single-index", "one per processor role: a standby with the same id fences a zombie")

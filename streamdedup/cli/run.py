@@ -18,7 +18,8 @@ RATE_FROM_LINES = 10_000
 @click.command()
 @config_option
 @click.option("--input", "input_path", type=str, default=None, help="JSONL file to deduplicate, or - for stdin (file mode).")
-@click.option("--output-dir", type=click.Path(file_okay=False), default=None, help="Where unique/duplicates/dead_letter.jsonl go (file mode).")
+@click.option("--output-dir", type=click.Path(file_okay=False), default=None,
+              help="Where unique/duplicates/dead_letter.jsonl go (file mode; revisions.jsonl too under verify.revisions: topic).")
 @click.option("--state-dir", type=click.Path(file_okay=False), default=None, help="RocksDB state (default OUTPUT_DIR/state, or ./state for Kafka).")
 @click.option("--bootstrap-servers", default=None, help="Kafka mode: overrides kafka.bootstrap_servers.")
 @click.option("--input-topic", "input_topics", multiple=True, help="Kafka mode: overrides kafka.input_topics (repeatable).")
@@ -88,20 +89,23 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
         console.print(f"resumed: skipped {summary.skipped_resumed:,} lines already done with this state")
     # a short run's rate is its start-up (kernels loaded, state opened), not the speed of the filter
     rate = f" ({summary.docs_per_s:,.0f} docs/s, start-up included)" if summary.lines >= RATE_FROM_LINES else ""
+    on_file = cfg.verify.revisions == "topic"
     console.print(
         f"{summary.lines:,} lines in {summary.seconds:.2f} s{rate}: "
-        f"unique {summary.unique:,}, duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,}"
+        f"unique {summary.unique:,}, duplicates {summary.duplicates:,}, "
+        + (f"revisions {summary.revisions_out:,}, " if on_file else "") + f"dead-letter {summary.dead_letter:,}"
     )
     if summary.relations:
         console.print("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in summary.relations.most_common()))
-    if summary.revisions:
+    if summary.revisions and not on_file:
         where = "duplicates" if cfg.verify.revisions == "duplicates" else "unique"
         console.print(f"  revisions (content changed, tagged revision; counted with {where}): {summary.revisions:,}")
     if summary.dead_letter_stages:
         console.print("  dead-letter by stage: " + ", ".join(f"{k} {v:,}" for k, v in summary.dead_letter_stages.most_common()))
     if not summary.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
-    console.print(f"outputs in {output_dir}: unique.jsonl, duplicates.jsonl, dead_letter.jsonl")
+    console.print(f"outputs in {output_dir}: unique.jsonl, duplicates.jsonl, "
+                  + ("revisions.jsonl, " if on_file else "") + "dead_letter.jsonl")
 
 
 def _lost_state(rebuild_since: str | None, accept: bool):
@@ -133,16 +137,18 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     s = processor.run()
     logging.getLogger("streamdedup").info(
         "done", extra={"records": s.records, "unique": s.unique, "duplicates": s.duplicates, "dead_letter": s.dead_letter,
-                       "replayed": s.replayed, "revisions": s.revisions, "batches": s.batches, "aborted_batches": s.aborted_batches,
+                       "revisions_out": s.revisions_out, "replayed": s.replayed, "revisions": s.revisions, "batches": s.batches,
+                       "aborted_batches": s.aborted_batches,
                        "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
     )
     # the same totals for the person at the terminal (the log line is for machines)
     replayed = f", {s.replayed:,} replayed (decided before a restart)" if s.replayed else ""
+    own_topic = f"revisions {s.revisions_out:,}, " if cfg.verify.revisions == "topic" else ""
     click.echo(f"{s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
-               f"dead-letter {s.dead_letter:,}{replayed}")
+               f"{own_topic}dead-letter {s.dead_letter:,}{replayed}")
     if s.by_relation:
         click.echo("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.by_relation.items(), key=lambda kv: -kv[1])))
-    if s.revisions:
+    if s.revisions and not own_topic:
         click.echo(f"  revisions (content changed, tagged revision; counted with the topic they went to): {s.revisions:,}")
     if not s.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
@@ -159,10 +165,11 @@ def topics() -> None:
 @click.option("--topology", type=click.Choice(["single", "staged"]), default="single", show_default=True,
               help="staged: also the fingerprints (1 partition) and decisions (one partition per input partition) topics.")
 def topics_create(config_path: str | None, bootstrap_servers: str | None, topology: str) -> None:
-    """Create the input, unique, duplicates and dead-letter topics named in the config."""
+    """Create the input, unique, duplicates and dead-letter topics named in the config (and the
+    revisions topic under verify.revisions: topic)."""
     from streamdedup.runtime.kafka.admin import create_topics
 
     cfg = get_config(config_path)
     kcfg = cfg.kafka if not bootstrap_servers else cfg.kafka.model_copy(update={"bootstrap_servers": bootstrap_servers})
-    for topic, outcome in create_topics(kcfg, staged=topology == "staged").items():
+    for topic, outcome in create_topics(kcfg, staged=topology == "staged", revisions=cfg.verify.revisions == "topic").items():
         click.echo(f"{topic}: {outcome}")

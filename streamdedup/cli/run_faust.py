@@ -46,7 +46,7 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
     c = stage.counts
     logging.getLogger("streamdedup").info("done", extra={
         "topology": "faust", "records": c["records"], "unique": c["unique"], "duplicates": c["duplicate"],
-        "dead_letter": c["dead_letter"], "batches": c["batches"], "exit_code": code,
+        "dead_letter": c["dead_letter"], "revisions_out": c["revision"], "batches": c["batches"], "exit_code": code,
         "not_ours": stage.txns.dropped if stage.txns else 0, "fenced": stage.txns.fenced if stage.txns else 0})
     if code:
         raise click.ClickException(f"the faust worker exited with code {code}")

@@ -39,7 +39,7 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     _on_signals(worker.request_stop)
     w = worker.run()
     log.info("done", extra={"role": "worker", "records": w.records, "unique": w.unique, "duplicates": w.duplicates,
-                            "dead_letter": w.dead_letter, "fingerprints_sent": w.fingerprints_sent,
+                            "dead_letter": w.dead_letter, "revisions_out": w.revisions_out, "fingerprints_sent": w.fingerprints_sent,
                             "transactions": w.transactions, "rewinds": w.rewinds, "seconds": round(w.seconds, 3),
                             "by_relation": w.by_relation})
     if not w.reconciles():

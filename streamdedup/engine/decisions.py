@@ -8,7 +8,8 @@ every time).
 
 A revision (``engine.revisions``) is a duplicate whose content changed: linked like one (its
 root and the version it revises), status ``revision``, and routed by ``verify.revisions``: its
-code is UNIQUE (the default policy) or DUPLICATE, and :attr:`BatchDecisions.revised` marks it.
+code is UNIQUE (the default policy) or DUPLICATE (``duplicates``, and ``topic``, where the
+router sends it to the revisions output), and :attr:`BatchDecisions.revised` marks it.
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ class BatchDecisions(Sequence[Decision]):
     """The decisions of one micro-batch, in input order.
 
     ``codes[i]`` is UNIQUE, DUPLICATE or REJECTED: where the document goes (a revision where
-    ``verify.revisions`` sends it); ``revised[i]`` whether it is a revision; ``seqs[i]`` the
+    ``verify.revisions`` sends it; under ``topic`` DUPLICATE, and ``revised`` picks its output); ``revised[i]`` whether it is a revision; ``seqs[i]`` the
     document's seq (-1 when rejected). ``decision(i)`` / ``self[i]`` build the full :class:`Decision`.
     """
 

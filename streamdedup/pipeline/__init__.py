@@ -5,7 +5,8 @@
 - :mod:`.decide`: fingerprint (texts -> a :class:`~streamdedup.sketch.fingerprint.FingerprintBatch`)
   then decide (:meth:`streamdedup.engine.deduplicator.Deduplicator.run_fingerprinted`, one
   checkpoint per micro-batch).
-- :mod:`.route`: decisions -> destination (unique, duplicate, dead_letter) and tags per record.
+- :mod:`.route`: decisions -> destination (unique, duplicate, dead_letter; revision under
+  ``verify.revisions: topic``) and tags per record.
 - :mod:`.fingerprints`: the record a fingerprint worker sends the decider when prepare and
   decide run in different processes (a staged topology), and :func:`~.fingerprints.decide`.
 - :mod:`.tags`: the one encoding of the tags (Kafka headers, file mode's ``_dedup``) and its parsing.
@@ -15,6 +16,8 @@ and add only their I/O.
 """
 
 from streamdedup.pipeline.prepare import Prepared, Preparer
-from streamdedup.pipeline.route import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Routed, route
+from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST, Routed,
+                                        output_topics, route)
 
-__all__ = ["DEAD_LETTER_DEST", "DESTINATIONS", "DUPLICATE_DEST", "UNIQUE_DEST", "Prepared", "Preparer", "Routed", "route"]
+__all__ = ["DEAD_LETTER_DEST", "DESTINATIONS", "DUPLICATE_DEST", "REVISION_DEST", "UNIQUE_DEST", "Prepared", "Preparer",
+           "Routed", "output_topics", "route"]

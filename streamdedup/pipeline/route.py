@@ -1,8 +1,9 @@
 """route: decisions -> where each record goes and with which tags (pure, runtime-neutral).
 
-Every record of a prepared batch goes to exactly one destination: ``unique``, ``duplicate``
-or ``dead_letter``; a revision goes to ``unique`` or ``duplicate`` as ``verify.revisions``
-says, with its own tags either way. A runtime turns a :class:`Routed` into its own outputs (Kafka records with
+Every record of a prepared batch goes to exactly one destination: ``unique``, ``duplicate``,
+``dead_letter`` or, under ``verify.revisions: topic`` only, ``revision``; a revision goes to
+``unique``, ``duplicate`` or ``revision`` as ``verify.revisions`` says, with its own tags
+either way. A runtime turns a :class:`Routed` into its own outputs (Kafka records with
 headers, file-mode lines) with :mod:`streamdedup.pipeline.tags`.
 """
 
@@ -12,14 +13,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from streamdedup.config import VerifyConfig
+from streamdedup.config import Config, VerifyConfig
 from streamdedup.engine.decisions import EMPTY_TEXT_REASON, REJECTED, UNIQUE, BatchDecisions, Decision
 from streamdedup.pipeline.prepare import Prepared
 from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers,
                                        time_invalid_header)
 
-UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST = "unique", "duplicate", "dead_letter"
-DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST)
+UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST = "unique", "duplicate", "dead_letter", "revision"
+#: every destination; ``revision`` is used only under ``verify.revisions: topic``
+DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST)
 
 
 def duplicate_tags(d: Decision) -> DuplicateTags:
@@ -29,8 +31,21 @@ def duplicate_tags(d: Decision) -> DuplicateTags:
 
 
 def revision_dest(verify: VerifyConfig) -> str:
-    """Where a revision goes under ``verify.revisions``."""
-    return DUPLICATE_DEST if verify.revisions == "duplicates" else UNIQUE_DEST
+    """Where a revision goes under ``verify.revisions`` (``off``: nothing is a revision)."""
+    return {"duplicates": DUPLICATE_DEST, "topic": REVISION_DEST}.get(verify.revisions, UNIQUE_DEST)
+
+
+def output_topics(cfg: Config) -> dict[str, str]:
+    """Each destination's Kafka topic; the revisions topic only under ``verify.revisions: topic``.
+
+    >>> sorted(output_topics(Config()))
+    ['dead_letter', 'duplicate', 'unique']
+    """
+    k = cfg.kafka
+    out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+    if cfg.verify.revisions == "topic":
+        out[REVISION_DEST] = k.revisions_topic
+    return out
 
 
 def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None,
@@ -99,8 +114,8 @@ def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Deci
             dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(decisions.decision(j).reason, source_of(k))
             continue
         t = duplicate_tags(decisions.decision(j))
-        dest[k - lo], tags[k - lo] = UNIQUE_DEST if code == UNIQUE else DUPLICATE_DEST, t
-        relations[t.relation] += code != UNIQUE  # the duplicates topic's records by relation
+        dest[k - lo], tags[k - lo] = to_revision if revised[j] else DUPLICATE_DEST, t
+        relations[t.relation] += dest[k - lo] == DUPLICATE_DEST  # the duplicates topic's records by relation
         revisions += revised[j]
     for k in prep.held.tolist():
         d = replayed.get(k)

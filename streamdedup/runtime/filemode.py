@@ -1,6 +1,7 @@
-"""Streaming file mode, the embedded default: JSONL in, unique/duplicates/dead-letter JSONL out.
+"""Streaming file mode, the embedded default: JSONL in, unique/duplicates/dead-letter JSONL out
+(and revisions JSONL under ``verify.revisions: topic``).
 
-Every input line ends in exactly one of the three outputs. Output lines are the input object,
+Every input line ends in exactly one of the outputs. Output lines are the input object,
 byte for byte, with a ``"_dedup"`` object spliced in before the closing brace (the object is
 re-serialised only if it already has a ``_dedup`` key). Dead-letter lines carry the raw line,
 its number, the stage and the reason.
@@ -63,7 +64,9 @@ class Summary:
     unique: int = 0
     duplicates: int = 0
     dead_letter: int = 0
-    #: revisions among the unique and duplicates (wherever verify.revisions sent them)
+    #: lines written to revisions.jsonl (verify.revisions: topic)
+    revisions_out: int = 0
+    #: revisions, wherever verify.revisions sent them (counted with that output too)
     revisions: int = 0
     relations: Counter = field(default_factory=Counter)
     dead_letter_stages: Counter = field(default_factory=Counter)
@@ -74,7 +77,7 @@ class Summary:
         return self.lines / self.seconds if self.seconds > 0 else 0.0
 
     def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.dead_letter == self.lines
+        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.lines
 
 
 def _splice(raw: bytes, decoded: Decoded, tags: bytes) -> bytes:
@@ -109,7 +112,8 @@ def input_key(path: str) -> str:
 
 
 class _Writer:
-    """The three output files of a run, and the counts of what went where.
+    """The output files of a run (``revisions.jsonl`` only with ``revisions_file``), and the
+    counts of what went where.
 
     The main thread turns decisions into output lines; the lines are written (and, with
     ``sync``, fsynced) by the action :meth:`batch` returns, which the store runs right before
@@ -117,8 +121,10 @@ class _Writer:
     same file, and the main thread never waits on either.
     """
 
-    def __init__(self, out: Path, summary: Summary, sync: bool):
-        self.files = {name: open(out / f"{name}.jsonl", "ab") for name in ("unique", "duplicates", "dead_letter")}
+    def __init__(self, out: Path, summary: Summary, sync: bool, revisions_file: bool = False):
+        names = ("unique", "duplicates", "dead_letter") + (("revisions",) if revisions_file else ())
+        self.files = {name: open(out / f"{name}.jsonl", "ab") for name in names}
+        self.revisions_file = revisions_file
         self.summary = summary
         self.sync = sync
         #: (line number, output line) of dead letters not yet handed to a commit
@@ -147,10 +153,10 @@ class _Writer:
                 line = int(docs[k])
                 raw = data[s.starts[line]:s.ends[line]]
                 self.dead_letter(raw, base + line + 1, rejected_tags(decisions.decision(k).reason, f"line:{base + line + 1}"))
-            for name, code in (("unique", UNIQUE), ("duplicates", DUPLICATE)):
-                which = np.flatnonzero(codes == code)
+            for name, which in self._split(codes, decisions.revised):
                 if not len(which):
                     continue
+                tagged = name != "unique"
                 lines = docs[which]
                 kinds = np.zeros(len(which), np.uint8)
                 extra_len = np.zeros(len(which), np.int64)
@@ -159,14 +165,14 @@ class _Writer:
                 # are all kind 0 (span + the constant tail)
                 # (and revisions: on the unique file under the default verify.revisions)
                 revised = decisions.revised[which]
-                special = np.arange(len(which)) if code == DUPLICATE else np.flatnonzero(slow_mask[lines] | revised)
+                special = np.arange(len(which)) if tagged else np.flatnonzero(slow_mask[lines] | revised)
                 for j in special.tolist():
                     k, line = int(which[j]), int(lines[j])
                     tags = UNIQUE_SPLICE
-                    if code == DUPLICATE or revised[j]:
+                    if tagged or revised[j]:
                         dup = duplicate_tags(decisions.decision(k))
                         tags = file_tags(dup)
-                        if code == DUPLICATE:
+                        if name == "duplicates":
                             self.summary.relations[dup.relation] += 1
                         self.summary.revisions += bool(revised[j])
                         kinds[j] = 1
@@ -184,15 +190,27 @@ class _Writer:
                 out = assemble(np.frombuffer(data, np.uint8), s.starts[lines], s.close_at[lines], kinds,
                                np.frombuffer(b"".join(extra) or b"\0", np.uint8), extra_off, _TAIL_ARRAY)
                 chunks.append((self.files[name], out))
-                if code == UNIQUE:
+                if name == "unique":
                     self.summary.unique += len(which)
-                else:
+                elif name == "duplicates":
                     self.summary.duplicates += len(which)
+                else:
+                    self.summary.revisions_out += len(which)
         due = self.dead if through is None else [d for d in self.dead if d[0] <= through]
         if due:
             self.dead = [] if through is None else [d for d in self.dead if d[0] > through]
             chunks.append((self.files["dead_letter"], b"".join(line + b"\n" for _, line in sorted(due))))
         return lambda: self._write(chunks)
+
+    def _split(self, codes: np.ndarray, revised: np.ndarray) -> list[tuple[str, np.ndarray]]:
+        """Each output file's documents (indices into ``codes``): a revision is a linked document
+        (``DUPLICATE``) on the duplicates file, or on its own file with ``revisions_file``; under
+        ``verify.revisions: unique`` it is ``UNIQUE`` already."""
+        linked = codes == DUPLICATE
+        if not self.revisions_file:
+            return [("unique", np.flatnonzero(codes == UNIQUE)), ("duplicates", np.flatnonzero(linked))]
+        return [("unique", np.flatnonzero(codes == UNIQUE)), ("duplicates", np.flatnonzero(linked & ~revised)),
+                ("revisions", np.flatnonzero(linked & revised))]
 
     def _write(self, chunks: list) -> None:
         for f, data in chunks:
@@ -218,16 +236,8 @@ def run_file(
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = Summary()
-    writer = _Writer(out, summary, cfg.state.sync)
-    # state commits (and the output writes before each) run on a worker while the next batch
-    # is decided
-    store = PipelinedStore(open_store(state_dir or cfg.state.dir or str(out / "state"), sync=cfg.state.sync))
-    try:
-        engine = Deduplicator(cfg, store)
-    except BaseException:
-        store.close()
-        writer.close()
-        raise
+    writer = _Writer(out, summary, cfg.state.sync, cfg.verify.revisions == "topic")
+    engine = _open_engine(cfg, state_dir or cfg.state.dir or str(out / "state"), writer)
     key = input_key(input_path)
     # stdin cannot be resumed: it has no position to record
     source = Source(key) if key != "stdin" else None
@@ -299,6 +309,19 @@ def _batches(stream: BinaryIO, preparer: Preparer, writer: _Writer, done_before:
             line_no = base + last
             break
     end[0] = line_no
+
+
+def _open_engine(cfg: Config, state_dir: str, writer: _Writer) -> Deduplicator:
+    """The engine on its state; the writer's files are closed if it cannot start."""
+    # state commits (and the output writes before each) run on a worker while the next batch
+    # is decided
+    store = PipelinedStore(open_store(state_dir, sync=cfg.state.sync))
+    try:
+        return Deduplicator(cfg, store)
+    except BaseException:
+        store.close()
+        writer.close()
+        raise
 
 
 @dataclass

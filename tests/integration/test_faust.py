@@ -22,7 +22,7 @@ from streamdedup.bench.feeds import news_records
 
 from .kafka_helpers import (Topics, assert_same_decisions, committed_offsets, consume_all, logged, produce, run_processor,
                             stop_processors, wait_for)
-from .test_staged import SETTINGS, Staged, _decider, _decisions, _distinct_stories
+from .test_staged import SETTINGS, Staged, _decider, _decisions, _distinct_stories, revisions_on_their_topic
 
 pytest.importorskip("faust", reason="the faust extra (make test installs it)")
 
@@ -84,6 +84,13 @@ def test_faust_decisions_and_tags_equal_the_single_index_processor(kafka_bootstr
     dead = {k: h for t, k, _, h in got if t == staged.outputs["dead_letter"]}
     assert set(dead) == {b"bad-1", b"bad-2"}
     assert all(h["dedup.source"].startswith(staged.input.encode()) and h["dedup.reason"] for h in dead.values())
+
+
+def test_revisions_on_a_topic_of_their_own(kafka_bootstrap, tmp_path) -> None:
+    """verify.revisions: topic: the faust agent sends a story's correction and the feed's other
+    revisions to the revisions topic, in its transactions; nothing else goes there, nothing is
+    lost or doubled."""
+    revisions_on_their_topic(kafka_bootstrap, tmp_path, ("--topology", "faust"))
 
 
 def test_copies_on_two_partitions_read_by_two_faust_workers_are_caught(kafka_bootstrap, tmp_path) -> None:

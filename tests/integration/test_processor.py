@@ -88,6 +88,49 @@ def test_every_record_in_exactly_one_topic_with_headers(topics, tmp_path) -> Non
     assert sum(h["dedup.status"] == b"revision" for _, _, _, h in out) > 5  # the feed's updates and replaced sentences
 
 
+def test_revisions_on_a_topic_of_their_own(topics, tmp_path) -> None:
+    """verify.revisions: topic: the processor creates the revisions topic (kafka.create_topics),
+    the correction and the feed's other revisions go there with their tags, nothing else does,
+    and every record is in exactly one of the four outputs (the printed counts reconcile)."""
+    records = news_records(2500)
+    correction, (original, change) = _correction(records[:500])
+    records.insert(600, correction)
+    produce(topics.bootstrap, topics.input, records)
+    revisions_topic = f"revisions-{topics.run_id}"
+    env = _env(topics)
+    env.update(STREAMDEDUP_VERIFY__REVISIONS="topic", STREAMDEDUP_KAFKA__REVISIONS_TOPIC=revisions_topic,
+               STREAMDEDUP_KAFKA__CREATE_TOPICS="true")
+    proc = run_processor(env, str(tmp_path / "state"), stdout=subprocess.PIPE)
+    printed = proc.communicate(timeout=300)[0].decode()
+    assert proc.returncode == 0, printed
+    outputs = {**topics.outputs, "revision": revisions_topic}
+    out = consume_all(topics.bootstrap, list(outputs.values()), len(records))
+    got = _by_input(out)
+    assert len(out) == len(records) and all(len(v) == 1 for v in got.values()) and len(got) == len({v for _, v in records})
+    by_topic = Counter(t for t, *_ in out)
+    for topic, _, _, headers in out:
+        status = headers["dedup.status"].decode()
+        assert outputs[status] == topic  # a revision on the revisions topic, and only a revision
+        assert bool(headers.get("dedup.changed")) == (status == "revision")
+    topic, _, headers = got[correction[1]][0]
+    assert topic == revisions_topic and headers["dedup.status"] == b"revision", headers
+    assert headers["dedup.duplicate_of"] == original and change in headers["dedup.changed"].split(b"; ")
+    assert b"corrected" in headers["dedup.changed"].split(b"; ") and headers["dedup.matched"]
+    assert by_topic[revisions_topic] > 5  # the feed's updates and replaced sentences
+    assert (f"unique {by_topic[topics.outputs['unique']]:,}, duplicates {by_topic[topics.outputs['duplicate']]:,}, "
+            f"revisions {by_topic[revisions_topic]:,}, dead-letter {by_topic[topics.outputs['dead_letter']]:,}") in printed
+    # the inspector's overview reads the revisions topic as an output of its own
+    from streamdedup.config import load_config
+    from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
+
+    source = KafkaDuplicates(load_config(environ=env))
+    try:
+        recent = source.recent("revision", 10_000)
+        assert len(recent.records) == by_topic[revisions_topic] and all(t.status == "revision" for _, t in recent.records)
+    finally:
+        source.close()
+
+
 def test_kcat_produces_input_and_reads_outputs(topics, tmp_path) -> None:
     kcat = shutil.which("kcat")
     assert kcat, "Debian's kcat is needed for this test (apt-get install kcat)"

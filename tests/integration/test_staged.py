@@ -208,3 +208,40 @@ def test_a_worker_joining_mid_stream_changes_nothing(kafka_bootstrap, tmp_path) 
     got = consume_all(kafka_bootstrap, list(staged.outputs.values()), n)
     _exactly_once(got, n)
     assert_same_decisions(_decisions(got, staged), _decisions(want, single))
+
+
+def test_revisions_on_a_topic_of_their_own(kafka_bootstrap, tmp_path) -> None:
+    """verify.revisions: topic: the worker sends a story's correction and the feed's other
+    revisions to the revisions topic, nothing else goes there, nothing is lost or doubled."""
+    revisions_on_their_topic(kafka_bootstrap, tmp_path, ("--topology", "staged", "--role", "worker", "--instance", "w0"))
+
+
+def revisions_on_their_topic(kafka_bootstrap: str, tmp_path, worker: tuple[str, ...]) -> None:
+    """A story's correction and the feed's other revisions through the decider and one ``worker``
+    (its ``streamdedup run`` arguments) under verify.revisions: topic."""
+    from .test_processor import _correction
+
+    records = news_records(2000, seed=5)
+    correction, (original, change) = _correction(records[:500])
+    records.insert(600, correction)
+    staged = Staged(kafka_bootstrap)
+    staged.create()
+    revisions_topic = f"revisions-{staged.run_id}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    admin.create_topics([NewTopic(revisions_topic, 1, 1)], request_timeout=30)[revisions_topic].result(60)
+    produce(kafka_bootstrap, staged.input, records)
+    env = {"STREAMDEDUP_VERIFY__REVISIONS": "topic", "STREAMDEDUP_KAFKA__REVISIONS_TOPIC": revisions_topic}
+    dec = run_processor({**staged.staged_env(), **env}, str(tmp_path / "decider"), 8.0, None,
+                        ("--topology", "staged", "--role", "decider"))
+    work = run_processor({**staged.staged_env(), **env}, None, 6.0, None, worker)
+    assert work.wait(300) == 0 and dec.wait(300) == 0
+    outputs = {**staged.outputs, "revision": revisions_topic}
+    got = consume_all(kafka_bootstrap, list(outputs.values()), len(records))
+    values = [v for _, _, v, _ in got]  # not keys: the correction has its story's key
+    assert len(values) == len(records) and len(set(values)) == len({v for _, v in records}), "lost or doubled"
+    for topic, _, _, h in got:
+        assert outputs[h["dedup.status"].decode()] == topic  # a revision on the revisions topic, and only a revision
+    fixed = [(t, h) for t, _, v, h in got if v == correction[1]]
+    assert fixed[0][0] == revisions_topic and fixed[0][1]["dedup.duplicate_of"] == original
+    assert change in fixed[0][1]["dedup.changed"].split(b"; ")
+    assert sum(t == revisions_topic for t, *_ in got) > 5

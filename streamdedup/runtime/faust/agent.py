@@ -16,7 +16,8 @@ confluent-kafka's: ``runtime.faust.fingerprints``; the decider reads them while 
 waits, so they cannot sit in an open transaction) and queue the batch. Up to ``MAX_IN_FLIGHT`` batches wait for their
 decisions at once; an emitter takes them in order, waits for the decisions (``faust_decisions``:
 read_committed, so they are durable), then sends every record unchanged with its tags to
-unique / duplicates / dead-letter in one transaction per input partition that also commits the
+unique / duplicates / dead-letter (and revisions under ``verify.revisions: topic``) in one
+transaction per input partition that also commits the
 partition's next offset under the faust app's group. faust itself commits nothing of the
 input: the agent reads it with ``acks=False``. What holds is measured: docs/guarantees.md, "The faust topology".
 
@@ -41,7 +42,7 @@ from typing import Any
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from streamdedup.pipeline import DESTINATIONS, Preparer, output_topics
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import with_tags
@@ -106,10 +107,9 @@ class FaustStage:
 
     def __init__(self, cfg: Config, app: Any):
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
-        k = self.kcfg
-        self.out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.out = output_topics(cfg)
         self.revisions = revision_dest(cfg.verify)
-        self.counts: Counter = Counter()  # records, unique, duplicate, dead_letter, batches
+        self.counts: Counter = Counter()  # records, each destination (DESTINATIONS), batches
         self.last_active = time.monotonic()
         self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
@@ -135,7 +135,7 @@ class FaustStage:
 
     def reconciles(self) -> bool:
         c = self.counts
-        return c[UNIQUE_DEST] + c[DUPLICATE_DEST] + c[DEAD_LETTER_DEST] == c["records"]
+        return sum(c[d] for d in DESTINATIONS) == c["records"]
 
     async def start(self) -> None:
         """Startup checks (topics, partition map, output limits), then the Kafka clients."""
@@ -143,7 +143,7 @@ class FaustStage:
         from confluent_kafka.admin import AdminClient
 
         k = self.kcfg
-        cluster = check_cluster(k, staged=True)
+        cluster = check_cluster(k, staged=True, revisions=self.cfg.verify.revisions == "topic")
         self.mapping = check_staged_topics(k, cluster.partitions)
         self.guard = OutputGuard.start(self.cfg, AdminClient(client_settings(k)))
         self.preparer = Preparer(self.cfg)

@@ -9,13 +9,14 @@ from streamdedup.config import KafkaConfig
 
 
 def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None,
-                  staged: bool = False) -> dict[str, str]:
+                  staged: bool = False, revisions: bool = False) -> dict[str, str]:
     """Create input and output topics; existing ones are left alone. Returns topic -> outcome.
 
     ``timeout`` (seconds) defaults to ``kafka.startup_timeout_s``; ``admin`` is a client to
     reuse (the start-up checks have one). ``staged`` adds the staged topology's topics: the
     fingerprints topic with one partition, the decisions topic with one partition per input
-    partition (as the input topics are once created).
+    partition (as the input topics are once created). ``revisions`` adds the revisions topic
+    (``verify.revisions: topic``), made like the other outputs.
     """
     if timeout is None:
         timeout = cfg.startup_timeout_s
@@ -23,7 +24,8 @@ def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminCl
         from streamdedup.runtime.kafka.clientlog import client_settings
 
         admin = AdminClient(client_settings(cfg))
-    names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic]))
+    names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic,
+                                *([cfg.revisions_topic] if revisions else [])]))
     out = _create(admin, [NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], timeout)
     if staged:
         meta = admin.list_topics(timeout=timeout)

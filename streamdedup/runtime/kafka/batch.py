@@ -20,7 +20,7 @@ from streamdedup.config import Config
 from streamdedup.engine.decisions import Decision
 from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
-from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, UNIQUE_DEST, Prepared, Preparer, route
+from streamdedup.pipeline import DESTINATIONS, UNIQUE_DEST, Prepared, Preparer, output_topics, route
 from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
@@ -100,8 +100,7 @@ class KafkaPipeline:
         self.step = FingerprintAndDecide(engine)
         self.preparer = Preparer(cfg)
         self.guard = guard
-        k = cfg.kafka
-        self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.topics = output_topics(cfg)
         self.revisions = revision_dest(cfg.verify)
 
     def prepare(self, msgs: list, replay: dict[tuple[Source, int], Decision]) -> KafkaBatch:

@@ -34,7 +34,8 @@ class Metrics:
                                     registry=self.registry)
         self._evidence_seen = (0, 0)
         self.revisions = Counter("streamdedup_revisions_total",
-                                 "revisions produced (counted in records_out under the status of the topic they went to)",
+                                 "revisions produced (counted in records_out under the status of the output they went "
+                                 "to: revision for the revisions topic)",
                                  registry=self.registry)
         self._last_lag = 0.0
         self._server = None
@@ -68,7 +69,7 @@ class Metrics:
             self.record_reads.inc(read - seen_read)
             self._evidence_seen = evidence
         self.records_in.inc(n)
-        for status in ("unique", "duplicate", "dead_letter"):
+        for status in ("unique", "duplicate", "dead_letter", "revision"):  # revision: the revisions topic
             if counts.get(status):
                 self.records_out.labels(status).inc(counts[status])
         if counts.get("revisions"):

@@ -43,7 +43,7 @@ from confluent_kafka import KafkaError
 
 from streamdedup.config import Config, KafkaConfig
 from streamdedup.errors import StreamdedupError
-from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST
+from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST
 from streamdedup.pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
@@ -73,7 +73,7 @@ def position(m) -> Position:
 class Refusal:
     """What the broker refused for one input record, and what goes out on its replay."""
 
-    #: the refused output: ``output`` (unique or duplicate), ``dead_letter`` or ``truncated``
+    #: the refused output: ``output`` (unique, duplicate or revision), ``dead_letter`` or ``truncated``
     kind: str
     stage: str
     reason: str
@@ -87,11 +87,18 @@ class Refusal:
 class OutputGuard:
     """Keeps every output producible: re-routes to (truncated) dead letter what is not."""
 
-    def __init__(self, kcfg: KafkaConfig, limits: OutputLimits, admin=None):
+    def __init__(self, kcfg: KafkaConfig, limits: OutputLimits, admin=None, revisions: bool = False):
+        """``revisions``: the revisions topic is an output (``verify.revisions: topic``)."""
         self.unique_topic, self.duplicates_topic = kcfg.unique_topic, kcfg.duplicates_topic
         self.dead_topic = kcfg.dead_letter_topic
         self.dest_of = {kcfg.unique_topic: UNIQUE_DEST, kcfg.duplicates_topic: DUPLICATE_DEST,
                         kcfg.dead_letter_topic: DEAD_LETTER_DEST}
+        if revisions:
+            self.dest_of[kcfg.revisions_topic] = REVISION_DEST
+        #: each destination's topic in ``DESTINATIONS`` order (``DEST_INDEX``); without a revisions
+        #: topic no output has that destination, and its slot holds the dead-letter topic
+        topic_of = {d: t for t, d in self.dest_of.items()}
+        self.dest_topics = tuple(topic_of.get(d, self.dead_topic) for d in DESTINATIONS)
         self._librdkafka = kcfg.librdkafka
         self._admin, self._timeout = admin, kcfg.startup_timeout_s
         self._set_limits(limits)
@@ -109,11 +116,12 @@ class OutputGuard:
         """Check the size settings (ConfigError if they cannot work together), read the output
         topics' max.message.bytes with ``admin`` when given, and log the limits in force."""
         k = cfg.kafka
+        revisions = cfg.verify.revisions == "topic"
         limits = check_size_settings(cfg)
         if admin is not None:
-            limits = limits.with_topics(read_topic_limits(admin, list(cls._outputs(k)), k.startup_timeout_s),
+            limits = limits.with_topics(read_topic_limits(admin, list(cls._outputs(k, revisions)), k.startup_timeout_s),
                                         k.dead_letter_topic)
-        guard = cls(k, limits, admin)
+        guard = cls(k, limits, admin, revisions)
         for topic, lim in guard._limit.items():
             if lim.room < cfg.input.max_record_bytes:
                 log.warning("outputs to %s over %s bytes (%s) cannot be produced: they go to %s as dead letters",
@@ -121,8 +129,8 @@ class OutputGuard:
         return guard
 
     @staticmethod
-    def _outputs(k: KafkaConfig) -> tuple[str, str, str]:
-        return (k.unique_topic, k.duplicates_topic, k.dead_letter_topic)
+    def _outputs(k: KafkaConfig, revisions: bool = False) -> tuple[str, ...]:
+        return (k.unique_topic, k.duplicates_topic, k.dead_letter_topic) + ((k.revisions_topic,) if revisions else ())
 
     def _set_limits(self, limits: OutputLimits) -> None:
         self.limits = limits
@@ -195,7 +203,7 @@ class OutputGuard:
         if batch.sizes is None:
             batch.sizes = np.array([record_bytes(key, value, headers) for _, key, value, headers in batch.outputs], np.int64)
             batch.dests = np.array([DEST_INDEX[self.dest_of.get(t, DEAD_LETTER_DEST)] for t, _, _, _ in batch.outputs], np.int8)
-        room = np.array([self._room[t] for t in (self.unique_topic, self.duplicates_topic, self.dead_topic)], np.int64)
+        room = np.array([self._room[t] for t in self.dest_topics], np.int64)
         for k in np.flatnonzero(batch.sizes > room[batch.dests]).tolist():
             self._too_large(batch, k, int(batch.sizes[k]))
             moved += 1

@@ -63,7 +63,9 @@ class RunSummary:
     duplicates: int = 0
     dead_letter: int = 0
     replayed: int = 0
-    #: revisions among the unique and duplicates (wherever verify.revisions sent them)
+    #: records sent to the revisions topic (verify.revisions: topic)
+    revisions_out: int = 0
+    #: revisions, wherever verify.revisions sent them (counted with that output too)
     revisions: int = 0
     batches: int = 0
     aborted_batches: int = 0
@@ -74,7 +76,7 @@ class RunSummary:
     last_batch_at: float = 0.0
 
     def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.dead_letter == self.records
+        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.records
 
     def add(self, batch: OutBatch) -> None:
         c = batch.counts
@@ -82,6 +84,7 @@ class RunSummary:
         self.unique += c["unique"]
         self.duplicates += c["duplicate"]
         self.dead_letter += c["dead_letter"]
+        self.revisions_out += c["revision"]
         self.replayed += c["replayed"]
         self.revisions += c.get("revisions", 0)
         self.batches += 1
@@ -173,7 +176,7 @@ class Processor:
     def run(self) -> RunSummary:
         t0 = time.perf_counter()
         check_size_settings(self.cfg)  # pure: before anything waits on the network
-        cluster = check_cluster(self.kcfg, self.clients.admin)
+        cluster = check_cluster(self.kcfg, self.clients.admin, revisions=self.cfg.verify.revisions == "topic")
         self.watchdog.start()
         rocks = open_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)
         if rocks is None:

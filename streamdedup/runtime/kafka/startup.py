@@ -38,12 +38,15 @@ class Cluster:
     partitions: dict[str, int]
 
 
-def topic_settings(kcfg: KafkaConfig, staged: bool = False) -> dict[str, str]:
+def topic_settings(kcfg: KafkaConfig, staged: bool = False, revisions: bool = False) -> dict[str, str]:
     """Each topic the processor uses -> the setting that names it (an input topic may also be an output: first wins).
-    ``staged`` adds the staged topology's fingerprints and decisions topics."""
+    ``staged`` adds the staged topology's fingerprints and decisions topics, ``revisions`` the
+    revisions topic (``verify.revisions: topic``)."""
     out = {t: "kafka.input_topics" for t in kcfg.input_topics}
     named = [(kcfg.unique_topic, "kafka.unique_topic"), (kcfg.duplicates_topic, "kafka.duplicates_topic"),
              (kcfg.dead_letter_topic, "kafka.dead_letter_topic")]
+    if revisions:
+        named.append((kcfg.revisions_topic, "kafka.revisions_topic"))
     if staged:
         named += [(kcfg.staged.fingerprints_topic, "kafka.staged.fingerprints_topic"),
                   (kcfg.staged.decisions_topic, "kafka.staged.decisions_topic")]
@@ -53,11 +56,11 @@ def topic_settings(kcfg: KafkaConfig, staged: bool = False) -> dict[str, str]:
 
 
 def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None = None,
-                  clock: Callable[[], float] = time.monotonic, staged: bool = False) -> Cluster:
+                  clock: Callable[[], float] = time.monotonic, staged: bool = False, revisions: bool = False) -> Cluster:
     """Run the checks; raise :class:`StartupError` naming the problem and the setting.
 
     ``new_admin`` makes the admin client from a librdkafka config (default confluent-kafka's
-    ``AdminClient``); a test passes a fake.
+    ``AdminClient``); a test passes a fake. ``staged`` and ``revisions``: as :func:`topic_settings`.
     """
     if new_admin is None:
         from confluent_kafka.admin import AdminClient as new_admin
@@ -68,19 +71,19 @@ def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None 
     except KafkaException as exc:  # an unknown or invalid librdkafka property
         raise StartupError(f"kafka.librdkafka: {exc.args[0].str()}") from None
     metadata = _metadata(admin, kcfg, errors, clock)
-    missing = _missing(metadata, kcfg, staged)
+    missing = _missing(metadata, kcfg, staged, revisions)
     if missing and kcfg.create_topics:
         from streamdedup.runtime.kafka.admin import create_topics
 
-        for topic, outcome in create_topics(kcfg, admin=admin, staged=staged).items():
+        for topic, outcome in create_topics(kcfg, admin=admin, staged=staged, revisions=revisions).items():
             if outcome == "created":
                 log.warning("created topic %s (%s was missing; kafka.create_topics is on)", topic,
-                            topic_settings(kcfg, staged)[topic])
+                            topic_settings(kcfg, staged, revisions)[topic])
         metadata = _metadata(admin, kcfg, errors, clock)
-        missing = _missing(metadata, kcfg, staged)
+        missing = _missing(metadata, kcfg, staged, revisions)
     if missing:
-        raise StartupError(_missing_message(missing, metadata, kcfg, staged))
-    return Cluster({t: len(metadata.topics[t].partitions) for t in topic_settings(kcfg, staged)})
+        raise StartupError(_missing_message(missing, metadata, kcfg, staged, revisions))
+    return Cluster({t: len(metadata.topics[t].partitions) for t in topic_settings(kcfg, staged, revisions)})
 
 
 def _metadata(admin, kcfg: KafkaConfig, errors: list, clock: Callable[[], float]):
@@ -108,10 +111,10 @@ def _metadata(admin, kcfg: KafkaConfig, errors: list, clock: Callable[[], float]
                                f"(kafka.bootstrap_servers; the wait is kafka.startup_timeout_s){why}")
 
 
-def _missing(metadata, kcfg: KafkaConfig, staged: bool) -> dict[str, str]:
+def _missing(metadata, kcfg: KafkaConfig, staged: bool, revisions: bool) -> dict[str, str]:
     """Topic -> why it cannot be used (absent, or the broker's error for it)."""
     out = {}
-    for topic in topic_settings(kcfg, staged):
+    for topic in topic_settings(kcfg, staged, revisions):
         tm = metadata.topics.get(topic)
         if tm is None or (tm.error is not None and tm.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART):
             out[topic] = "does not exist"
@@ -120,8 +123,8 @@ def _missing(metadata, kcfg: KafkaConfig, staged: bool) -> dict[str, str]:
     return out
 
 
-def _missing_message(missing: dict[str, str], metadata, kcfg: KafkaConfig, staged: bool) -> str:
-    settings = topic_settings(kcfg, staged)
+def _missing_message(missing: dict[str, str], metadata, kcfg: KafkaConfig, staged: bool, revisions: bool) -> str:
+    settings = topic_settings(kcfg, staged, revisions)
     existing = [t for t in metadata.topics if not t.startswith("__")]
     parts = []
     for topic, why in missing.items():

@@ -86,7 +86,7 @@ class Decider:
     def run(self) -> DeciderSummary:
         t0 = time.perf_counter()
         k = self.kcfg
-        cluster = check_cluster(k, self.clients.admin, staged=True)
+        cluster = check_cluster(k, self.clients.admin, staged=True, revisions=self.cfg.verify.revisions == "topic")
         self.mapping = check_staged_topics(k, cluster.partitions)
         self.watchdog.start()
         rocks = open_waiting(self.state_dir, self.cfg.state.sync, lambda: self._stop)

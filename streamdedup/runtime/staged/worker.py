@@ -5,7 +5,8 @@ Per consumed batch: prepare (dead letters sorted out as in every runtime, output
 for any topic included), fingerprint, send one fingerprint record per input record to the
 fingerprints topic (idempotent producer), and keep the records pending. The decisions of the
 worker's input partitions come back on their decisions partitions; each decided prefix goes
-out unchanged with its tags to unique / duplicates / dead-letter in a transaction that also
+out unchanged with its tags to unique / duplicates / dead-letter (and revisions under
+``verify.revisions: topic``) in a transaction that also
 commits the input offsets and the decisions offsets (both under the workers' group), so a
 crash re-reads exactly what was not emitted, and a rebalance hands over a clean cut.
 """
@@ -21,7 +22,8 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import DEAD_LETTER_DEST, DUPLICATE_DEST, UNIQUE_DEST, Preparer
+from streamdedup.pipeline import (DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST, Preparer,
+                                  output_topics)
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import DuplicateTags, with_tags
@@ -51,6 +53,8 @@ class WorkerSummary:
     unique: int = 0
     duplicates: int = 0
     dead_letter: int = 0
+    #: records sent to the revisions topic (verify.revisions: topic)
+    revisions_out: int = 0
     fingerprints_sent: int = 0
     transactions: int = 0
     rewinds: int = 0
@@ -58,7 +62,7 @@ class WorkerSummary:
     by_relation: dict = field(default_factory=dict)
 
     def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.dead_letter == self.records
+        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.records
 
 
 class Worker:
@@ -74,8 +78,7 @@ class Worker:
         self.metrics = Metrics(self.kcfg.metrics_port, self.kcfg.metrics_host)
         self._stop = False
         self._paused = False
-        k = self.kcfg
-        self.topics = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
+        self.topics = output_topics(cfg)
         self.revisions = revision_dest(cfg.verify)
 
     def request_stop(self, *_: object) -> None:
@@ -94,7 +97,7 @@ class Worker:
     def run(self) -> WorkerSummary:
         t0 = time.perf_counter()
         k = self.kcfg
-        cluster = check_cluster(k, self.clients.admin, staged=True)
+        cluster = check_cluster(k, self.clients.admin, staged=True, revisions=self.cfg.verify.revisions == "topic")
         self.mapping = check_staged_topics(k, cluster.partitions)
         self.part_of_dec = {v: tp for tp, v in self.mapping.items()}
         self.guard = OutputGuard.start(self.cfg, self.clients.admin(client_settings(k)))
@@ -248,7 +251,7 @@ class Worker:
     def _emit(self) -> int:
         """Produce every decided prefix in one transaction with the offsets; how many records."""
         outputs = []
-        counts = {UNIQUE_DEST: 0, DUPLICATE_DEST: 0, DEAD_LETTER_DEST: 0}
+        counts = dict.fromkeys(DESTINATIONS, 0)
         revisions = 0
         relations: dict[str, int] = {}
         offsets = []
@@ -280,6 +283,7 @@ class Worker:
         s.unique += counts[UNIQUE_DEST]
         s.duplicates += counts[DUPLICATE_DEST]
         s.dead_letter += counts[DEAD_LETTER_DEST]
+        s.revisions_out += counts[REVISION_DEST]
         s.transactions += 1
         for r, c in relations.items():
             s.by_relation[r] = s.by_relation.get(r, 0) + c

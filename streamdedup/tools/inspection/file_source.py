@@ -3,8 +3,9 @@
 ``duplicates.jsonl`` is one partition (0) whose offsets are its 0-based line numbers. An
 original is fetched by its input position (``line:N``) from the input file when it is given
 (the exact record the engine saw; its id is checked), otherwise by id from ``unique.jsonl``
-(roots) and ``duplicates.jsonl`` (a matched document can itself be a copy): the id map is
-built on the first lookup, one pass over both files, and kept.
+(roots), ``duplicates.jsonl`` and ``revisions.jsonl`` when there is one (a matched document
+can itself be a copy or a revision): the id map is built on the first lookup, one pass over
+the files, and kept.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class FileDuplicates:
     def __init__(self, out_dir: str | Path, cfg: Config, input_path: str | Path | None = None):
         out = Path(out_dir)
         self.dup_path, self.unique_path = out / "duplicates.jsonl", out / "unique.jsonl"
+        self.revisions_path = out / "revisions.jsonl"  # verify.revisions: topic
         if not self.dup_path.is_file():
             raise InspectError(f"{out} holds no duplicates.jsonl: is it a file-mode output directory?")
         self.cfg = cfg
@@ -162,9 +164,10 @@ class FileDuplicates:
         return out
 
     def recent(self, output: str, limit: int) -> Recent:
-        """The last ``limit`` lines of an output (``unique``, ``duplicate``, ``dead_letter``):
-        their tags, and their event times when the run has ``input.time_field``."""
-        index = self.dups if output == "duplicate" else self._index(output)
+        """The last ``limit`` lines of an output (``unique``, ``duplicate``, ``dead_letter``,
+        ``revision``: revisions.jsonl): their tags, and their event times when the run has
+        ``input.time_field``."""
+        index = self.dups if output == "duplicate" else self._index("revisions" if output == "revision" else output)
         if index is None:
             return Recent(output)
         n = index.refresh()
@@ -182,7 +185,7 @@ class FileDuplicates:
         return Recent(output, records, n <= limit, None if n <= limit else first)
 
     def _index(self, status: str) -> LineIndex | None:
-        """The kept index of ``unique.jsonl`` or ``dead_letter.jsonl`` (None: no such file)."""
+        """The kept index of ``unique.jsonl``, ``dead_letter.jsonl`` or ``revisions.jsonl`` (None: no such file)."""
         index = self._counted.get(status)
         if index is None:
             path = self.dup_path.with_name(f"{status}.jsonl")
@@ -203,7 +206,8 @@ class FileDuplicates:
         where = self._id_map().get(w.id)
         if where is None:
             hint = "" if self.input is not None else " (pass the run's input file to fetch it by position)"
-            return f"id {w.id} is not in {self.unique_path.name} or {self.dup_path.name}{hint}"
+            searched = [p.name for p in (self.unique_path, self.dup_path, self.revisions_path) if p.is_file()]
+            return f"id {w.id} is not in {' or '.join(searched)}{hint}"
         index, i = where
         line = index.line(i)
         position = f"{index.path.name}:{i + 1}"
@@ -225,7 +229,7 @@ class FileDuplicates:
         if self._ids is None:
             ids: dict[str, tuple[LineIndex, int]] = {}
             # duplicates first, so a root's line in unique.jsonl wins when an id repeats
-            for path in (self.dup_path, self.unique_path):
+            for path in (self.dup_path, self.revisions_path, self.unique_path):
                 if not path.is_file():
                     continue
                 index = self.dups if path == self.dup_path else LineIndex(path)

@@ -169,10 +169,11 @@ class KafkaDuplicates:
 
     def recent(self, output: str, limit: int) -> Recent:
         """The last ``limit`` records of an output topic (``unique``, ``duplicate``,
-        ``dead_letter``): tags and timestamps only (:mod:`.kafka_tail`); empty when the topic
-        does not exist."""
+        ``dead_letter``, ``revision``: the revisions topic): tags and timestamps only
+        (:mod:`.kafka_tail`); empty when the topic does not exist."""
         k = self.cfg.kafka
-        topic = {"unique": k.unique_topic, "duplicate": self.topic, "dead_letter": k.dead_letter_topic}[output]
+        topic = {"unique": k.unique_topic, "duplicate": self.topic, "dead_letter": k.dead_letter_topic,
+                 "revision": k.revisions_topic}[output]
         meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
             return Recent(output)

@@ -4,7 +4,8 @@ A source reads the last ``window`` records of each output (:class:`Recent`: thei
 tags, never their texts) and :func:`summarise` turns them into the figures the overview charts:
 the duplicate rate per time bucket, the mix of relations, the similarity figures of the
 duplicates, dead letters by stage and reason, the roots with the most copies, and the revisions
-(duplicates whose content changed, on whichever output ``verify.revisions`` sends them). Every figure
+(duplicates whose content changed, on whichever output ``verify.revisions`` sends them, the
+revisions topic's too). Every figure
 says what it covers ("the last 10,000 duplicates"): a page never reads a whole topic.
 
 The rate over time only counts the time range that *both* outputs cover: the last 10,000
@@ -203,13 +204,15 @@ def _dead_letters(dead: Recent) -> tuple[list[tuple[str, int]], list[tuple[str, 
     return stages.most_common(), [(s, r, n) for (s, r), n in reasons.most_common(TOP_REASONS)]
 
 
-def summarise(unique: Recent, duplicate: Recent, dead: Recent, window: int) -> Summary:
-    """The overview's figures from the three outputs' newest records."""
+def summarise(unique: Recent, duplicate: Recent, dead: Recent, window: int, revisions: Recent | None = None) -> Summary:
+    """The overview's figures from the outputs' newest records (``revisions``: the revisions
+    topic's, under ``verify.revisions: topic``)."""
     relations = Counter(t.relation or "?" for _, t in duplicate.records)
     stages, reasons = _dead_letters(dead)
     top, roots = _clusters(duplicate)
     samples = (unique, duplicate, dead)
-    revised = sorted(((t or 0, tags) for r in (unique, duplicate) for t, tags in r.records if tags.status == "revision"),
+    with_revisions = (unique, duplicate) + ((revisions,) if revisions is not None else ())
+    revised = sorted(((t or 0, tags) for r in with_revisions for t, tags in r.records if tags.status == "revision"),
                      key=lambda x: -x[0])
     return Summary(window, rate_over_time(unique, duplicate), relations.most_common(), _histograms(duplicate),
                    stages, reasons, top, roots, {r.output: len(r.records) for r in samples},

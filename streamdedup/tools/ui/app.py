@@ -100,7 +100,8 @@ class Inspector:
         key = (window, *sorted(totals.items()))
         if self._overview is None or self._overview[0] != key:
             samples = [self.source.recent(output, window) for output in ("unique", "duplicate", "dead_letter")]
-            self._overview = (key, summarise(*samples, window))
+            own = self.source.recent("revision", window) if self.cfg.verify.revisions == "topic" else None
+            self._overview = (key, summarise(*samples, window, own))
         s = self._overview[1]
         v = self.cfg.verify
         return {"totals": totals, "exact": self.source.totals_exact, "s": s, "windows": OVERVIEW_WINDOWS, "charts": charts.overview_charts(s, v),
