@@ -10,10 +10,11 @@ only needs to reach some member of its cluster, and a key written by many cluste
 boilerplate line: "Reporting by ...", a disclaimer) is not evidence and is ignored.
 
 The table has ``ANCHOR_CELLS_PER_DOC`` entries per document of the ring's capacity, fixed at
-start (it is not rebuilt when the band cells grow, so growth never changes it): with ~9 keys
-per document a later key overwrites an entry of a document ``n`` documents back with
-probability ~``1 - exp(-9 n / (8 capacity))``, ~0.1 % for a copy 1,000 documents after its
-story in a 10^6-document ring.
+start (it is not rebuilt when the band cells grow, so growth never changes it). Reuters
+stories have 16.8 keys on average (measured on 5,000), so a later key overwrites an entry of
+a document ``n`` documents back with probability ~``1 - exp(-16.8 n / (8 capacity))``: 0.2 %
+for a copy 1,000 documents after its story in a 10^6-document ring, 19 % for one 100,000
+after (twice the entries would halve that, for 72 more bytes per document).
 """
 
 from __future__ import annotations

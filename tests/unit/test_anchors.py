@@ -9,7 +9,7 @@ import pytest
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import canonical_byte_map
-from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, MAX_ANCHORS, anchor_keys
+from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, MAX_ANCHORS, SHORT_LINE, anchor_keys
 
 CMAP = canonical_byte_map(True, True)
 FNV_OFFSET, FNV_PRIME, MASK = 0xCBF29CE484222325, 0x100000001B3, (1 << 64) - 1
@@ -27,6 +27,7 @@ def _fmix64(h: int) -> int:
 def reference(raw: bytes, cmap=CMAP, window=ANCHOR_WINDOW, first=ANCHOR_FIRST, cap=MAX_ANCHORS) -> list[int]:
     """The kernel's rule, written plainly: anchors, spans, the kept ones, distinct keys."""
     starts, pending = [], True
+    line_ends = [p for p, b in enumerate(raw) if b == 10]
     for p, b in enumerate(raw):
         if pending and cmap[b] != 32:
             starts.append(p)
@@ -34,7 +35,9 @@ def reference(raw: bytes, cmap=CMAP, window=ANCHOR_WINDOW, first=ANCHOR_FIRST, c
         rest = raw[p + 1:p + 3]
         before = raw[p - 1:p] if p > 0 else b""
         if b == 10:
-            pending = True
+            k = line_ends.index(p)
+            line = raw[(line_ends[k - 1] + 1 if k else 0):p]
+            pending = k == 0 or len(line) < SHORT_LINE or raw[p + 1:p + 2] in [bytes([c]) for c in SPACE]
         elif bytes([b]) in b".!?":
             pending = not rest or rest[:1] in [bytes([c]) for c in SPACE] or (
                 rest[:1] in (b'"', b"'", b")") and (len(rest) < 2 or rest[1:2] in [bytes([c]) for c in SPACE]))
@@ -104,6 +107,11 @@ def test_a_teaser_after_a_header_shares_an_anchor_with_its_story():
     assert ks & kt
     other = "Wheat falls as rain reaches the plains.\nChicago wheat futures fell for a second session on forecasts of rain."
     assert not set(kernel(other.encode())) & ks
+
+
+def test_a_hard_wrap_is_not_an_anchor():
+    wrapped = "A headline\n" + "\n".join([BODY[i:i + 70] for i in range(0, len(BODY), 70)])
+    assert len(kernel(wrapped.encode())) == len(kernel(("A headline\n" + BODY).encode()))
 
 
 def test_a_mid_story_excerpt_shares_an_anchor():
