@@ -39,6 +39,14 @@ MAX_ANCHORS = 64
 SHORT_LINE = 50
 
 
+#: the bytes that can make an anchor (``\n . ! ? -`` and the lead bytes of ``。！？–—``): a table
+#: lookup instead of testing every byte against each (a letter/space test mispredicted at every
+#: word boundary: the scan cost 3.2 us per Reuters story)
+_TRIGGER = np.zeros(256, dtype=np.uint8)
+for _b in (10, 33, 45, 46, 63, 0xE2, 0xE3, 0xEF):
+    _TRIGGER[_b] = 1
+
+
 @njit(cache=True, inline="always")
 def _is_space(b):
     return b == 32 or b == 10 or b == 13 or b == 9
@@ -58,6 +66,8 @@ def anchor_starts(raw, lo, hi, cmap, starts):
             starts[n] = p
             n += 1
             pending = False
+        if _TRIGGER[b] == 0:  # most bytes (letters, spaces): a branch the predictor gets right
+            continue
         nxt = raw[p + 1] if p + 1 < hi else np.uint8(32)
         if b == 10:  # a line end: the first, a short line's, or before a blank or indented line
             if first_line or p - line_start < SHORT_LINE or _is_space(nxt):
@@ -88,9 +98,10 @@ def _span_key(raw, p, hi, cmap, window):
     got = 0
     while p < hi and got < window:
         c = cmap[raw[p]]
-        if c != 32:
-            h = (h ^ uint64(c)) * FNV_PRIME
-            got += 1
+        # a select, not a branch: whether a byte is a space is a coin toss to the predictor
+        keep = c != 32
+        h = (h ^ uint64(c)) * FNV_PRIME if keep else h
+        got += 1 if keep else 0
         p += 1
     if got < window:
         return uint32(0)
