@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from streamdedup._kernels.anchors import anchor_keys
 from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
 
 #: seeds the lead MinHash and its band keys apart from the main ones
@@ -479,14 +480,15 @@ def fingerprint_batch(
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
-    status, chars_out,
+    status, chars_out, anchor_window, anchor_first, anchor_out, anchor_n,
 ):
     """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
 
     Per document: canonicalise the raw bytes through ``cmap`` (a text with non-ASCII bytes
     again, by characters through ``umap``), then one pass over the canonical bytes for tokens
     (``classes``) and signature symbols while they are in L1 cache, then digest, shingles,
-    MinHash and band keys. Buffers are sized ``len(raw)`` (+1): canonical text is never
+    MinHash and band keys; then the anchor keys of the raw bytes (``_kernels.anchors``: a
+    ``anchor_window`` of 0 leaves them out). Buffers are sized ``len(raw)`` (+1): canonical text is never
     longer than the raw text, and a text of L bytes emits at most L symbols.
     """
     n_docs = offsets.shape[0] - 1
@@ -497,6 +499,7 @@ def fingerprint_batch(
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(5, dtype=np.int64)
     grams = np.empty(max_len + 1, dtype=np.uint64)
+    starts = np.empty(max_len + 1, dtype=np.int64)
     g_top = ~uint64(0) << uint64(64 - char_sample_bits) if char_sample_bits > 0 else uint64(0)  # gram sample mask
     g_size = char_size if char_bands > 0 else 8
     lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
@@ -549,5 +552,9 @@ def fingerprint_batch(
                 n = byte_grams(canon, start, pos, char_size, char_sample_bits, grams)
             _oph(grams, n, char_perm, char_log2k, mh_seed ^ CHAR_SALT, char_mh_out[d], filled)
             _band_keys(char_mh_out[d], char_bands, char_rows, char_seeds, char_out[d])
+        anchor_n[d] = 0
+        if anchor_window > 0:
+            anchor_n[d] = anchor_keys(raw, offsets[d], offsets[d + 1], cmap, anchor_window, anchor_first, starts,
+                                      anchor_out[d])
 
 
