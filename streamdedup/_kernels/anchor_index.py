@@ -10,11 +10,15 @@ only needs to reach some member of its cluster, and a key written by many cluste
 boilerplate line: "Reporting by ...", a disclaimer) is not evidence and is ignored.
 
 The table has ``ANCHOR_CELLS_PER_DOC`` entries per document of the ring's capacity, fixed at
-start (it is not rebuilt when the band cells grow, so growth never changes it). Reuters
-stories have 16.8 keys on average (measured on 5,000), so a later key overwrites an entry of
-a document ``n`` documents back with probability ~``1 - exp(-16.8 n / (8 capacity))``: 0.2 %
-for a copy 1,000 documents after its story in a 10^6-document ring, 19 % for one 100,000
-after (twice the entries would halve that, for 72 more bytes per document).
+start (it is not rebuilt when the band cells grow, so growth never changes it). An entry is
+one uint64: the key's top 24 bits, its hot count (8 bits) and ``slot + 1`` (32 bits), so a
+lookup or an insert costs one cache miss, not three (key, slot and count in arrays of their
+own were three random reads per key in a table of 64 MB). The 8 key bits left out, with the
+entry's position (which the whole key picks), leave a false match about once in 2**24
+lookups of an occupied entry: a candidate that verification then refuses. Reuters stories
+have 7.9 keys on average (measured on all 19,043), so a later key overwrites an entry of a
+document ``n`` documents back with probability ~``1 - exp(-7.9 n / (8 capacity))``: 0.1 % for
+a copy 1,000 documents after its story in a 10^6-document ring, 9 % for one 100,000 after.
 """
 
 from __future__ import annotations
@@ -24,8 +28,11 @@ from numba import njit, uint8, uint32, uint64
 
 from streamdedup._kernels.hashing import GOLDEN
 
-#: anchor table entries per document of capacity (9 bytes each)
+#: anchor table entries per document of capacity (8 bytes each)
 ANCHOR_CELLS_PER_DOC = 8
+
+_SLOT_MASK = np.uint64(0xFFFFFFFF)
+_TAG_MASK = np.uint64(0xFFFFFF0000000000)
 
 
 @njit(cache=True, inline="always")
@@ -34,16 +41,26 @@ def _entry(key, n):
     return np.int64((h * uint64(n)) >> uint64(32))
 
 
+@njit(cache=True, inline="always")
+def _tag(key):
+    """The key's top 24 bits where an entry keeps them."""
+    return (uint64(key) << uint64(32)) & _TAG_MASK
+
+
+@njit(cache=True, inline="always")
+def _pack(key, hot, slot):
+    return _tag(key) | (uint64(hot) << uint64(32)) | uint64(slot + 1)
+
+
 @njit(cache=True)
-def anchor_lookup(keys, n_keys, hot_threshold, seq_lo, min_time, a_key, a_slot, a_hot, slot_seq, slot_time,
-                  cand_slots, cand_shared, nc):
+def anchor_lookup(keys, n_keys, hot_threshold, seq_lo, min_time, table, slot_seq, slot_time, cand_slots, cand_shared, nc):
     """Add the live documents that last wrote one of ``keys[:n_keys]`` (not hot) to the
     candidates ``cand_slots[:nc]`` (sharing no band: they sort last); returns the new count."""
-    n = a_key.shape[0]
+    n = table.shape[0]
     for j in range(n_keys):
-        e = _entry(keys[j], n)
-        c = a_slot[e]
-        if c == 0 or a_key[e] != keys[j] or a_hot[e] >= hot_threshold:
+        v = table[_entry(keys[j], n)]
+        c = v & _SLOT_MASK
+        if c == 0 or (v & _TAG_MASK) != _tag(keys[j]) or np.int64((v >> uint64(32)) & uint64(0xFF)) >= hot_threshold:
             continue
         slot = np.int64(c) - 1
         if slot_seq[slot] < seq_lo or slot_time[slot] < min_time:
@@ -61,35 +78,31 @@ def anchor_lookup(keys, n_keys, hot_threshold, seq_lo, min_time, a_key, a_slot, 
 
 
 @njit(cache=True)
-def anchor_insert(slot, root, keys, n_keys, seq_lo, min_time, a_key, a_slot, a_hot, slot_seq, slot_time, slot_root, hot_out):
+def anchor_insert(slot, root, keys, n_keys, seq_lo, min_time, table, slot_seq, slot_time, slot_root, hot_out):
     """Write document ``slot`` (cluster ``root``) as the latest writer of its keys, carrying each
     key's hot count from the previous writer (plus one if that was another cluster); the counts
     go to ``hot_out`` too (the record keeps them: they depend on documents a restart may no
     longer have)."""
-    n = a_key.shape[0]
+    n = table.shape[0]
     for j in range(n_keys):
         key = keys[j]
         e = _entry(key, n)
-        c = a_slot[e]
+        v = table[e]
+        c = v & _SLOT_MASK
         count = 1
-        if c != 0 and a_key[e] == key:
+        if c != 0 and (v & _TAG_MASK) == _tag(key):
             prev = np.int64(c) - 1
             if prev != slot and slot_seq[prev] >= seq_lo and slot_time[prev] >= min_time:
-                count = np.int64(a_hot[e])
+                count = np.int64((v >> uint64(32)) & uint64(0xFF))
                 if slot_root[prev] != root and count < 255:
                     count += 1
-        a_key[e] = uint32(key)
-        a_slot[e] = uint32(slot + 1)
-        a_hot[e] = uint8(count)
+        table[e] = _pack(key, count, slot)
         hot_out[j] = uint8(count)
 
 
 @njit(cache=True)
-def anchor_restore(slot, keys, hots, n_keys, a_key, a_slot, a_hot):
+def anchor_restore(slot, keys, hots, n_keys, table):
     """Re-insert a stored document's anchor keys with the hot counts it was stored with."""
-    n = a_key.shape[0]
+    n = table.shape[0]
     for j in range(n_keys):
-        e = _entry(keys[j], n)
-        a_key[e] = uint32(keys[j])
-        a_slot[e] = uint32(slot + 1)
-        a_hot[e] = hots[j]
+        table[_entry(keys[j], n)] = _pack(keys[j], hots[j], slot)

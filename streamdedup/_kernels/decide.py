@@ -178,7 +178,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     minhash, n_shingles, lengths, chars = docs.minhash, docs.n_shingles, docs.lengths, docs.chars
     sig_buf, sig_start, sig_len, inserting = docs.sig_buf, docs.sig_start, docs.sig_len, docs.insert
     anchors, anchor_n = docs.anchors, docs.anchor_n
-    a_key, a_slot, a_hot = ix.anchor_key, ix.anchor_slot, ix.anchor_hot
+    a_table = ix.anchor_table
     main_bands, rows, hot_threshold, window_ms = params.main_bands, params.rows, params.hot_threshold, params.window_ms
     max_verified, bits, verify = params.max_verified, params.bits, params.verify
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
@@ -221,7 +221,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             cand_slots, cand_shared, hot_bands, probe_cell, probe_key, probe_live,
         )
         if exact < 0 and anchor_n[i] > 0 and n_shingles[i] <= ANCHOR_MAX_SHINGLES:
-            nc = anchor_lookup(anchors[i], anchor_n[i], hot_threshold, state[1], min_time, a_key, a_slot, a_hot,
+            nc = anchor_lookup(anchors[i], anchor_n[i], hot_threshold, state[1], min_time, a_table,
                                slot_seq, slot_time, cand_slots, cand_shared, nc)
         best = np.int64(-1)
         best_rel = 0
@@ -319,7 +319,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             probe_cell, probe_live,
         )
         slot = seq % capacity
-        anchor_insert(slot, root, anchors[i], anchor_n[i], state[1], min_time, a_key, a_slot, a_hot, slot_seq, slot_time,
+        anchor_insert(slot, root, anchors[i], anchor_n[i], state[1], min_time, a_table, slot_seq, slot_time,
                       slot_root, anchor_hot_out[i])
         arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], chars[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],
                   a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)

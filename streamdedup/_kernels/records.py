@@ -270,7 +270,7 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
     # the fields as locals: restore and put take arrays (see index.IndexArrays)
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
     slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
-    an_key, an_slot, an_hot = ix.anchor_key, ix.anchor_slot, ix.anchor_hot
+    an_table = ix.anchor_table
     a_minhash, a_n_sh, a_len, a_chars, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.chars, ar.digest_hi
     a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
@@ -337,5 +337,5 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
                 j, q = _get_varint(buf, q)
                 ahots[j] = buf[q]
                 q += 1
-            anchor_restore(seq % capacity, akeys, ahots, np.int64(n_anchor), an_key, an_slot, an_hot)
+            anchor_restore(seq % capacity, akeys, ahots, np.int64(n_anchor), an_table)
     return -1

@@ -4,7 +4,7 @@ Memory per document: ``5 * bands`` (slot_keys, slot_hot: the key and hot count p
 time, root, digest), plus the cell tables, ``2 * 4 * bands + 2 * 4`` bytes per document at
 their full size (two cells per document per band keep the chance that a later document
 overwrites a live one's cell low). With 41 bands (31 + 10 lead): 573 bytes per document; the anchor table adds
-``9 * ANCHOR_CELLS_PER_DOC`` = 72 bytes per document of capacity.
+``8 * ANCHOR_CELLS_PER_DOC`` = 64 bytes per document of capacity.
 
 The cell tables grow with the stream: they start small and grow fourfold (rehashed from the
 slots) whenever the documents seen so far reach half their cells, up to two cells per document of
@@ -129,10 +129,7 @@ class CandidateIndex:
         self.slot_hot = _zeros(capacity * bands, np.uint8).reshape(capacity, bands)
         self.slot_digest = _zeros(capacity, np.uint64)
         # fixed, not grown with the cells: see _kernels/anchor_index
-        n_anchor = ANCHOR_CELLS_PER_DOC * capacity
-        self.anchor_key = _zeros(n_anchor, np.uint32)
-        self.anchor_slot = _zeros(n_anchor, np.uint32)
-        self.anchor_hot = _zeros(n_anchor, np.uint8)
+        self.anchor_table = _zeros(ANCHOR_CELLS_PER_DOC * capacity, np.uint64)
         self.probe = K.Probe(cand_slots=np.empty(max_candidates, dtype=np.int64),
                              cand_shared=np.empty(max_candidates, dtype=np.int64), hot_bands=np.empty(bands, dtype=np.bool_),
                              cell=np.empty(bands, dtype=np.uint32), key=np.empty(bands, dtype=np.uint32),
@@ -140,8 +137,7 @@ class CandidateIndex:
         self._allocate(self.cells_for(next_seq))
         #: the thread faulting the tables in (``full``), if it runs in the background
         self.prefaulting = _prefault((self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys,
-                                      self.slot_hot, self.slot_digest, self.anchor_key, self.anchor_slot,
-                                      self.anchor_hot)) if full else None
+                                      self.slot_hot, self.slot_digest, self.anchor_table)) if full else None
 
     def _allocate(self, n_cells: int) -> None:
         """Empty tables of ``n_cells`` per band."""
@@ -170,7 +166,7 @@ class CandidateIndex:
     def arrays(self) -> K.IndexArrays:
         """The tables as the kernels take them (made per call: growth replaces the cell tables)."""
         return K.IndexArrays(self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
-                             self.slot_hot, self.slot_digest, self.anchor_key, self.anchor_slot, self.anchor_hot)
+                             self.slot_hot, self.slot_digest, self.anchor_table)
 
     @property
     def bytes_used(self) -> int:
