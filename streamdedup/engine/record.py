@@ -45,7 +45,7 @@ Not stored: reasons (text made from the relation and the estimates,
 the engine reads them), and for a unique document its root (itself) and estimates. The
 fingerprint parameters are checked once, in the state's metadata. Varints instead of fixed
 fields save ~17 bytes a record; a Reuters story's record is ~440 bytes before its canonical
-text (~800 more; 1,245 on average over 3,000 stories), and ~70 more for its anchor keys. The character
+text (~800 more; 1,245 on average over 3,000 stories), and ~40 more for its anchor keys. The character
 count, which the LD calibration needs on scripts of several bytes per character, is stored as
 the bytes it does not count: one byte (0) for ASCII text, two for a Chinese story, and exact,
 so a restarted engine computes the same bytes per character as the batch did. The records of
