@@ -498,15 +498,12 @@ def fingerprint_batch(
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
     status, chars_out, anchor_window, anchor_first, anchor_out, anchor_n,
 ):
-    """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
-
-    Per document: canonicalise the raw bytes through ``cmap`` (a text with non-ASCII bytes
-    again, by characters through ``umap``), then one pass over the canonical bytes for tokens
-    (``classes``) and signature symbols while they are in L1 cache, then digest, shingles,
-    MinHash and band keys; the anchor keys come from the canonical bytes and the triggers the
-    canonical pass noted (``_kernels.anchors``: a ``anchor_window`` of 0 leaves them out). Buffers are sized ``len(raw)`` (+1): canonical text is never
-    longer than the raw text, and a text of L bytes emits at most L symbols.
-    """
+    """Canonical form, anchor keys, digest, shingles, MinHash, band keys and LD signatures of a batch:
+    per document, canonicalise the raw bytes through ``cmap`` (non-ASCII text again, by characters
+    through ``umap``), noting anchor triggers; the anchor keys (``_kernels.anchors``; none with an
+    ``anchor_window`` of 0); one pass over the canonical bytes for tokens (``classes``) and signature
+    symbols while they are in L1 cache, then digest, shingles, MinHash and band keys. Buffers are
+    sized ``len(raw)`` (+1): canonical text is never longer than the raw text, nor its symbols."""
     n_docs = offsets.shape[0] - 1
     max_len = 1
     for d in range(n_docs):  # a loop, not np.max: that compiles numpy's reductions (~0.6 s)
@@ -515,8 +512,7 @@ def fingerprint_batch(
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(5, dtype=np.int64)
     grams = np.empty(max_len + 1, dtype=np.uint64)
-    starts = np.empty(max_len + 1, dtype=np.int64)
-    marks = np.empty(max_len + 1, dtype=np.uint64)
+    starts, marks = np.empty(max_len + 1, dtype=np.int64), np.empty(max_len + 1, dtype=np.uint64)  # anchors
     g_top = ~uint64(0) << uint64(64 - char_sample_bits) if char_sample_bits > 0 else uint64(0)  # gram sample mask
     g_size = char_size if char_bands > 0 else 8
     lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
@@ -532,13 +528,10 @@ def fingerprint_batch(
         pos, unicode, n_marks = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, np.int64(pos), marks)
         if unicode:  # ASCII texts took the branch-free loop alone; this one again, by characters
             status[0] |= umap.shape[0] == 0  # no tables: the caller builds them and runs again
-            pos, n_marks = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start,
-                                                 marks)
-        canon_offsets[d + 1] = pos
-        anchor_n[d] = 0
-        if anchor_window > 0:  # here, while the text, its raw bytes and the marks are in L1 cache
-            anchor_n[d] = anchor_keys(raw, offsets[d], offsets[d + 1], marks, n_marks, canon, start, pos, anchor_window,
-                                      anchor_first, starts, anchor_out[d])
+            pos, n_marks = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start, marks)
+        canon_offsets[d + 1] = pos  # the anchor keys here, while the text, raw bytes and marks are in L1 cache
+        anchor_n[d] = anchor_keys(raw, offsets[d], offsets[d + 1], marks, n_marks, canon, start, pos, anchor_window,
+                                  anchor_first, starts, anchor_out[d]) if anchor_window > 0 else 0
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
                              g_size, g_top, grams)

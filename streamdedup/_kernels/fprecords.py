@@ -194,17 +194,31 @@ def decode_sources(buf, off, key, kind, topic_id, t_start, t_len, partition, off
     return OK
 
 
+@njit(cache=True)
+def _get_anchors(buf, q, end, out, out_n, j):
+    """The anchor keys at ``q`` (a count, then 4 bytes each) into ``out``, their count into
+    ``out_n[j]``; returns ``(status, the position after them)``."""
+    n, q = _varint(buf, q, end)
+    if q < 0:
+        return TRUNCATED, q
+    if n > np.uint64(MAX_ANCHORS):
+        return BAD_FIELD, q
+    if end - q < 4 * np.int64(n):
+        return TRUNCATED, q
+    out_n[j] = np.int64(n)
+    for a in range(np.int64(n)):
+        out[a] = np.uint32(_get_uint(buf, q, 4))
+        q += 4
+    return OK, q
+
+
 @njit(cache=True, nogil=True)
 def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
-    """Pass 2: the fields of the fingerprint records (``kind`` 0), in order, into ``docs``
-    (a tuple of output arrays, see ``pipeline.fingerprints``), their record indices into ``doc``.
-
-    Returns ``(status, record index, documents)``.
-    """
+    """Pass 2: the fingerprint records' (``kind`` 0) fields, in order, into the arrays ``docs`` (see
+    ``pipeline.fingerprints``), their record indices into ``doc``; returns (status, record index, documents)."""
     (empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off,
      anchors, anchor_n) = docs
-    k = minhash.shape[1]
-    main = band_keys.shape[1]
+    k, main = minhash.shape[1], band_keys.shape[1]
     bands = main + lead_keys.shape[1]
     packed = k * bits // 8 + 4 * bands
     j = 0
@@ -244,17 +258,9 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         n_sig, q = _varint(buf, q, end)
         if q < 0:
             return TRUNCATED, i, j
-        n_anchor, q = _varint(buf, q, end)
-        if q < 0:
-            return TRUNCATED, i, j
-        if n_anchor > np.uint64(MAX_ANCHORS):
-            return BAD_FIELD, i, j
-        if end - q < 4 * np.int64(n_anchor):
-            return TRUNCATED, i, j
-        anchor_n[j] = np.int64(n_anchor)
-        for a in range(np.int64(n_anchor)):
-            anchors[j, a] = np.uint32(_get_uint(buf, q, 4))
-            q += 4
+        status, q = _get_anchors(buf, q, end, anchors[j], anchor_n, j)
+        if status != OK:
+            return status, i, j
         # an empty text has no shingles and only it, and UTF-8 has 1 to 4 bytes per character:
         # anything else is a garbled record
         if n_sig > np.uint64(max_sig) or length >= np.uint64(2**62) or (n_sh == 0) != empty[j] \
