@@ -112,7 +112,7 @@ class Shard:
                            int(st[2]) - self.window_ms, int(st[0]))
         out = KD.outputs(n, len(self.cols))
         docs = KD.BatchPrints(b.digest_words, keys, dec.times, b.empty, minhash, b.n_shingles, b.lengths, b.chars,
-                              b.fine_buf, b.fine_start, b.fine_len, insert)
+                              b.fine_buf, b.fine_start, b.fine_len, insert, b.anchors, b.anchor_n)
         i = 0
         while True:
             i = KD.decide_batch(i, ix.grow_at, docs, self.params, st, ix.arrays(), self.arena.arrays(), ix.probe,

@@ -82,7 +82,7 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
                         chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys,
-                        np.zeros(1, np.int64), n_chars)
+                        np.zeros(1, np.int64), n_chars, 0, 0, np.zeros((1, 0), np.uint32), np.zeros(1, np.int64))
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],

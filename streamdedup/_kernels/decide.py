@@ -18,6 +18,8 @@ import numpy as np
 from numba import njit
 
 from streamdedup._kernels import arena
+from streamdedup._kernels.anchors import MAX_ANCHORS
+from streamdedup._kernels.anchor_index import anchor_insert, anchor_lookup
 from streamdedup._kernels.index import insert, lookup
 from streamdedup._kernels.verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
 from streamdedup._kernels.evidence import accepts, lengths_close
@@ -40,6 +42,11 @@ D_GRAM_JACCARD = 5  # exact byte 8-gram Jaccard (exact evidence, ``_kernels.evid
 D_GRAM_FOLDED = 6  # the same with every digit read as 0
 D_NEAR_WORDS = 7  # share of the copy's own words one edit from a word of the earlier text's own
 N_NUMBERS = 8
+
+#: a document of at most this many shingles also looks up its anchor keys (a teaser, an
+#: excerpt, a card: the short copies the bands miss when they do not start the story; a long
+#: document's copies share its bands, and looking up its 64 anchors would cost for nothing)
+ANCHOR_MAX_SHINGLES = 200
 
 # flags per document
 F_BOILERPLATE = 1
@@ -75,6 +82,10 @@ class BatchPrints(NamedTuple):
     #: against the index without inserting it: a shard of a sharded index probing a document
     #: that another shard holds (benchmarks/shard_simulation.py); its seq stays -1
     insert: np.ndarray
+    #: uint32 (n, MAX_ANCHORS): the anchor keys (``_kernels.anchors``), document i's ``anchor_n[i]`` first
+    anchors: np.ndarray
+    #: int64 (n,)
+    anchor_n: np.ndarray
 
 
 class DecideParams(NamedTuple):
@@ -130,6 +141,8 @@ class Outputs(NamedTuple):
     #: int64: the seq whose canonical text document i must be compared with (exact evidence),
     #: -1 (set by :func:`outputs`, never reset by the kernel: it survives the call that asks)
     ask: np.ndarray
+    #: uint8 (n, MAX_ANCHORS): the hot counts of its anchor keys (``anchor_index.anchor_insert``)
+    anchor_hot: np.ndarray
     #: float64 (n, 3): the caller's answer for ``ask[i]``: exact 8-gram Jaccard, plain and with
     #: digits read as 0, and the near-word share (``_kernels.evidence``; NaN until answered)
     said: np.ndarray
@@ -139,7 +152,8 @@ def outputs(n: int, bands: int) -> Outputs:
     """Uninitialised outputs for a batch of ``n`` documents (``decide_batch`` writes every one it uses)."""
     return Outputs(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                    np.empty(n, dtype=np.uint8), np.empty((n, N_NUMBERS), dtype=np.float32), np.empty(n, dtype=np.uint8),
-                   np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64), np.full((n, 3), np.nan))
+                   np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64),
+                   np.ones((n, MAX_ANCHORS), dtype=np.uint8), np.full((n, 3), np.nan))
 
 
 # One kernel of ~130 lines on purpose: its steps (window, lookup, ordering, verification,
@@ -163,6 +177,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     digests, keys, times, empty = docs.digests, docs.keys, docs.times, docs.empty
     minhash, n_shingles, lengths, chars = docs.minhash, docs.n_shingles, docs.lengths, docs.chars
     sig_buf, sig_start, sig_len, inserting = docs.sig_buf, docs.sig_start, docs.sig_len, docs.insert
+    anchors, anchor_n = docs.anchors, docs.anchor_n
+    a_table = ix.anchor_table
     main_bands, rows, hot_threshold, window_ms = params.main_bands, params.rows, params.hot_threshold, params.window_ms
     max_verified, bits, verify = params.max_verified, params.bits, params.verify
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
@@ -174,6 +190,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     informative, runs, sig_copy, cmp_out = scratch.informative, scratch.runs, scratch.sig, scratch.cmp
     seq_out, root_out, match_out, rel_out = out.seq, out.root, out.match, out.rel
     num_out, flag_out, hot_out, ask_out, said = out.num, out.flag, out.hot, out.ask, out.said
+    anchor_hot_out = out.anchor_hot
     n = keys.shape[0]
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
@@ -203,6 +220,9 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             cells, digest_cells, slot_seq, slot_time, slot_keys, slot_hot, slot_digest,
             cand_slots, cand_shared, hot_bands, probe_cell, probe_key, probe_live,
         )
+        if exact < 0 and anchor_n[i] > 0 and n_shingles[i] <= ANCHOR_MAX_SHINGLES:
+            nc = anchor_lookup(anchors[i], anchor_n[i], hot_threshold, state[1], min_time, a_table,
+                               slot_seq, slot_time, cand_slots, cand_shared, nc)
         best = np.int64(-1)
         best_rel = 0
         best_j = -1.0
@@ -299,6 +319,8 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             probe_cell, probe_live,
         )
         slot = seq % capacity
+        anchor_insert(slot, root, anchors[i], anchor_n[i], state[1], min_time, a_table, slot_seq, slot_time,
+                      slot_root, anchor_hot_out[i])
         arena.put(slot, minhash[i], bits, n_shingles[i], lengths[i], chars[i], digests[i, 1], sig_buf, sig_start[i], sig_len[i],
                   a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
         seq_out[i] = seq

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint64
 
+from streamdedup._kernels.anchors import TRIGGER, anchor_keys
 from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
 
 #: seeds the lead MinHash and its band keys apart from the main ones
@@ -203,30 +204,40 @@ def canonical_byte_map(lower: bool, punct: bool) -> np.ndarray:
     return table
 
 
-@njit(cache=True, inline="always")
-def _canonicalise(raw, lo, hi, cmap, canon, pos):
+@njit(cache=True)
+def _canonicalise(raw, lo, hi, cmap, canon, pos, marks):
     """Map ``raw[lo:hi]`` through ``cmap`` into ``canon[pos:]``, collapsing and trimming spaces.
 
     Branch-free: every byte is written and the write position advances unless the byte is a
     space following a space (or the start). Word boundaries are unpredictable: a branchy
     version of this loop cost 2.3 us per Reuters story, this one 0.5 us. Indices are unsigned
-    so that Numba emits no negative-index wraparound per access. Returns the new end position
-    and whether the text has a byte >= 0x80 (one OR per byte).
+    so that Numba emits no negative-index wraparound per access. Each byte that can make an
+    anchor (``anchors.TRIGGER``) is noted in ``marks`` for :func:`anchors.anchor_keys`, as
+    ``(raw position - lo) << 32 | (canonical position after it - start)``: every byte is
+    stored and the count advances on a trigger (this pass reads the raw bytes anyway; a pass
+    of their own cost the anchors 1.3 us per Reuters story). Returns the new end position,
+    whether the text has a byte >= 0x80 (one OR per byte) and the number of marks.
+    Called, not inlined into ``fingerprint_batch``: inlined, the marks cost that kernel ~0.5 us
+    more per Reuters story than the same loop costs alone (alternating runs, bench fingerprint).
     """
     start = pos
     prev_space = True
     seen = np.uint8(0)
+    nm = uint64(0)
     for i in range(uint64(lo), uint64(hi)):
-        seen |= raw[i]
-        c = cmap[raw[i]]
+        b = raw[i]
+        seen |= b
+        c = cmap[b]
         is_space = c == 32
         canon[pos] = c
         keep = not (is_space and prev_space)
         pos += 1 if keep else 0
         prev_space = is_space or (prev_space and not keep)
+        marks[nm] = ((i - uint64(lo)) << uint64(32)) | uint64(pos - start)
+        nm += uint64(TRIGGER[b])
     if pos > start and canon[pos - 1] == 32:
         pos -= 1
-    return pos, seen >= 0x80
+    return pos, seen >= 0x80, np.int64(nm)
 
 
 @njit(cache=True, inline="always")
@@ -243,12 +254,15 @@ def _utf8_at(buf, p, hi, c):
 
 
 @njit(cache=True)
-def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
+def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos, marks):
     """:func:`_canonicalise` of a text with non-ASCII characters: each one is replaced by its
     canonical form from ``umap`` (``streamdedup.text.unicode_map``: NFKC, case folding, spaces for
     what is not a letter, digit or mark), the rest as there. Exact for texts that
-    ``unicode_scan`` passes (the others were canonicalised in Python and map to themselves)."""
+    ``unicode_scan`` passes (the others were canonicalised in Python and map to themselves).
+    Marks the anchor triggers as :func:`_canonicalise` does (a character's at its lead byte,
+    with the canonical position after the character); returns the end position and their count."""
     start = pos
+    nm = 0
     prev_space = True
     skip = 0
     size = uint64(umap.shape[0])
@@ -272,9 +286,12 @@ def _canonicalise_unicode(raw, lo, hi, cmap, umap, repl_off, repl, canon, pos):
         else:
             for j in range(repl_off[r], repl_off[r + 1]):
                 pos, prev_space = _put(canon, pos, repl[j], prev_space)
+        if TRIGGER[raw[i]]:
+            marks[nm] = ((i - uint64(lo)) << uint64(32)) | uint64(pos - start)
+            nm += 1
     if pos > start and canon[pos - 1] == 32:
         pos -= 1
-    return pos
+    return pos, nm
 
 
 @njit(cache=True, inline="always")
@@ -479,16 +496,14 @@ def fingerprint_batch(
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
-    status, chars_out,
+    status, chars_out, anchor_window, anchor_first, anchor_out, anchor_n,
 ):
-    """Canonical form, digest, shingles, MinHash, band keys and LD signatures of a batch.
-
-    Per document: canonicalise the raw bytes through ``cmap`` (a text with non-ASCII bytes
-    again, by characters through ``umap``), then one pass over the canonical bytes for tokens
-    (``classes``) and signature symbols while they are in L1 cache, then digest, shingles,
-    MinHash and band keys. Buffers are sized ``len(raw)`` (+1): canonical text is never
-    longer than the raw text, and a text of L bytes emits at most L symbols.
-    """
+    """Canonical form, anchor keys, digest, shingles, MinHash, band keys and LD signatures of a batch:
+    per document, canonicalise the raw bytes through ``cmap`` (non-ASCII text again, by characters
+    through ``umap``), noting anchor triggers; the anchor keys (``_kernels.anchors``; none with an
+    ``anchor_window`` of 0); one pass over the canonical bytes for tokens (``classes``) and signature
+    symbols while they are in L1 cache, then digest, shingles, MinHash and band keys. Buffers are
+    sized ``len(raw)`` (+1): canonical text is never longer than the raw text, nor its symbols."""
     n_docs = offsets.shape[0] - 1
     max_len = 1
     for d in range(n_docs):  # a loop, not np.max: that compiles numpy's reductions (~0.6 s)
@@ -497,6 +512,7 @@ def fingerprint_batch(
     hashes = np.empty(max_len + 1, dtype=np.uint64)
     counts = np.zeros(5, dtype=np.int64)
     grams = np.empty(max_len + 1, dtype=np.uint64)
+    starts, marks = np.empty(max_len + 1, dtype=np.int64), np.empty(max_len + 1, dtype=np.uint64)  # anchors
     g_top = ~uint64(0) << uint64(64 - char_sample_bits) if char_sample_bits > 0 else uint64(0)  # gram sample mask
     g_size = char_size if char_bands > 0 else 8
     lead_slots = np.empty(max(lead_perm, 1), dtype=np.uint32)
@@ -509,11 +525,13 @@ def fingerprint_batch(
     canon_offsets[0] = fine_offsets[0] = coarse_offsets[0] = 0
     for d in range(n_docs):
         start = pos
-        pos, unicode = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, pos)
+        pos, unicode, n_marks = _canonicalise(raw, offsets[d], offsets[d + 1], cmap, canon, np.int64(pos), marks)
         if unicode:  # ASCII texts took the branch-free loop alone; this one again, by characters
             status[0] |= umap.shape[0] == 0  # no tables: the caller builds them and runs again
-            pos = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start)
-        canon_offsets[d + 1] = pos
+            pos, n_marks = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start, marks)
+        canon_offsets[d + 1] = pos  # the anchor keys here, while the text, raw bytes and marks are in L1 cache
+        anchor_n[d] = anchor_keys(raw, offsets[d], offsets[d + 1], marks, n_marks, canon, start, pos, anchor_window,
+                                  anchor_first, starts, anchor_out[d]) if anchor_window > 0 else 0
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
                              g_size, g_top, grams)

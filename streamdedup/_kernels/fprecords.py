@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
 
-CODEC_VERSION = 3
+CODEC_VERSION = 4
 KIND_FINGERPRINT = 0
 KIND_DEAD = 1
 KIND_PARAMS = 2
@@ -44,14 +45,15 @@ def _put_bytes(buf, q, src, start, n):
 
 @njit(cache=True, nogil=True)
 def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shingles, times, fine_buf, fine_start, fine_len,
-                 ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets, canon_buf, canon_start):
+                 ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets, canon_buf, canon_start,
+                 anchors, anchor_n):
     """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
     ``buffer[offsets[i]:offsets[i + 1]]``.
 
     ``keys`` are the low 32 bits of the band keys (main, then lead); document i came from
     source ``source_index[i]``, whose topic is ``topics_buf[topics_off[s]:topics_off[s + 1]]``
     and partition ``partitions[s]``, at ``offsets[i]``; its canonical text is
-    ``canon_buf[canon_start[i]:][:lengths[i]]``.
+    ``canon_buf[canon_start[i]:][:lengths[i]]``; its anchor keys ``anchors[i, :anchor_n[i]]``.
     """
     n = empty.shape[0]
     k = minhash.shape[1]
@@ -60,7 +62,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     bound = 0
     for i in range(n):
         s = source_index[i]
-        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + lengths[i]
+        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + lengths[i] + _VARINT_MAX + 4 * anchor_n[i]
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
     q = 0
@@ -85,6 +87,10 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
         q = _put_varint(buf, q, lengths[i] - chars[i])
         q = _put_varint(buf, q, n_shingles[i])
         q = _put_varint(buf, q, fine_len[i])
+        q = _put_varint(buf, q, anchor_n[i])
+        for a in range(anchor_n[i]):
+            _put_uint(buf, q, anchors[i, a], 4)
+            q += 4
         if not empty[i]:
             q = _pack_minhash(buf, q, minhash[i], bits)
             for b in range(bands):
@@ -188,16 +194,31 @@ def decode_sources(buf, off, key, kind, topic_id, t_start, t_len, partition, off
     return OK
 
 
+@njit(cache=True)
+def _get_anchors(buf, q, end, out, out_n, j):
+    """The anchor keys at ``q`` (a count, then 4 bytes each) into ``out``, their count into
+    ``out_n[j]``; returns ``(status, the position after them)``."""
+    n, q = _varint(buf, q, end)
+    if q < 0:
+        return TRUNCATED, q
+    if n > np.uint64(MAX_ANCHORS):
+        return BAD_FIELD, q
+    if end - q < 4 * np.int64(n):
+        return TRUNCATED, q
+    out_n[j] = np.int64(n)
+    for a in range(np.int64(n)):
+        out[a] = np.uint32(_get_uint(buf, q, 4))
+        q += 4
+    return OK, q
+
+
 @njit(cache=True, nogil=True)
 def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
-    """Pass 2: the fields of the fingerprint records (``kind`` 0), in order, into ``docs``
-    (a tuple of output arrays, see ``pipeline.fingerprints``), their record indices into ``doc``.
-
-    Returns ``(status, record index, documents)``.
-    """
-    empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off = docs
-    k = minhash.shape[1]
-    main = band_keys.shape[1]
+    """Pass 2: the fingerprint records' (``kind`` 0) fields, in order, into the arrays ``docs`` (see
+    ``pipeline.fingerprints``), their record indices into ``doc``; returns (status, record index, documents)."""
+    (empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off,
+     anchors, anchor_n) = docs
+    k, main = minhash.shape[1], band_keys.shape[1]
     bands = main + lead_keys.shape[1]
     packed = k * bits // 8 + 4 * bands
     j = 0
@@ -237,6 +258,9 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         n_sig, q = _varint(buf, q, end)
         if q < 0:
             return TRUNCATED, i, j
+        status, q = _get_anchors(buf, q, end, anchors[j], anchor_n, j)
+        if status != OK:
+            return status, i, j
         # an empty text has no shingles and only it, and UTF-8 has 1 to 4 bytes per character:
         # anything else is a garbled record
         if n_sig > np.uint64(max_sig) or length >= np.uint64(2**62) or (n_sh == 0) != empty[j] \

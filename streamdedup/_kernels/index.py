@@ -69,6 +69,9 @@ class IndexArrays(NamedTuple):
     slot_hot: np.ndarray
     #: uint64 (capacity,): the low half of its digest
     slot_digest: np.ndarray
+    #: uint64 (anchor entries,): the anchor table (``_kernels.anchor_index``): per entry a key's
+    #: top 24 bits, its hot count and slot + 1 of the latest document that wrote it (0 = empty)
+    anchor_table: np.ndarray
 
 
 class Probe(NamedTuple):

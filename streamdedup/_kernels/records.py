@@ -12,6 +12,8 @@ import numpy as np
 from numba import int64, njit, uint8, uint64, void
 
 from streamdedup._kernels import arena
+from streamdedup._kernels.anchor_index import anchor_restore
+from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.index import restore
 
 #: record flag (beside ``decide.F_*``): the record does not keep the canonical text
@@ -21,8 +23,9 @@ F_NO_TEXT = 4
 #: record holds what changed after the matched id
 F_REVISION = 8
 
-ENGINE_VERSION = 6
-#: the version before: the same layout without revisions (no record has F_REVISION), read as is
+ENGINE_VERSION = 7
+#: the oldest version read: 5 and 6 are version 7 without revisions (5) and without anchor keys
+#: (a restored version-6 document has none: only documents indexed since are found by them)
 ENGINE_VERSION_READ = 5
 #: float32 estimates a duplicate's record holds (``_kernels.decide.N_NUMBERS``)
 N_NUMBERS = 8
@@ -121,7 +124,7 @@ def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off, changed_buf, changed_off,
     digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
-    canon_buf, canon_start, keep_text,
+    canon_buf, canon_start, keep_text, anchors, anchor_n, anchor_hot,
 ):
     """Records of every indexed document of a batch (``seq_out >= 0``): ``(buffer, offsets)``.
 
@@ -130,7 +133,8 @@ def encode_batch(
     duplicate as UTF-8 (empty for roots), ``changed_*`` what a revision changed (written for
     records flagged ``F_REVISION``); document i's canonical text is
     ``canon_buf[canon_start[i]:][:lengths[i]]``; without ``keep_text`` no record holds it (flag
-    ``F_NO_TEXT``). Layout: ``streamdedup/engine/record.py``.
+    ``F_NO_TEXT``). ``anchors[i, :anchor_n[i]]`` are its anchor keys, ``anchor_hot`` their hot
+    counts. Layout: ``streamdedup/engine/record.py``.
     """
     text_flag = np.uint8(0) if keep_text else np.uint8(F_NO_TEXT)
     n = seq_out.shape[0]
@@ -142,7 +146,7 @@ def encode_batch(
         # every varint at its longest, every band a hot entry: written compactly below
         bound += (fixed + 13 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
                   + (matched_off[i + 1] - matched_off[i]) + (changed_off[i + 1] - changed_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i] + 4 * N_NUMBERS
-                  + lengths[i])
+                  + lengths[i] + 2 * _VARINT_MAX + (4 + _VARINT_MAX + 1) * anchor_n[i])
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.empty(n + 1, dtype=np.int64)  # every entry written below (np.zeros: a compile of its own)
     out_off[0] = 0
@@ -217,6 +221,20 @@ def encode_batch(
         for t in range(fine_len[i]):
             buf[q + t] = fine_buf[fine_start[i] + t]
         q += fine_len[i]
+        q = _put_varint(buf, q, anchor_n[i])
+        for j in range(anchor_n[i]):
+            _put_uint(buf, q, anchors[i, j], 4)
+            q += 4
+        n_ahot = 0
+        for j in range(anchor_n[i]):
+            if anchor_hot[i, j] != 1:
+                n_ahot += 1
+        q = _put_varint(buf, q, n_ahot)
+        for j in range(anchor_n[i]):
+            if anchor_hot[i, j] != 1:
+                q = _put_varint(buf, q, j)
+                buf[q] = anchor_hot[i, j]
+                q += 1
         # the canonical text, last: exact evidence reads it (engine_evidence), restore never
         if keep_text:
             for t in range(lengths[i]):
@@ -246,12 +264,13 @@ def _unpack_minhash(buf, pos, bits, out):
 def restore_batch(buf, off, seqs, bits, ix, ar):
     """Re-insert stored records (in seq order) into the index ``ix`` and the arena ``ar``.
 
-    Returns -1, or the position of the first record that is not a version-5 or -6 engine
+    Returns -1, or the position of the first record that is not a version-5 to -7 engine
     record with this MinHash width (the caller refuses to start).
     """
     # the fields as locals: restore and put take arrays (see index.IndexArrays)
     cells, digest_cells, slot_seq, slot_time = ix.cells, ix.digest_cells, ix.slot_seq, ix.slot_time
     slot_root, slot_keys, slot_hot, slot_digest = ix.slot_root, ix.slot_keys, ix.slot_hot, ix.slot_digest
+    an_table = ix.anchor_table
     a_minhash, a_n_sh, a_len, a_chars, a_digest_hi = ar.minhash, ar.n_sh, ar.length, ar.chars, ar.digest_hi
     a_sig_start, a_sig_len, a_buf, a_state = ar.sig_start, ar.sig_len, ar.buf, ar.state
     bands, n_cells, capacity = slot_keys.shape[1], digest_cells.shape[0], slot_seq.shape[0]
@@ -259,9 +278,11 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
     keys = np.empty(bands, dtype=np.uint32)
     hots = np.empty(bands, dtype=np.uint8)
     row = np.empty(k, dtype=np.uint32)
+    akeys = np.empty(MAX_ANCHORS, dtype=np.uint32)
+    ahots = np.empty(MAX_ANCHORS, dtype=np.uint8)
     for i in range(seqs.shape[0]):
         p = off[i]
-        if off[i + 1] - p < HEAD or (buf[p] != ENGINE_VERSION and buf[p] != ENGINE_VERSION_READ) or buf[p + 3] != bits:
+        if off[i + 1] - p < HEAD or buf[p] < ENGINE_VERSION_READ or buf[p] > ENGINE_VERSION or buf[p + 3] != bits:
             return i
         seq = seqs[i]
         dup = buf[p + 1] != 0
@@ -304,4 +325,17 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
                 cells, digest_cells, slot_seq, slot_time, slot_root, slot_keys, slot_hot, slot_digest)
         arena.put(seq % capacity, row, bits, n_sh, length, length - extra, digest_hi, buf, q, np.int64(sig_len),
                   a_minhash, a_n_sh, a_len, a_chars, a_digest_hi, a_sig_start, a_sig_len, a_buf, a_state)
+        if buf[p] == ENGINE_VERSION:
+            q += np.int64(sig_len)
+            n_anchor, q = _get_varint(buf, q)
+            for j in range(np.int64(n_anchor)):
+                akeys[j] = np.uint32(_get_uint(buf, q, 4))
+                ahots[j] = 1
+                q += 4
+            n_ahot, q = _get_varint(buf, q)
+            for t in range(np.int64(n_ahot)):
+                j, q = _get_varint(buf, q)
+                ahots[j] = buf[q]
+                q += 1
+            anchor_restore(seq % capacity, akeys, ahots, np.int64(n_anchor), an_table)
     return -1

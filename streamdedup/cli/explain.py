@@ -78,11 +78,12 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         # exact character evidence: always shown here (the engine asks only below ld_min_jaccard)
         "exact_evidence": list(cmp.grams or exact_grams(ca, cb)),
         "band_keys_shared": [judged.shared_keys, int(batch.index_keys.shape[1])],
+        "anchor_keys_shared": judged.shared_anchors,
         "proposed": judged.proposed,
         "relation": cmp.relation,
         "is_duplicate": judged.is_duplicate,
         "reasons": list(cmp.reasons) if judged.proposed else
-        ["never a candidate: no band key in common", *(f"verification alone: {r}" for r in cmp.reasons)],
+        ["never a candidate: no band or anchor key in common", *(f"verification alone: {r}" for r in cmp.reasons)],
         # as the engine reads a pair it links: B revises A (verify.revisions; not looked for when off)
         "revision": _revision(ca, cb) if judged.is_duplicate and cfg.verify.revisions != "off" else None,
     }

@@ -234,7 +234,8 @@ class Deduplicator:
         ix = self.index
         times = np.ascontiguousarray(times, dtype=np.int64)
         docs = KD.BatchPrints(batch.digest_words, keys32, times, batch.empty, batch.minhash, batch.n_shingles, batch.lengths,
-                              batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len, np.ones(n, dtype=np.bool_))
+                              batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len, np.ones(n, dtype=np.bool_),
+                              batch.anchors, batch.anchor_n)
         params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
                                  self._params)
         scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)
@@ -261,7 +262,7 @@ class Deduplicator:
             seqs, roots, matched, relations, numbers, flags, hots, ids_buf, ids_off, roots_buf, roots_off, matched_buf,
             matched_off, changed_buf, changed_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
-            batch.canon_buf, batch.canon_start, self.cfg.state.keep_text,
+            batch.canon_buf, batch.canon_start, self.cfg.state.keep_text, batch.anchors, batch.anchor_n, out.anchor_hot,
         )
         raw = buf.tobytes()
         bounds = off.tolist()

@@ -3,7 +3,8 @@
 Memory per document: ``5 * bands`` (slot_keys, slot_hot: the key and hot count per band) + 32 (seq,
 time, root, digest), plus the cell tables, ``2 * 4 * bands + 2 * 4`` bytes per document at
 their full size (two cells per document per band keep the chance that a later document
-overwrites a live one's cell low). With 41 bands (31 + 10 lead): 573 bytes per document.
+overwrites a live one's cell low). With 41 bands (31 + 10 lead): 573 bytes per document; the anchor table adds
+``8 * ANCHOR_CELLS_PER_DOC`` = 64 bytes per document of capacity.
 
 The cell tables grow with the stream: they start small and grow fourfold (rehashed from the
 slots) whenever the documents seen so far reach half their cells, up to two cells per document of
@@ -25,6 +26,7 @@ import threading
 import numpy as np
 
 from streamdedup._kernels import index as K
+from streamdedup._kernels.anchor_index import ANCHOR_CELLS_PER_DOC
 
 
 def _zeros(n: int, dtype) -> np.ndarray:
@@ -126,6 +128,8 @@ class CandidateIndex:
         self.slot_keys = _zeros(capacity * bands, np.uint32).reshape(capacity, bands)
         self.slot_hot = _zeros(capacity * bands, np.uint8).reshape(capacity, bands)
         self.slot_digest = _zeros(capacity, np.uint64)
+        # fixed, not grown with the cells: see _kernels/anchor_index
+        self.anchor_table = _zeros(ANCHOR_CELLS_PER_DOC * capacity, np.uint64)
         self.probe = K.Probe(cand_slots=np.empty(max_candidates, dtype=np.int64),
                              cand_shared=np.empty(max_candidates, dtype=np.int64), hot_bands=np.empty(bands, dtype=np.bool_),
                              cell=np.empty(bands, dtype=np.uint32), key=np.empty(bands, dtype=np.uint32),
@@ -133,7 +137,7 @@ class CandidateIndex:
         self._allocate(self.cells_for(next_seq))
         #: the thread faulting the tables in (``full``), if it runs in the background
         self.prefaulting = _prefault((self.cells, self.digest_cells, self.slot_time, self.slot_root, self.slot_keys,
-                                      self.slot_hot, self.slot_digest)) if full else None
+                                      self.slot_hot, self.slot_digest, self.anchor_table)) if full else None
 
     def _allocate(self, n_cells: int) -> None:
         """Empty tables of ``n_cells`` per band."""
@@ -162,7 +166,7 @@ class CandidateIndex:
     def arrays(self) -> K.IndexArrays:
         """The tables as the kernels take them (made per call: growth replaces the cell tables)."""
         return K.IndexArrays(self.cells, self.digest_cells, self.slot_seq, self.slot_time, self.slot_root, self.slot_keys,
-                             self.slot_hot, self.slot_digest)
+                             self.slot_hot, self.slot_digest, self.anchor_table)
 
     @property
     def bytes_used(self) -> int:

@@ -1,10 +1,11 @@
 """The engine's stored record: one per indexed document, the durable truth (pure core).
 
-Layout, engine record version 6, little-endian; the store key is the document's seq. After a
+Layout, engine record version 7, little-endian; the store key is the document's seq. After a
 fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      engine record version (6; version 5, the same layout without revisions, is read too)
+    1      engine record version (7; versions 5 and 6, the same layout without revisions (5) and
+           without anchor keys, are read too)
     1      relation code of the decision (0 = unique; _kernels.verify.REL_*)
     1      flags: bit 0 = boilerplate slots were left out of the estimates, bit 1 = a
            near-duplicate on exact character evidence (``_kernels.evidence``), bit 2 = the
@@ -28,6 +29,9 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
     4*bands  the low half of each band key (what the index uses), main then lead
     ..     fine LD signature
+    var    m, the number of anchor keys (``_kernels.anchors``), then m keys (4 bytes each), then
+           the number of them whose hot count is not 1, then per such key: its position
+           (varint), its count (1 byte)
     ..     the canonical text (canonical length bytes; none with flag bit 2): the exact
            evidence of a later pair compares it; restore stops before it
 
@@ -41,7 +45,7 @@ Not stored: reasons (text made from the relation and the estimates,
 the engine reads them), and for a unique document its root (itself) and estimates. The
 fingerprint parameters are checked once, in the state's metadata. Varints instead of fixed
 fields save ~17 bytes a record; a Reuters story's record is ~440 bytes before its canonical
-text (~800 more; 1,245 on average over 3,000 stories). The character
+text (~800 more; 1,245 on average over 3,000 stories), and ~40 more for its anchor keys. The character
 count, which the LD calibration needs on scripts of several bytes per character, is stored as
 the bytes it does not count: one byte (0) for ASCII text, two for a Chinese story, and exact,
 so a restarted engine computes the same bytes per character as the batch did. The records of
@@ -51,7 +55,7 @@ a micro-batch are written by one Numba call (``_kernels.records``).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -110,13 +114,15 @@ class StoredDocument:
     signature: bytes
     text: bytes | None  # the canonical text (UTF-8); None when the record does not keep it
     changed: tuple[str, ...] = ()  # what a revision changed (``engine.revisions``)
+    anchors: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))  # the anchor keys (none in a version-5/6 record)
+    anchor_hot: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # their hot counts
 
 
 _NAN8 = (float("nan"),) * 8
 
 
 def _check(seq: int, data: bytes) -> None:
-    if data[0] != ENGINE_RECORD_VERSION and data[0] != ENGINE_VERSION_READ:
+    if not ENGINE_VERSION_READ <= data[0] <= ENGINE_RECORD_VERSION:
         raise IncompatibleFingerprintError(
             f"state record {seq} has version {data[0]}, not {ENGINE_RECORD_VERSION}: this state was written by "
             "another streamdedup version; use a new state directory"
@@ -201,10 +207,21 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
     pos += n_sig
+    anchors, anchor_hot = np.zeros(0, np.uint32), np.zeros(0, np.uint8)
+    if data[0] == ENGINE_RECORD_VERSION:
+        m, pos = _varint(data, pos)
+        anchors = np.frombuffer(data, dtype="<u4", count=m, offset=pos).astype(np.uint32)
+        pos += 4 * m
+        anchor_hot = np.ones(m, dtype=np.uint8)
+        n_ahot, pos = _varint(data, pos)
+        for _ in range(n_ahot):
+            j, pos = _varint(data, pos)
+            anchor_hot[j] = data[pos]
+            pos += 1
     text = None if flags & F_NO_TEXT else data[pos:pos + length]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature, text, changed)
+                          signature, text, changed, anchors, anchor_hot)
 
 
 def canonical_text(data: bytes, seq: int = -1) -> bytes | None:

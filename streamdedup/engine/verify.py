@@ -33,6 +33,7 @@ from streamdedup.sketch import calibration
 from streamdedup.sketch import signature
 from streamdedup._kernels import evidence as KE
 from streamdedup._kernels import readonly
+from streamdedup._kernels.decide import ANCHOR_MAX_SHINGLES
 from streamdedup._kernels import verify as K
 from streamdedup.config import Config, SignatureConfig, VerifyConfig
 from streamdedup.sketch.fingerprint import FingerprintBatch
@@ -253,10 +254,13 @@ class Judgement:
     #: only verifies a pair that shares one (or whose canonical digests are equal)
     shared_keys: int
     same_digest: bool
+    #: anchor keys the two share where ``b`` is short enough to look its anchors up
+    #: (``_kernels.decide.ANCHOR_MAX_SHINGLES``): the engine verifies such a pair too
+    shared_anchors: int = 0
 
     @property
     def proposed(self) -> bool:
-        return self.same_digest or self.shared_keys > 0
+        return self.same_digest or self.shared_keys > 0 or self.shared_anchors > 0
 
     @property
     def is_duplicate(self) -> bool:
@@ -265,7 +269,7 @@ class Judgement:
 
 def judge_pair(batch: FingerprintBatch, i: int, j: int, cfg: Config, full: bool = True) -> Judgement:
     """How the engine decides batch row ``j`` after row ``i`` with nothing else indexed: the
-    candidate step (a shared band key or digest) and the verification of
+    candidate step (a shared band key, anchor key or digest) and the verification of
     :func:`compare` on the earlier fingerprint as stored. ``streamdedup explain`` and the
     inspector judge with it, so they say what a two-document run says."""
     a = Fingerprint.from_batch(batch, i).as_stored(cfg.fingerprint.minhash.storage_bits)
@@ -274,7 +278,10 @@ def judge_pair(batch: FingerprintBatch, i: int, j: int, cfg: Config, full: bool 
     live = not (batch.empty[i] or batch.empty[j])
     keys = batch.index_keys
     shared = int((keys[i] == keys[j]).sum()) if live else 0
-    return Judgement(cmp, shared, live and a.digest == b.digest)
+    anchors = 0
+    if live and batch.n_shingles[j] <= ANCHOR_MAX_SHINGLES:
+        anchors = len(set(batch.anchors[i, :batch.anchor_n[i]].tolist()) & set(batch.anchors[j, :batch.anchor_n[j]].tolist()))
+    return Judgement(cmp, shared, live and a.digest == b.digest, anchors)
 
 
 class EvidenceTables:

@@ -2,11 +2,11 @@
 
 A staged topology splits prepare -> decide: workers decode, canonicalise and fingerprint;
 one decider owns the index and decides on fingerprints alone. This module is the record
-between them. Layout, codec version 3, little-endian; after the head,
+between them. Layout, codec version 4, little-endian; after the head,
 integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      codec version (3)
+    1      codec version (4)
     1      kind: 0 fingerprint, 1 dead letter, 2 params announcement
     4      params key of the worker's fingerprint configuration (FingerprintParams.key)
     -- kinds 0 and 1: the input record's source position
@@ -18,6 +18,7 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     var    event time (ms, signed), canonical length (UTF-8 bytes), its continuation bytes
            (canonical length - characters: 0 for ASCII, for the LD calibration's bytes per
            character), shingle count, fine signature length
+    var    m, the number of anchor keys (``_kernels.anchors``), then m keys (4 bytes each)
     K*b/8  MinHash slots, low b bits each (b = minhash.storage_bits, as the engine stores them)
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING, Sequence
 import numpy as np
 
 from streamdedup._kernels import fprecords as K
+from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup.text.decode import MAX_ID_BYTES, Rejected
 from streamdedup.engine.checkpoint import Checkpoint, Source
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
@@ -148,7 +150,7 @@ class FingerprintCodec:
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
             ids_buf, ids_off, topics_buf, topics_off, partitions, source_index,
-            np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start)
+            np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start, batch.anchors, batch.anchor_n)
         raw = buf.tobytes()
         bounds = off.tolist()
         return [raw[bounds[i]:bounds[i + 1]] for i in range(n)]
@@ -225,13 +227,15 @@ class FingerprintCodec:
         i64 = lambda: np.empty(m, np.int64)  # noqa: E731
         out = (np.empty(m, np.bool_), np.empty((m, 2), np.uint64), i64(), i64(), i64(), i64(), np.empty((m, self.num_perm), np.uint32),
                np.empty((m, self.bands), np.uint64), np.empty((m, self.lead_bands + self.char_bands), np.uint64), i64(), i64(),
-               np.empty(buf.shape[0], np.uint8), np.zeros(m + 1, np.int64))
+               np.empty(buf.shape[0], np.uint8), np.zeros(m + 1, np.int64), np.empty((m, MAX_ANCHORS), np.uint32),
+               np.zeros(m, np.int64))
         doc = i64()
         status, bad, _ = K.decode_prints(buf, off, kinds, rest, self.bits, MAX_ID_BYTES, MAX_SIGNATURE_SYMBOLS, doc, out)
         if status != K.OK:
             self._fail(values, status, bad, self.key)
         # the kernel reads the keys after the main bands into one array: lead bands, then character bands
-        empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off = out
+        (empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off,
+         anchors, anchor_n) = out
         lead_keys, char_keys = extra_keys[:, :self.lead_bands], extra_keys[:, self.lead_bands:]
         ids = Ids(ids_buf, ids_off)
         try:
@@ -243,7 +247,7 @@ class FingerprintCodec:
         # the canonical text follows the signature
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
                                  sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
-                                 np.zeros((m, 0), np.uint32), chars, buf, sig_start + sig_len)
+                                 np.zeros((m, 0), np.uint32), chars, buf, sig_start + sig_len, anchors, anchor_n)
         return doc, ids, batch, times
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from streamdedup import _kernels
+from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, MAX_ANCHORS
 from streamdedup.text.canonical import PreparedTexts, check_fold, prepare_batch  # noqa: F401 (PreparedTexts: part of this API)
 from streamdedup.config import FingerprintConfig
 from streamdedup.errors import IncompatibleFingerprintError, InputError
@@ -155,6 +156,16 @@ class FingerprintBatch:
     #: engine stores them for exact evidence (``engine_evidence``)
     canon_buf: np.ndarray
     canon_start: np.ndarray
+    #: ``(n, MAX_ANCHORS)`` uint32: the anchor keys (``_kernels.anchors``), text i's in
+    #: ``anchors[i, :anchor_n[i]]``; none in a batch read from fingerprint records
+    anchors: np.ndarray | None = None
+    anchor_n: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.anchors is None:
+            n = self.minhash.shape[0]
+            self.anchors = np.zeros((n, MAX_ANCHORS), dtype=np.uint32)
+            self.anchor_n = np.zeros(n, dtype=np.int64)
 
     @property
     def index_keys(self) -> np.ndarray:
@@ -293,6 +304,8 @@ class Fingerprinter:
             "char_out": np.zeros((n, self.cfg.chars.bands), dtype=np.uint64),
             "status": np.zeros(1, dtype=np.int64),
             "chars": np.empty(n, dtype=np.int64),
+            "anchors": np.empty((n, MAX_ANCHORS), dtype=np.uint32),
+            "anchor_n": np.zeros(n, dtype=np.int64),
         }
 
     def _run(self, raw: np.ndarray, offsets: np.ndarray) -> FingerprintBatch:
@@ -327,7 +340,7 @@ class Fingerprinter:
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
             ch.size, ch.sample_bits, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
-            out["status"], out["chars"],
+            out["status"], out["chars"], ANCHOR_WINDOW, ANCHOR_FIRST, out["anchors"], out["anchor_n"],
         )
         return out
 
@@ -361,6 +374,8 @@ class Fingerprinter:
             coarse_len=coarse_len,
             canon_buf=canon,
             canon_start=canon_off[:-1],
+            anchors=out["anchors"],
+            anchor_n=out["anchor_n"],
         )
 
 

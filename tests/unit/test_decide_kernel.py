@@ -20,7 +20,8 @@ def _decide(engine: Deduplicator, texts: list[str], insert: list[bool]) -> KD.Ou
     n = len(texts)
     keys32 = batch.index_keys
     docs = KD.BatchPrints(batch.digest_words, keys32, np.zeros(n, np.int64), batch.empty, batch.minhash, batch.n_shingles,
-                          batch.lengths, batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len, np.array(insert, dtype=np.bool_))
+                          batch.lengths, batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len, np.array(insert, dtype=np.bool_),
+                          batch.anchors, batch.anchor_n)
     params = KD.DecideParams(engine.bands, engine.rows, engine.index.hot_threshold, engine.window_ms,
                              engine.cfg.engine.max_verified, engine.bits, engine._params)
     scratch = KD.Scratch(engine._informative, engine._runs, engine._scratch, engine._cmp)

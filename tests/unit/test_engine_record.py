@@ -31,7 +31,7 @@ def _signed(v: int) -> bytes:
 
 
 def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, matched_seq: int, numbers, hot, doc_id: str,
-              root_id: str, matched_id: str, time: int, part: int, off: int, changed: str = "") -> bytes:
+              root_id: str, matched_id: str, time: int, part: int, off: int, changed: str = "", anchor_hot=None) -> bytes:
     """The layout of ``engine_record`` written field by field."""
     hot_entries = [(b, int(c)) for b, c in enumerate(hot) if c != 1]
     idb, rb, mb = doc_id.encode(), root_id.encode(), matched_id.encode()
@@ -39,7 +39,7 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     if not rel:
         rb = mb = b""
     revision = [_varint(len(changed.encode())), changed.encode()] if flags & KR.F_REVISION else []
-    parts = [HEAD.pack(6, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
+    parts = [HEAD.pack(7, rel, flags, bits, batch.digests[i]), _varint(len(idb)), _varint(len(rb)), _varint(len(mb)),
              idb, rb, mb, *revision, _varint(len(hot_entries)), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _signed(time), _signed(part), _signed(off), _varint(len(sig))]
@@ -50,6 +50,10 @@ def reference(batch, i: int, bits: int, rel: int, flags: int, root_seq: int, mat
     keys = batch.index_keys[i]
     parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
+    m = int(batch.anchor_n[i])
+    parts += [_varint(m)] + [int(k).to_bytes(4, "little") for k in batch.anchors[i, :m]]
+    anchor_entries = [(j, int(c)) for j, c in enumerate(anchor_hot[:m]) if c != 1]
+    parts += [_varint(len(anchor_entries))] + [_varint(j) + bytes([c]) for j, c in anchor_entries]
     s = int(batch.canon_start[i])
     parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
     return b"".join(parts)
@@ -81,6 +85,10 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     times = np.array([5, 6, 7, -8, 2**62], dtype=np.int64)
     parts = np.array([0, 1, 2, -1, 7], dtype=np.int64)
     offs = np.array([100, 101, -1, 2**35, 0], dtype=np.int64)
+    anchor_hot = np.ones((n, batch.anchors.shape[1]), dtype=np.uint8)
+    anchor_hot[0, 0] = 3
+    anchor_hot[4, 1] = 255
+    assert batch.anchor_n[0] > 0 and batch.anchor_n[4] > 1
 
     def buf(strs):
         data = [s.encode() for s in strs]
@@ -90,7 +98,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
 
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
                                *buf(changed), batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
-                               keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, True)
+                               keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, True,
+                               batch.anchors, batch.anchor_n, anchor_hot)
     raw = out.tobytes()
     for i in range(n):
         got = raw[off[i]:off[i + 1]]
@@ -98,7 +107,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
             assert got == b""
             continue
         want = reference(batch, i, bits, int(rels[i]), int(flags[i]), int(roots[i]), int(matched[i]), numbers[i], hots[i],
-                         IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]), changed[i])
+                         IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]), changed[i],
+                         anchor_hot[i])
         assert got == want, i
         st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm)
         want_root = (roots[i], matched[i]) if rels[i] else (seqs[i], -1)
@@ -110,6 +120,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
         assert (st.length, st.chars) == (batch.lengths[i], batch.chars[i])
         assert st.signature == batch.signatures[i] and st.digest == batch.digests[i]
         assert np.array_equal(st.band_keys, keys[i])
+        m = batch.anchor_n[i]
+        assert np.array_equal(st.anchors, batch.anchors[i, :m]) and np.array_equal(st.anchor_hot, anchor_hot[i, :m])
         assert np.array_equal(st.minhash, batch.minhash[i] & np.uint32(0xFFFFFFFF if bits == 32 else (1 << bits) - 1))
         if rels[i]:
             assert np.array_equal(np.array(st.numbers, np.float32), numbers[i], equal_nan=True)

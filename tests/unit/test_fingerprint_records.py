@@ -52,11 +52,13 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
     idb, topic = doc_id.encode(), source.topic.encode()
     sig = batch.signatures[i]
     empty = bool(batch.empty[i])
-    parts = [bytes([3, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
+    parts = [bytes([4, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
              _varint(source.partition), _signed(offset), bytes([1 if empty else 0]), batch.digests[i],
              _varint(len(idb)), idb, _signed(time), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _varint(len(sig))]
+    m = int(batch.anchor_n[i])
+    parts += [_varint(m)] + [int(k).to_bytes(4, "little") for k in batch.anchors[i, :m]]
     if not empty:
         parts.append(pack_bbit(batch.minhash[i], codec.bits))
         keys = batch.index_keys[i]
@@ -92,7 +94,7 @@ class _Reader:
 
 def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     """A fingerprint record's fields, read in plain Python."""
-    assert data[0] == 3 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
+    assert data[0] == 4 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
     r = _Reader(data, 6)
     out: dict = {"topic": r.take(r.varint()).decode(), "partition": r.varint(), "offset": r.signed()}
     out["empty"] = r.take(1)[0] == 1
@@ -101,6 +103,7 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     out["time"], out["length"] = r.signed(), r.varint()
     out["chars"] = out["length"] - r.varint()
     out["n_shingles"], n_sig = r.varint(), r.varint()
+    out["anchors"] = np.frombuffer(r.take(4 * r.varint()), "<u4").astype(np.uint32)
     k, bands = codec.num_perm, codec.bands + codec.lead_bands + codec.char_bands
     if out["empty"]:
         out["minhash"], out["keys"] = None, None
@@ -148,11 +151,14 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
     assert np.array_equal(b.band_keys, batch.band_keys & np.uint64(0xFFFFFFFF))
     assert np.array_equal(b.lead_keys, batch.lead_keys & np.uint64(0xFFFFFFFF))
     assert np.array_equal(b.char_keys, batch.char_keys & np.uint64(0xFFFFFFFF))
+    assert np.array_equal(b.anchor_n, batch.anchor_n) and batch.anchor_n.max() > 1
     for i, v in enumerate(values):  # the kernel decoder against the reference decoder
         ref = reference_decode(codec, v)
         got = (dec.ids[i], dec.times[i], b.lengths[i], b.chars[i], b.n_shingles[i])
         assert (ref["id"], ref["time"], ref["length"], ref["chars"], ref["n_shingles"]) == got
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
+        assert np.array_equal(ref["anchors"], b.anchors[i, :b.anchor_n[i]])
+        assert np.array_equal(ref["anchors"], batch.anchors[i, :batch.anchor_n[i]])
         text = b.canon_buf[b.canon_start[i]:b.canon_start[i] + b.lengths[i]].tobytes()
         assert ref["text"] == text == codec.fp.fingerprint_batch([TEXTS[i]]).canonical[0]
         if not ref["empty"]:
@@ -271,7 +277,7 @@ def test_the_engine_refuses_a_batch_of_other_params() -> None:
 def test_unknown_version_and_non_bytes_are_named() -> None:
     codec = _codec()
     _, _, _, _, values = _encode(codec, TEXTS[:2], IDS[:2])
-    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 3") as err:
+    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 4") as err:
         codec.decode([values[0], b"\x01" + values[1][1:]])
     assert err.value.index == 1
     with pytest.raises(FingerprintRecordError, match="record 1 is NoneType"):

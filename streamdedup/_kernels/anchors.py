@@ -1,0 +1,147 @@
+"""Anchor keys: a hash of the text that follows each place a copy can start.
+
+A teaser, an excerpt or a "key points" box is a short text that starts where a sentence,
+a paragraph or a dateline of the story starts, rarely at the story's first word (a standfirst,
+byline or dateline comes first). Its MinHash is far from the story's and its lead bands see
+only the story's header, so the bands never propose the pair. An anchor key is the same for
+both texts wherever the copy starts: a hash of the ``window`` canonical bytes after
+an anchor (the text's start, a line end that is not a hard wrap, a sentence end, a dateline dash), read on across the
+anchor's own sentence or line end, so a headline line followed by the body gives one key in
+the copy (headline + body) and another in the story (where the body starts).
+
+Anchors are found where the canonical pass reads the raw bytes (canonical text has lost the
+line ends and punctuation): ``_canonicalise`` notes each byte that can make one (``TRIGGER``)
+with its raw position and the canonical position after it, and :func:`anchor_keys` keeps those
+that do. The bytes hashed are the canonical text's from its first non-space byte after the
+anchor (one space between words: "Reuters) - The" and "reuters the" hash alike), so a
+non-ASCII character is hashed as its canonical form (NFKC, case folded). One pass over the
+raw bytes: a second one for the anchors alone cost more than the rest of the anchor work.
+40 bytes is about 7 English words or 13 CJK characters: the span the prototype measured
+(8 words, 12 characters) without a tokenizer.
+
+A long story keeps its first ``first`` anchors (teasers start there) and then every k-th one,
+at most ``out.shape[0]`` in all; keys are distinct and never 0 (the empty marker).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, uint32, uint64
+
+from streamdedup._kernels.hashing import FNV_OFFSET, FNV_PRIME, fmix64, load64
+
+#: canonical bytes hashed after an anchor (a multiple of 8: they are hashed 8 at a time)
+ANCHOR_WINDOW = 40
+#: anchors a long story keeps from its start before it keeps every k-th
+ANCHOR_FIRST = 16
+#: anchor keys per document at most
+MAX_ANCHORS = 64
+#: a line shorter than this (bytes) ends a paragraph, headline, byline or dateline, not a hard
+#: wrap: wire copy wrapped at ~70 columns made every line end an anchor (16.8 keys per Reuters
+#: story instead of 8-9, twice the record bytes and table load for the same copies found)
+SHORT_LINE = 50
+
+
+#: the bytes that can make an anchor (``\n . ! ? -`` and the lead bytes of ``。！？–—``): the
+#: canonical pass notes a byte where this is 1, a table lookup and a store without a branch
+#: (a letter/space test per byte mispredicted at every word boundary)
+TRIGGER = np.zeros(256, dtype=np.uint8)
+for _b in (10, 33, 45, 46, 63, 0xE2, 0xE3, 0xEF):
+    TRIGGER[_b] = 1
+
+
+@njit(cache=True, inline="always")
+def _is_space(b):
+    return b == 32 or b == 10 or b == 13 or b == 9
+
+
+@njit(cache=True, inline="always")
+def _anchors_here(raw, p, lo, hi, line_start, first_line):
+    """Whether the trigger byte ``raw[p]`` ends a sentence, a short line or a dateline."""
+    b = raw[p]
+    nxt = raw[p + 1] if p + 1 < hi else np.uint8(32)
+    if b == 10:  # a line end: the first, a short line's, or before a blank or indented line
+        return first_line or p - line_start < SHORT_LINE or _is_space(nxt)
+    if b == 46 or b == 33 or b == 63:  # . ! ? then a space, or a closing quote or bracket then a space
+        if _is_space(nxt) or p + 1 >= hi:
+            return True
+        return (nxt == 34 or nxt == 39 or nxt == 41) and (p + 2 >= hi or _is_space(raw[p + 2]))
+    if b == 45:  # a dateline dash: " - " or " -- "
+        return p > lo and raw[p - 1] == 32 and (_is_space(nxt) or (nxt == 45 and p + 2 < hi and raw[p + 2] == 32))
+    if b == 0xE3:  # 。
+        return p + 2 < hi and raw[p + 1] == 0x80 and raw[p + 2] == 0x82
+    if b == 0xEF:  # ！ ？
+        return p + 2 < hi and raw[p + 1] == 0xBC and (raw[p + 2] == 0x81 or raw[p + 2] == 0x9F)
+    if b == 0xE2:  # " – " / " — " (a dateline dash)
+        return (p + 2 < hi and raw[p + 1] == 0x80 and (raw[p + 2] == 0x93 or raw[p + 2] == 0x94)
+                and p > lo and raw[p - 1] == 32)
+    return False
+
+
+@njit(cache=True)
+def anchor_starts(raw, lo, hi, marks, n_marks, canon, cs, ce, starts):
+    """Canonical positions in ``canon[cs:ce]`` where an anchored span starts (its first non-space
+    byte after an anchor), in order and distinct; returns how many. ``marks[:n_marks]`` are the
+    trigger bytes of ``raw[lo:hi]`` as the canonical pass noted them: ``(p - lo) << 32 | (q - cs)``,
+    ``q`` the canonical position after raw byte ``p``."""
+    n = 0
+    if ce > cs:  # the text's start (canonical text has no leading space)
+        starts[0] = cs
+        n = 1
+    line_start = lo
+    first_line = True
+    for j in range(n_marks):
+        mk = marks[j]
+        p = lo + np.int64(mk >> uint64(32))
+        q = cs + np.int64(mk & uint64(0xFFFFFFFF))
+        if _anchors_here(raw, p, lo, hi, line_start, first_line):
+            # spaces are collapsed: the first byte written after p, or the one after that space
+            s = q if q < ce and canon[q] != 32 else q + 1
+            if s < ce and (n == 0 or starts[n - 1] != s):
+                starts[n] = s
+                n += 1
+        if raw[p] == 10:
+            line_start = p + 1
+            first_line = False
+    return n
+
+
+@njit(cache=True, inline="always")
+def _span_key(canon, p, hi, window):
+    """The key of the ``window`` canonical bytes from ``p`` (a multiple of 8), hashed 8 at a time;
+    0 when the text ends first. Canonical text has one space between words, so the bytes need
+    no gathering: skipping spaces one byte at a time cost more than the rest of the key."""
+    if p + window > hi:
+        return uint32(0)
+    h = FNV_OFFSET
+    for t in range(p, p + window, 8):
+        h = (h ^ load64(canon, t, hi)) * FNV_PRIME
+    k = uint32(fmix64(h) & uint64(0xFFFFFFFF))
+    return k if k != 0 else uint32(1)
+
+
+@njit(cache=True)
+def anchor_keys(raw, lo, hi, marks, n_marks, canon, cs, ce, window, first, starts, out):
+    """The anchor keys of the text ``raw[lo:hi]`` (canonical ``canon[cs:ce]``, trigger bytes
+    ``marks[:n_marks]``: :func:`anchor_starts`) into ``out``; returns how many (see the module)."""
+    n = anchor_starts(raw, lo, hi, marks, n_marks, canon, cs, ce, starts)
+    cap = out.shape[0]
+    step = 1
+    if n > cap:  # the first anchors, then every step-th of the rest
+        step = (n - first + (cap - first) - 1) // (cap - first)
+    m = 0
+    for j in range(n):
+        if j >= first and (j - first) % step != 0:
+            continue
+        k = _span_key(canon, starts[j], ce, window)
+        if k == 0:
+            break  # every later span ends past the text too
+        dup = False
+        for t in range(m):
+            if out[t] == k:
+                dup = True
+                break
+        if not dup and m < cap:
+            out[m] = k
+            m += 1
+    return m
