@@ -10,7 +10,8 @@ becomes ``6 3 16``, "2.5 billion" ``2 5 billion``).
 Method: both texts are split into tokens (words, single Han characters, digits apart from Han). The
 headlines (the first ``earlier_head`` / ``later_head`` characters: the canonical headline's
 length when the caller knows it, else :data:`HEAD_CHARS`) are compared as sets, the bodies are
-aligned (``difflib.SequenceMatcher``, no junk heuristic), and every changed block is read:
+aligned on their longest common subsequence (:func:`.revision_tokens.opcodes`), and every
+changed block is read:
 
 - wire markers count where they are new: "corrected", "corrects" anywhere, "refile", "update",
   "adds" in the headline, 更正 / 订正 / 更新 in Chinese;
@@ -53,9 +54,9 @@ False
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
-from bisect import bisect_left
 from itertools import islice
 
 from streamdedup.engine.revision_tokens import (POLARITY_WORDS, common_prefix, common_suffix, Forms, garbled, inserted_at,

@@ -282,9 +282,9 @@ def test_the_staged_worker_emits_revisions_to_their_topic() -> None:
 
 
 def test_the_faust_agent_emits_revisions_to_their_topic() -> None:
-    import asyncio
-
     from streamdedup.runtime.faust.agent import FaustStage
+
+    from tests.unit.test_faust_parts import _run  # asyncio.run on a thread of its own (see there)
 
     stage = FaustStage(_topic_cfg(), app=None)
     sent = []
@@ -295,7 +295,7 @@ def test_the_faust_agent_emits_revisions_to_their_topic() -> None:
             return True
 
     stage.txns = Txns()
-    asyncio.run(stage._emit([_Msg(k) for k in range(4)], _decided(), {}))
+    _run(stage._emit([_Msg(k) for k in range(4)], _decided(), {}))
     assert [topic for topic, *_ in sent] == ["news.unique", "news.duplicates", "news.revisions", "news.dead-letter"]
     assert stage.counts["revision"] == 1 and stage.counts["records"] == 4 and stage.reconciles()
 
