@@ -207,7 +207,8 @@ class VerifyConfig(Frozen):
     # raise it by more than exact_max_digit_gain (numbers differ) or fewer than
     # exact_min_near_words of the copy's own words are one edit from the other's
     exact_evidence: bool = setting(
-        True, "compare the canonical texts of a pair below ld_min_jaccard that nothing else decided (character noise)")
+        True, "compare the canonical texts of a pair nothing else decided: below ld_min_jaccard (character noise), "
+        "or a short text in a longer one (short_exact_*)")
     exact_min_ld: float = setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
     exact_gram_jaccard: float = setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
                                          ge=0.0, le=1.0)
@@ -217,6 +218,17 @@ class VerifyConfig(Frozen):
         0.3, "or fewer than this share of the copy's own words are one edit from a word of the other", ge=0.0, le=1.0)
     # a shorter text's signature (~1 symbol per 16 bytes) is too coarse for exact_min_ld
     exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
+    # a short copy (at most half the earlier text's bytes: a teaser after a header block, a
+    # "key points" box) that its estimates cannot settle: a handful of MinHash slots, and a
+    # signature embedding broken where the copy skipped text. Its 8-grams are looked up in the
+    # earlier canonical text: 0.94-0.99 of a teaser's or key points' are there, 0.1-0.6 of a
+    # story quoting a paragraph or sharing a disclaimer
+    short_exact_containment: float = setting(
+        0.85, "exact byte 8-gram containment of a short text (at most half the earlier's bytes) in an earlier text at "
+        "or above which it is contained_in it, unless digits read as 0 raise it by more than exact_max_digit_gain; "
+        "0 turns this off", ge=0.0, le=1.0)
+    short_exact_min_estimate: float = setting(
+        0.3, "containment estimate from which such a pair's texts are compared", ge=0.0, le=1.0)
     duplicate_relations: tuple[Literal["exact", "near_duplicate", "contains", "contained_in"], ...] = setting(
         ("exact", "near_duplicate", "contained_in"), "relations that make a document a duplicate")
     # a correction or an update is linked like a copy, but withholding it would keep the wrong

@@ -217,7 +217,7 @@ def byte_grams_ref(data: bytes, size: int, sample_bits: int = 0) -> list[int]:
     return kept or grams
 
 
-def gram_jaccards_kernel(a: bytes, b: bytes) -> tuple[float, float]:
+def gram_jaccards_kernel(a: bytes, b: bytes) -> tuple[float, float, float, float]:
     from streamdedup._kernels import evidence as KE
 
     size = KE.table_size(len(a), len(b))
@@ -225,18 +225,20 @@ def gram_jaccards_kernel(a: bytes, b: bytes) -> tuple[float, float]:
     return KE.gram_jaccards(buf(a), buf(b), np.zeros(size, np.uint64), np.zeros(size, np.uint8))
 
 
-def gram_jaccards_ref(a: bytes, b: bytes) -> tuple[float, float]:
-    """(plain, digits-as-0) Jaccard of the sets of 8-byte windows; texts under 8 bytes: 1.0 if equal, else 0.0."""
+def gram_jaccards_ref(a: bytes, b: bytes) -> tuple[float, float, float, float]:
+    """(plain, digits-as-0) Jaccard of the sets of 8-byte windows, then (plain, digits-as-0)
+    containment of b's set in a's; texts under 8 bytes: 1.0 if equal, else 0.0."""
     if len(a) < 8 or len(b) < 8:
         v = 1.0 if a == b else 0.0
-        return v, v
+        return v, v, v, v
     fold = bytes.maketrans(b"0123456789", b"0" * 10)
 
-    def jac(x: bytes, y: bytes) -> float:
-        gx, gy = {x[i:i + 8] for i in range(len(x) - 7)}, {y[i:i + 8] for i in range(len(y) - 7)}
-        return len(gx & gy) / len(gx | gy)
+    def sets(x: bytes, y: bytes) -> tuple[set, set]:
+        return {x[i:i + 8] for i in range(len(x) - 7)}, {y[i:i + 8] for i in range(len(y) - 7)}
 
-    return jac(a, b), jac(a.translate(fold), b.translate(fold))
+    (pa, pb), (fa, fb) = sets(a, b), sets(a.translate(fold), b.translate(fold))
+    return (len(pa & pb) / len(pa | pb), len(fa & fb) / len(fa | fb),
+            len(pa & pb) / len(pb), len(fa & fb) / len(fb))
 
 
 def near_word_share_kernel(a: bytes, b: bytes) -> float:
@@ -706,9 +708,17 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
             and ld is not None and ld.similarity >= verify.exact_min_ld
             and abs(a.length - b.length) <= (1.0 - verify.exact_min_ld) * max(a.length, b.length)
             and min(a.length, b.length) >= verify.exact_min_bytes):
-        plain, folded = gram_jaccards_ref(a.text, b.text)
+        plain, folded, _, _ = gram_jaccards_ref(a.text, b.text)
         if plain >= verify.exact_gram_jaccard and folded - plain <= verify.exact_max_digit_gain \
                 and near_word_share_ref(a.text, b.text) >= verify.exact_min_near_words:
             relation = "near_duplicate"
+    # a short copy's exact containment: a text at least 80 bytes, at most half the earlier's
+    elif (verify.exact_evidence and "contained_in" in verify.duplicate_relations and verify.short_exact_containment > 0
+            and a.text and b.text
+            and relation not in verify.duplicate_relations and 80 <= b.length <= 0.5 * a.length
+            and c_ba >= verify.short_exact_min_estimate):
+        _, _, held, held_folded = gram_jaccards_ref(a.text, b.text)
+        if held >= verify.short_exact_containment and held_folded - held <= verify.exact_max_digit_gain:
+            relation = "contained_in"
     return {"relation": relation, "jaccard": j, "containment_b_in_a": c_ba, "containment_a_in_b": c_ab, "ld": ld,
             "embedding_similarity": emb, "is_duplicate": relation in verify.duplicate_relations}

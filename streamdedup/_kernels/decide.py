@@ -21,27 +21,20 @@ from streamdedup._kernels import arena
 from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.anchor_index import anchor_insert, anchor_lookup
 from streamdedup._kernels.index import insert, lookup
-from streamdedup._kernels.verify import O_BOILERPLATE, O_CONTAINMENT_A_IN_B, O_CONTAINMENT_B_IN_A, O_EMBEDDING, O_JACCARD, O_LD_SIMILARITY
-from streamdedup._kernels.evidence import accepts, lengths_close
+from streamdedup._kernels.verify import O_BOILERPLATE, O_CONTAINMENT_B_IN_A, O_JACCARD, O_LD_SIMILARITY
+from streamdedup._kernels.evidence import lengths_close, short_question
+from streamdedup._kernels.questions import D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_EMBEDDING, D_JACCARD, D_LD_SIMILARITY
+from streamdedup._kernels.questions import N_NUMBERS, N_SAID, _estimates, exact_evidence, short_evidence
 from streamdedup._kernels.verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_JACCARD
-from streamdedup._kernels.verify import REL_EXACT, REL_NEAR
+from streamdedup._kernels.verify import REL_CONTAINED_IN, REL_EXACT, REL_NEAR
 from streamdedup._kernels.verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # Numba's on-disk cache of decide_batch holds compare_pair (and the other helpers above) compiled
 # in, but it checks only this file's timestamp: a change to a rule in verify.py is not seen by a
 # cached decide_batch until this file changes too (an engine would judge by the old rule while
-# explain used the new one). Changed with: the short-copy rule (verify.short_copy_ratio).
+# explain used the new one). Changed with: exact containment of short copies
+# (verify.short_exact_containment).
 
-# columns of the per-document numbers written by decide_batch (float32, NaN = not computed)
-D_JACCARD = 0
-D_LD_SIMILARITY = 1
-D_CONTAINMENT_B_IN_A = 2
-D_CONTAINMENT_A_IN_B = 3
-D_EMBEDDING = 4
-D_GRAM_JACCARD = 5  # exact byte 8-gram Jaccard (exact evidence, ``_kernels.evidence``)
-D_GRAM_FOLDED = 6  # the same with every digit read as 0
-D_NEAR_WORDS = 7  # share of the copy's own words one edit from a word of the earlier text's own
-N_NUMBERS = 8
 
 #: a document of at most this many shingles also looks up its anchor keys (a teaser, an
 #: excerpt, a card: the short copies the bands miss when they do not start the story; a long
@@ -50,7 +43,8 @@ ANCHOR_MAX_SHINGLES = 200
 
 # flags per document
 F_BOILERPLATE = 1
-F_EXACT_EVIDENCE = 2  # a near-duplicate on exact character evidence
+F_EXACT_EVIDENCE = 2  # a near-duplicate or a short copy (contained_in) on exact evidence
+
 
 
 class BatchPrints(NamedTuple):
@@ -143,8 +137,9 @@ class Outputs(NamedTuple):
     ask: np.ndarray
     #: uint8 (n, MAX_ANCHORS): the hot counts of its anchor keys (``anchor_index.anchor_insert``)
     anchor_hot: np.ndarray
-    #: float64 (n, 3): the caller's answer for ``ask[i]``: exact 8-gram Jaccard, plain and with
-    #: digits read as 0, and the near-word share (``_kernels.evidence``; NaN until answered)
+    #: float64 (n, N_SAID): the caller's answer for ``ask[i]`` (``S_*``): exact 8-gram Jaccard,
+    #: plain and with digits read as 0, the near-word share, and the 8-gram containment of the
+    #: document in the earlier text, plain and folded (``_kernels.evidence``; NaN until answered)
     said: np.ndarray
 
 
@@ -153,7 +148,7 @@ def outputs(n: int, bands: int) -> Outputs:
     return Outputs(np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
                    np.empty(n, dtype=np.uint8), np.empty((n, N_NUMBERS), dtype=np.float32), np.empty(n, dtype=np.uint8),
                    np.empty((n, bands), dtype=np.uint8), np.full(n, -1, dtype=np.int64),
-                   np.ones((n, MAX_ANCHORS), dtype=np.uint8), np.full((n, 3), np.nan))
+                   np.ones((n, MAX_ANCHORS), dtype=np.uint8), np.full((n, N_SAID), np.nan))
 
 
 # One kernel of ~130 lines on purpose: its steps (window, lookup, ordering, verification,
@@ -196,6 +191,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     order = np.empty(cand_slots.shape[0], dtype=np.int64)
     guard = np.empty(cand_slots.shape[0], dtype=np.int64)  # pairs only exact evidence could make duplicates
     guard_j = np.empty(cand_slots.shape[0], dtype=np.float64)
+    short_num = np.empty(N_NUMBERS, dtype=np.float32)  # the estimates of a short copy's question
     asks = verify[P_EXACT_LD] <= 1.0
     min_bytes = verify[P_EXACT_MIN_BYTES]
     for i in range(start, n):
@@ -257,6 +253,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             n_check = nc if nc < max_verified else max_verified
             n_guard = np.int64(0)  # not a literal 0: exact_evidence would compile twice
             ask_doc = asks and lengths[i] >= min_bytes  # exact evidence: pairs of texts long enough only
+            short_c = np.int64(-1)  # the candidate a short copy is asked about (highest containment estimate)
             for k in range(n_check):
                 c = cand_slots[order[k]]
                 shared_bp = np.bool_(False)
@@ -275,16 +272,17 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     guard[n_guard] = c
                     guard_j[n_guard] = cmp_out[O_JACCARD]
                     n_guard += 1
+                if best < 0 and not is_duplicate(rel, verify) and short_question(a_len[c], lengths[i], cmp_out[O_CONTAINMENT_B_IN_A], verify) \
+                        and (short_c < 0 or cmp_out[O_CONTAINMENT_B_IN_A] > short_num[D_CONTAINMENT_B_IN_A]):
+                    short_c = c
+                    _estimates(cmp_out, short_num)
                 if is_duplicate(rel, verify) and cmp_out[O_JACCARD] > best_j:
                     best = c
                     best_rel = rel
                     best_j = cmp_out[O_JACCARD]
-                    num_out[i, D_JACCARD] = cmp_out[O_JACCARD]
-                    num_out[i, D_LD_SIMILARITY] = cmp_out[O_LD_SIMILARITY]
-                    num_out[i, D_CONTAINMENT_B_IN_A] = cmp_out[O_CONTAINMENT_B_IN_A]
-                    num_out[i, D_CONTAINMENT_A_IN_B] = cmp_out[O_CONTAINMENT_A_IN_B]
-                    num_out[i, D_EMBEDDING] = cmp_out[O_EMBEDDING]
+                    _estimates(cmp_out, num_out[i])
                     flag_out[i] = F_BOILERPLATE if cmp_out[O_BOILERPLATE] > 0.0 else 0
+            asked = np.int64(-3)
             if best < 0 and n_guard > 0:
                 asked = exact_evidence(i, n_guard, guard, guard_j, sig_b, lengths[i], chars[i], slot_seq, a_len, a_chars,
                                        a_sig_start, a_sig_len, a_buf, sig_copy, verify, runs, cmp_out, ask_out, said, num_out)
@@ -293,6 +291,17 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                 if asked >= 0:
                     best = asked
                     best_rel = REL_NEAR
+                    flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
+            # one question a document: a short copy is asked about when no noise question was
+            # (a second question would replace the first's answer, which the next call reads)
+            if best < 0 and asked == -3 and short_c >= 0:
+                got = short_evidence(i, slot_seq[short_c], short_num, verify, ask_out, said, num_out)
+                if got == -2:
+                    return i
+                if got >= 0:
+                    best = short_c
+                    best_rel = REL_CONTAINED_IN
+                    best_j = short_num[D_JACCARD]
                     flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
             # the kept match's LD and embedding (reported), skipped while its relation was decided
             need_ld = best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify)
@@ -327,38 +336,3 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
         root_out[i] = root
         state[0] = seq + 1
     return n
-
-
-@njit(cache=True)
-def exact_evidence(i, n_guard, guard, guard_j, sig_b, len_b, chars_b, slot_seq, a_len, a_chars, a_sig_start, a_sig_len,
-                   a_buf, sig_copy, verify, runs, cmp_out, ask_out, said, num_out):
-    """Document ``i``, which no candidate made a duplicate: its guard pair (below
-    ``ld_min_jaccard``) of highest LD similarity, if that reaches ``exact_min_ld``, is judged
-    on the exact 8-gram evidence in ``said[i]``. Returns the slot it duplicates, -1 for none,
-    or -2 after writing the seq to compare with to ``ask_out[i]`` (no answer for it yet).
-    """
-    ask = np.int64(-1)
-    ask_ld = -1.0
-    ask_j = 0.0
-    for g in range(n_guard):
-        c = guard[g]
-        sig_a = arena.signature(c, a_sig_start, a_sig_len, a_buf, sig_copy)
-        ld_estimate(sig_a, sig_b, a_len[c], len_b, a_chars[c], chars_b, verify, runs, cmp_out)
-        ld = cmp_out[O_LD_SIMILARITY]
-        if ld >= verify[P_EXACT_LD] and ld > ask_ld:
-            ask, ask_ld, ask_j = c, ld, guard_j[g]
-    if ask < 0:
-        return np.int64(-1)
-    if ask_out[i] != slot_seq[ask] or np.isnan(said[i, 0]):
-        ask_out[i] = slot_seq[ask]
-        said[i, 0] = np.nan
-        return np.int64(-2)
-    plain, folded, near = said[i, 0], said[i, 1], said[i, 2]
-    num_out[i, D_GRAM_JACCARD] = plain
-    num_out[i, D_GRAM_FOLDED] = folded
-    num_out[i, D_NEAR_WORDS] = near
-    if not accepts(plain, folded, near, verify):
-        return np.int64(-1)
-    num_out[i, D_JACCARD] = ask_j
-    num_out[i, D_LD_SIMILARITY] = ask_ld
-    return ask

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from streamdedup._kernels.hashing import fmix64
-from streamdedup._kernels.verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_NEAR_WORDS
+from streamdedup._kernels.verify import P_EXACT_DIGIT_GAIN, P_EXACT_GRAM, P_EXACT_NEAR_WORDS, P_SHORT_EXACT, P_SHORT_EXACT_MIN
 
 GRAM = 8
 # table states
@@ -47,6 +47,34 @@ def accepts(plain, folded, near, params):
     """The rule on a pair's exact evidence (``verify.exact_*`` in ``params``, the verification
     kernel's array): the decide loop and :func:`streamdedup.engine.verify.compare` both apply it."""
     return plain >= params[P_EXACT_GRAM] and folded - plain <= params[P_EXACT_DIGIT_GAIN] and near >= params[P_EXACT_NEAR_WORDS]
+
+
+#: a newer text of at most this share of the earlier one's bytes is a short copy's question
+#: (teasers, excerpts, key points: 0.05-0.3 of their story; a copy under other boilerplate or
+#: a rewrite is most of its length, and the sketches judge those)
+SHORT_SHARE = 0.5
+#: and of at least this many bytes: ~70 grams, which a story contains by chance only if it
+#: quotes them (a 20-word card is ~120 bytes, a 76-character Chinese teaser ~230)
+SHORT_MIN_BYTES = 80
+
+
+@njit(cache=True, inline="always")
+def short_question(len_a, len_b, c_ba, params):
+    """Whether a pair that is no duplicate is asked for the exact containment of the newer,
+    shorter text in the earlier one: its containment estimate is noise at this size (a teaser
+    of 40 words after a story's header block: 0.4-1.0 for a true 0.97), and the signature
+    embedding cannot bridge what the copy left out between its sentences (a header block,
+    the paragraphs between key points: 0.4-0.8)."""
+    return (params[P_SHORT_EXACT] <= 1.0 and len_b >= SHORT_MIN_BYTES and len_b <= SHORT_SHARE * len_a
+            and c_ba >= params[P_SHORT_EXACT_MIN])
+
+
+@njit(cache=True)
+def contained(plain, folded, params):
+    """The rule on a short copy's exact evidence: the share of its 8-grams in the earlier text
+    reaches ``verify.short_exact_containment`` and reading digits as 0 does not add more than
+    ``verify.exact_max_digit_gain`` (a brief of the same template with other figures)."""
+    return plain >= params[P_SHORT_EXACT] and folded - plain <= params[P_EXACT_DIGIT_GAIN]
 
 
 @njit(cache=True, inline="always")
@@ -74,7 +102,8 @@ def _probe(keys, states, key, h):
 
 @njit(cache=True)
 def _jaccard(a, b, fold, keys, states):
-    """Exact Jaccard of the distinct 8-gram sets of ``a`` and ``b`` (tables cleared here)."""
+    """Exact Jaccard of the distinct 8-gram sets of ``a`` and ``b``, and the containment of
+    ``b``'s set in ``a``'s (tables cleared here)."""
     for k in range(keys.shape[0]):
         states[k] = _EMPTY
     n_a = 0
@@ -100,12 +129,13 @@ def _jaccard(a, b, fold, keys, states):
             n_b += 1
             both += 1
     union = n_a + n_b - both
-    return both / union if union > 0 else 0.0
+    return both / union if union > 0 else 0.0, both / n_b if n_b > 0 else 0.0
 
 
 @njit(cache=True)
 def gram_jaccards(a, b, keys, states):
-    """(plain, digit-folded) exact Jaccard of the byte 8-gram sets of ``a`` and ``b``.
+    """Exact Jaccard of the byte 8-gram sets of ``a`` and ``b`` and containment of ``b``'s in
+    ``a``'s: (Jaccard, Jaccard digit-folded, containment, containment digit-folded).
 
     ``keys`` (uint64) and ``states`` (uint8) are a table of a power-of-two size of at least
     twice ``len(a) + len(b)`` (:func:`table_size`). A text shorter than 8 bytes has no gram:
@@ -119,8 +149,10 @@ def gram_jaccards(a, b, keys, states):
                     same = False
                     break
         v = 1.0 if same else 0.0
-        return v, v
-    return _jaccard(a, b, np.bool_(False), keys, states), _jaccard(a, b, np.bool_(True), keys, states)
+        return v, v, v, v
+    plain, contained = _jaccard(a, b, np.bool_(False), keys, states)
+    folded, contained_folded = _jaccard(a, b, np.bool_(True), keys, states)
+    return plain, folded, contained, contained_folded
 
 
 def table_size(len_a: int, len_b: int) -> int:

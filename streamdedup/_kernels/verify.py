@@ -47,7 +47,9 @@ P_EXACT_DIGIT_GAIN = 15  # the most that reading digits as 0 may add to it
 P_EXACT_NEAR_WORDS = 16  # the least share of the copy's own words one edit from the earlier text's
 P_EXACT_MIN_BYTES = 17  # the shortest canonical text (bytes) exact evidence is asked for
 P_SHORT_RATIO = 18  # a text with at most 1/this of the other's shingles is contained_in it on an exact embedding (0: off)
-N_PARAMS = 19
+P_SHORT_EXACT = 19  # exact 8-gram containment that makes a short text contained_in (> 1: not asked)
+P_SHORT_EXACT_MIN = 20  # the containment estimate from which a short text is asked about
+N_PARAMS = 21
 
 #: the fewest signature symbols an exact embedding decides on alone: 4 symbols of a 62-symbol
 #: alphabet meet by chance once in ~15 M positions of the other signature

@@ -57,6 +57,7 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
     if max(len(ca), len(cb)) <= TRUE_LD_LIMIT:
         Levenshtein = require("rapidfuzz.distance", "tools", "streamdedup explain").Levenshtein
         true_ld = Levenshtein.distance(ca, cb)
+    grams = cmp.grams or exact_grams(ca, cb)
     return {
         "canonical_length": [len(ca), len(cb)],
         "shingles": [len(sa), len(sb)],
@@ -76,7 +77,9 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
         "expected_unrelated_ld": cmp.ld.expected_unrelated,
         "signature_embedding_similarity": cmp.embedding_similarity,
         # exact character evidence: always shown here (the engine asks only below ld_min_jaccard)
-        "exact_evidence": list(cmp.grams or exact_grams(ca, cb)),
+        "exact_evidence": list(grams[:3]),
+        # a short copy's exact evidence (the engine asks for a text at most half the other's)
+        "exact_8gram_containment_b_in_a": list(grams[3:]),
         "band_keys_shared": [judged.shared_keys, int(batch.index_keys.shape[1])],
         "anchor_keys_shared": judged.shared_anchors,
         "proposed": judged.proposed,
@@ -138,6 +141,7 @@ def explain(file_a: str, file_b: str, config_path: str | None, as_json: bool) ->
     row("expected LD if unrelated", out["expected_unrelated_ld"])
     row("signature embedding similarity", out["signature_embedding_similarity"])
     row("exact 8-gram Jaccard / digits as 0 / own words one edit away", out["exact_evidence"])
+    row("exact 8-gram containment B in A / digits as 0", out["exact_8gram_containment_b_in_a"])
     row("band keys shared (main, lead, character) / of", out["band_keys_shared"])
     console = make_console()
     console.print(table)

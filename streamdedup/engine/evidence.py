@@ -55,15 +55,15 @@ class Evidence:
         self.read = 0
 
     def answer(self, buf: np.ndarray, start: np.ndarray, length: np.ndarray, i: int, seqs: np.ndarray,
-               seq: int) -> tuple[float, float, float]:
-        """The exact evidence (8-gram Jaccard plain and digits as 0, near-word share) of this
-        batch's document ``i`` (canonical texts ``buf``/``start``/``length``, seqs so far
-        ``seqs[:i]``) against the document ``seq``."""
+               seq: int) -> tuple[float, float, float, float, float]:
+        """The exact evidence (:meth:`EvidenceTables.measure`) of this batch's document ``i``
+        (canonical texts ``buf``/``start``/``length``, seqs so far ``seqs[:i]``) against the
+        document ``seq``."""
         self.asked += 1
         b = buf[int(start[i]):int(start[i]) + int(length[i])]
         a = self.text_of(buf, start, length, i, seqs, seq)
         if a is None:
-            return 0.0, 0.0, 0.0  # no earlier text: no evidence
+            return 0.0, 0.0, 0.0, 0.0, 0.0  # no earlier text: no evidence
         return self._tables.measure(a, b)
 
     def text_of(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:

@@ -21,6 +21,13 @@ or more), is a near-duplicate when the exact byte 8-gram Jaccard of the canonica
 ``verify.exact_max_digit_gain`` and at least ``verify.exact_min_near_words`` of the newer
 text's own words are one edit from the earlier's (``_kernels.evidence``; the engine asks for it
 in its decide loop, :func:`compare` when both fingerprints carry text).
+
+Short copies on exact evidence: a newer text that is no duplicate, of at most half the earlier's
+bytes, whose containment estimate reaches ``verify.short_exact_min_estimate``, is
+``contained_in`` the earlier one when ``verify.short_exact_containment`` of its byte 8-grams are
+in the earlier canonical text (digits read as 0 adding at most ``verify.exact_max_digit_gain``).
+A teaser after a header block or a "key points" box skips text between its sentences, which
+breaks the signature embedding, and holds too few shingles for the estimate.
 """
 
 from __future__ import annotations
@@ -91,9 +98,11 @@ class Comparison:
     ld: signature.LDEstimate | None
     embedding_similarity: float
     reasons: tuple[str, ...]
-    #: exact evidence: byte 8-gram Jaccard of the canonical texts, plain and with digits read as
-    #: 0, and the near-word share (None: not asked: decided otherwise, or a fingerprint had no text)
-    grams: tuple[float, float, float] | None = None
+    #: exact evidence (``EvidenceTables.measure``): byte 8-gram Jaccard of the canonical texts,
+    #: plain and with digits read as 0, the near-word share, and the containment of the new
+    #: text's 8-grams in the earlier's, plain and digits as 0 (None: not asked: decided
+    #: otherwise, or a fingerprint had no text)
+    grams: tuple[float, float, float, float, float] | None = None
 
     @property
     def ld_similarity(self) -> float | None:
@@ -124,6 +133,9 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
     p[K.P_EXACT_NEAR_WORDS] = verify.exact_min_near_words
     p[K.P_EXACT_MIN_BYTES] = verify.exact_min_bytes
     p[K.P_SHORT_RATIO] = verify.short_copy_ratio
+    short_asks = verify.exact_evidence and "contained_in" in verify.duplicate_relations and verify.short_exact_containment > 0
+    p[K.P_SHORT_EXACT] = verify.short_exact_containment if short_asks else 2.0
+    p[K.P_SHORT_EXACT_MIN] = verify.short_exact_min_estimate
     return p
 
 
@@ -131,8 +143,9 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
             boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig,
             grams: tuple[float, float, float] | None = None) -> tuple[str, ...]:
     """Why a pair got its relation, in words (the same text for explain, live and replayed decisions);
-    ``grams``: the exact evidence of a near-duplicate on it (8-gram Jaccard plain and with digits
-    as 0, near-word share: ``_kernels.evidence``)."""
+    ``grams``: the exact evidence it was decided on (``_kernels.evidence``): for a near-duplicate
+    the 8-gram Jaccard plain and with digits as 0 and the near-word share, for a short copy
+    (contained_in) the 8-gram containment plain and with digits as 0."""
     out = ["boilerplate bands ignored"] if boilerplate else []
     if relation == K.REL_EXACT:
         out.append("equal canonical digests")
@@ -145,6 +158,10 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
             out.append(f"Jaccard {j:.3f} >= {verify.jaccard_threshold}")
         else:
             out.append(f"LD similarity {ld_similarity:.3f} >= {verify.ld_similarity_threshold} with Jaccard {j:.3f}")
+    elif relation == K.REL_CONTAINED_IN and grams is not None:
+        out.append(f"short copy: {grams[0]:.3f} of its exact 8-grams are in the earlier text >= "
+                   f"{verify.short_exact_containment} (digits as 0: {grams[1] - grams[0]:+.3f}), "
+                   f"containment estimate {c_ba:.3f}")
     elif relation == K.REL_CONTAINED_IN and c_ba < verify.contained_min_estimate:
         out.append(f"short text: its whole signature embeds exactly in the earlier one's "
                    f"(containment estimate {c_ba:.3f}: noise at this size)")
@@ -215,12 +232,18 @@ def compare(
                   float(out[K.O_CONTAINMENT_A_IN_B]), emb, boilerplate, None if ld is None else ld.raw,
                   None if ld is None else ld.expected_unrelated, verify)
     grams = None
+    c_ba, c_ab = float(out[K.O_CONTAINMENT_B_IN_A]), float(out[K.O_CONTAINMENT_A_IN_B])
     if _asks_evidence(verify, rel, j, ld, shared_boilerplate, a, b):
         grams = exact_grams(a.text, b.text)
-        if KE.accepts(*grams, params):  # the decide loop's rule
+        if KE.accepts(*grams[:3], params):  # the decide loop's rule
             rel = K.REL_NEAR
-            why = reasons(rel, j, ld.similarity, float(out[K.O_CONTAINMENT_B_IN_A]), float(out[K.O_CONTAINMENT_A_IN_B]), emb,
-                          boilerplate, ld.raw, ld.expected_unrelated, verify, grams)
+            why = reasons(rel, j, ld.similarity, c_ba, c_ab, emb, boilerplate, ld.raw, ld.expected_unrelated, verify, grams[:3])
+    elif a.text and b.text and not K.is_duplicate(rel, params) and KE.short_question(a.length, b.length, c_ba, params):
+        grams = exact_grams(a.text, b.text)  # a short copy's question (_kernels.decide.short_evidence)
+        if KE.contained(grams[3], grams[4], params):
+            rel = K.REL_CONTAINED_IN
+            why = reasons(rel, j, None if ld is None else ld.similarity, c_ba, c_ab, emb, boilerplate, None, None, verify,
+                          (grams[3], grams[4], grams[2]))
     relation = K.RELATION_NAMES[rel]
     return Comparison(
         relation=relation,
@@ -290,21 +313,22 @@ class EvidenceTables:
     def __init__(self) -> None:
         self.keys, self.counts, self.states = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
 
-    def measure(self, a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    def measure(self, a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float, float]:
         """The exact evidence of two canonical texts (uint8, earlier ``a``, newer ``b``): byte
-        8-gram Jaccard, the same with digits read as 0, and the share of b's own words one edit
-        from a's."""
+        8-gram Jaccard, the same with digits read as 0, the share of b's own words one edit
+        from a's, and the containment of b's 8-grams in a's, plain and digits as 0 (the
+        decide loop's ``S_*`` columns)."""
         size = KE.word_table_size(a.shape[0], b.shape[0])  # the larger table: both kernels use it
         if self.keys.shape[0] < size:
             self.keys, self.counts, self.states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
         g = KE.table_size(a.shape[0], b.shape[0])
         # read-only whichever way the texts came (batch, record, bytes): one compiled kernel
         a, b = readonly(a), readonly(b)
-        plain, folded = KE.gram_jaccards(a, b, self.keys[:g], self.states[:g])
+        plain, folded, held, held_folded = KE.gram_jaccards(a, b, self.keys[:g], self.states[:g])
         near = KE.near_word_share(a, b, self.keys[:size], self.counts[:size], self.states[:size])
-        return float(plain), float(folded), float(near)
+        return float(plain), float(folded), float(near), float(held), float(held_folded)
 
 
-def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float]:
+def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float, float, float]:
     """:meth:`EvidenceTables.measure` of two canonical texts as bytes (explain, the inspector)."""
     return EvidenceTables().measure(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8))

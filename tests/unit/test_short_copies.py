@@ -14,7 +14,8 @@ from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.state.base import MemoryStore
 
 ON = load_config(environ={})
-OFF = load_config(environ={"STREAMDEDUP_VERIFY__SHORT_COPY_RATIO": "0"})
+# both short-copy rules off: the exact embedding and the exact containment (which catches these too)
+OFF = load_config(environ={"STREAMDEDUP_VERIFY__SHORT_COPY_RATIO": "0", "STREAMDEDUP_VERIFY__SHORT_EXACT_CONTAINMENT": "0"})
 
 
 @pytest.fixture(scope="module")

@@ -145,6 +145,12 @@ def threshold_checks(verify, why) -> list[tuple[str, str, str, bool | None]]:
          f"near words {fig(why.grams[2])}",
          None if why.grams is None else why.grams[0] >= verify.exact_gram_jaccard
          and why.grams[1] - why.grams[0] <= verify.exact_max_digit_gain and why.grams[2] >= verify.exact_min_near_words),
+        ("verify.short_exact_containment, digits as 0 adding <= verify.exact_max_digit_gain (a text at most half "
+         "the earlier's, containment estimate >= verify.short_exact_min_estimate)",
+         f"{verify.short_exact_containment:g}, {verify.exact_max_digit_gain:g}" + ("" if verify.exact_evidence else " (off)"),
+         "-" if why.grams is None else f"8-gram containment {fig(why.grams[3])}, digits as 0 {why.grams[4] - why.grams[3]:+.3f}",
+         None if why.grams is None else why.grams[3] >= verify.short_exact_containment
+         and why.grams[4] - why.grams[3] <= verify.exact_max_digit_gain),
         ("verify.duplicate_relations", ", ".join(verify.duplicate_relations), why.relation,
          why.relation in verify.duplicate_relations),
     ]
