@@ -33,7 +33,8 @@ changed block is read:
 
 A later text of at most :data:`EXCERPT_SHARE` of the earlier's tokens is an excerpt (a teaser
 after a header block, a paragraph from the middle, key points): before all this, the earlier text
-is cut to the runs the excerpt quotes (:func:`_excerpted`), so what it leaves out changes nothing.
+is cut to the runs the excerpt quotes (:func:`_excerpted`), so what it leaves out changes nothing;
+a short text that quotes no run of :data:`KEPT_RUN` tokens is compared with the whole story.
 
 Cost: two tokenisations, two token counts and one alignment of the token lists after their
 common head and tail are cut off, in CPython (measured per linked pair by ``bench accuracy
@@ -313,7 +314,9 @@ def _excerpted(ta: list[str], tb: list[str]) -> list[int]:
     the standfirst last); between two runs, what the story has between them is kept too when it
     is at most :data:`SMALL_BLOCK` tokens (a word dropped or changed inside a quoted sentence,
     "did not approve"), else it is what the excerpt left out. Words of ``tb`` in no run read as
-    inserted.
+    inserted. A ``tb`` in no run at all quotes nothing of ``ta``: all of ``ta`` is kept (it is
+    compared with the whole story, as a text that is no excerpt is; cut to nothing, every word
+    of it would read as inserted, an addition).
 
     (An alignment in order, longest common subsequence or longest blocks first, pairs an
     excerpt's words with stray copies of them in the runs it left out, or cannot reach a
@@ -341,6 +344,8 @@ def _excerpted(ta: list[str], tb: list[str]) -> list[int]:
             end = best + most
         else:
             j += 1
+    if not runs:
+        return list(range(len(ta)))
     keep: list[int] = []
     last = 0  # the story's start: a change before the first run is kept like one between runs
     for p, n in runs:

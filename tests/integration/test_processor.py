@@ -119,7 +119,8 @@ def test_revisions_on_a_topic_of_their_own(topics, tmp_path) -> None:
     assert by_topic[revisions_topic] > 5  # the feed's updates and replaced sentences
     assert (f"unique {by_topic[topics.outputs['unique']]:,}, duplicates {by_topic[topics.outputs['duplicate']]:,}, "
             f"revisions {by_topic[revisions_topic]:,}, dead-letter {by_topic[topics.outputs['dead_letter']]:,}") in printed
-    # the inspector's overview reads the revisions topic as an output of its own
+    # the inspector's overview reads the revisions topic as an output of its own, and its totals
+    # count it: they add up to the input
     from streamdedup.config import load_config
     from streamdedup.tools.inspection.kafka_source import KafkaDuplicates
 
@@ -127,6 +128,9 @@ def test_revisions_on_a_topic_of_their_own(topics, tmp_path) -> None:
     try:
         recent = source.recent("revision", 10_000)
         assert len(recent.records) == by_topic[revisions_topic] and all(t.status == "revision" for _, t in recent.records)
+        totals = source.totals()
+        assert totals == {status: by_topic[topic] for status, topic in outputs.items()} and source.totals_exact
+        assert sum(totals.values()) == len(records)
     finally:
         source.close()
 

@@ -207,3 +207,21 @@ def test_an_excerpt_still_changes_what_it_keeps() -> None:
     assert judge(PAGE, teaser + "\nThe company will not pay a dividend.").revised
     dropped = "Acme said it plans further acquisitions this year and would cut its debt by 200 mln dlrs."
     assert judge(PAGE, f"{TITLE}\n{dropped}").kinds == ("negation",)  # "did not plan" -> "plans" inside a kept run
+
+
+@pytest.mark.parametrize("later", [
+    "Acme pump maker sales rose in April, Keller said from Cleveland.",
+    "Acme Pumps shares jumped sharply today on heavy trading volume",
+])
+def test_a_short_text_that_quotes_no_run_is_compared_with_the_whole_story(later: str, monkeypatch) -> None:
+    """A text of at most half the story's words that shares no run of KEPT_RUN words with it
+    quotes nothing: it is read against the whole story, as before excerpts were read (cut to
+    the runs it quotes, the story would be empty and every word of it inserted)."""
+    a, b = canonicalize(PAGE), canonicalize(later)
+    ta, tb = T.tokens(a), T.tokens(b)
+    assert R.EXCERPT_SHARE * len(ta) >= len(tb)
+    assert not any(tb[j:j + R.KEPT_RUN] == ta[p:p + R.KEPT_RUN]
+                   for j in range(len(tb) - R.KEPT_RUN + 1) for p in range(len(ta) - R.KEPT_RUN + 1))
+    got = [R.detect(a, b), judge(PAGE, later)]
+    monkeypatch.setattr(R, "EXCERPT_SHARE", 0.0)  # no text is an excerpt: the rule before them
+    assert got == [R.detect(a, b), judge(PAGE, later)]

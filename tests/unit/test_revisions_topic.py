@@ -3,8 +3,9 @@
 Routing, the setting's checks, file mode's ``revisions.jsonl``, and the Kafka processor
 in-process against ``fake_kafka``: every record in exactly one output, the revisions on their
 topic with their tags, counts that reconcile, the same after a crash, and a revision too large
-for its topic re-routed to dead letter. (The same on the real broker:
-tests/integration/test_processor.py.)
+for its topic re-routed to dead letter; the inspector's totals count the revisions output (file
+mode, and the Kafka source over ``fake_kafka``). (The same on the real broker:
+tests/integration/test_processor.py and tests/integration/test_inspect.py.)
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from concurrent.futures import Future
 
 import orjson
 import pytest
+from confluent_kafka import KafkaError
 
 from streamdedup import ConfigError, load_config
 from streamdedup.config import Config, VerifyConfig
@@ -24,8 +26,8 @@ from streamdedup.runtime.filemode import run_file
 from streamdedup.runtime.kafka.admin import create_topics
 from streamdedup.runtime.kafka.startup import StartupError, topic_settings
 
-from .fake_kafka import Crash
-from .test_kafka_delivery import TOPICS, broker, feed, run, sized, with_big
+from .fake_kafka import Admin, Consumer, Crash, Msg
+from .test_kafka_delivery import TOPICS, broker, config, feed, run, sized, with_big
 from .test_revision_routing import CORRECTION, TYPO_COPY, _feed
 
 REVISIONS_TOPIC = "out.revisions"
@@ -161,12 +163,18 @@ def _with_revisions_topic(records):
 
 
 @pytest.fixture(scope="module")
-def on_topic(tmp_path_factory):
+def on_topic_broker(tmp_path_factory):
+    """The reference run: its records, summary, outputs, and the broker that holds them."""
     records = feed()
     b = _with_revisions_topic(records)
     s = run(b, str(tmp_path_factory.mktemp("ref") / "state"), **ON_TOPIC)
     got = _by_topic(b)
-    return records, s, got
+    return records, s, got, b
+
+
+@pytest.fixture(scope="module")
+def on_topic(on_topic_broker):
+    return on_topic_broker[:3]
 
 
 def test_the_processor_sends_revisions_to_their_topic(on_topic) -> None:
@@ -330,3 +338,98 @@ def test_the_overview_lists_revisions_from_their_own_output(tmp_path) -> None:
         assert s.revisions == 1 and s.newest_revisions[0][0] == "story" and "400 -> 600" in s.newest_revisions[0][1]
     finally:
         src.close()
+
+
+# -- the inspector's totals count the revisions output -----------------------------------------
+
+
+def _overall_rate(ins) -> str:
+    from streamdedup.tools.ui.app import templates
+
+    ctx = {**ins.overview(100), "label": "out", "page": "overview", "server_ms": 0}
+    html = templates().env.get_template("overview.html").render(ctx)
+    return html.split('id="overall-rate">', 1)[1].split("<", 1)[0]
+
+
+def test_the_file_inspector_totals_count_revisions_jsonl(tmp_path) -> None:
+    """Under topic, revisions.jsonl is a fourth output: the totals count it, so they add up to
+    the input, and the overall duplicate rate is the one the default policy shows."""
+    from streamdedup.tools.inspection.file_source import FileDuplicates
+    from streamdedup.tools.ui.app import Inspector
+
+    cfg = load_config(environ={"STREAMDEDUP_VERIFY__REVISIONS": "topic"})
+    summary = run_file(cfg, str(_feed(tmp_path)), str(tmp_path / "out"))
+    src = FileDuplicates(tmp_path / "out", cfg)
+    try:
+        totals = src.totals()
+        assert totals == {"unique": 1, "duplicate": 1, "revision": 1, "dead_letter": 0}
+        assert sum(totals.values()) == summary.lines
+        ins = Inspector(cfg, src, "out", None)
+        assert ins.counts()["totals"] == totals and ins.overview(100)["totals"] == totals
+        on_topic_rate = _overall_rate(ins)
+    finally:
+        src.close()
+    # revisions on the unique output (the default): no revisions figure, the counts as before
+    plain = load_config(environ={})
+    run_file(plain, str(_feed(tmp_path)), str(tmp_path / "plain"))
+    src = FileDuplicates(tmp_path / "plain", plain)
+    try:
+        assert src.totals() == {"unique": 2, "duplicate": 1, "dead_letter": 0}
+        assert _overall_rate(Inspector(plain, src, "plain", None)) == on_topic_rate == "33.3%"
+    finally:
+        src.close()
+
+
+def test_the_totals_tiles_show_the_revisions_output_only_when_it_is_counted() -> None:
+    from streamdedup.tools.ui.app import templates
+
+    tiles = templates().env.get_template("_totals.html").module.status_tiles
+    four = str(tiles({"unique": 5, "duplicate": 3, "revision": 2, "dead_letter": 1}, True))
+    assert [part.split('"', 1)[0] for part in four.split('data-status="')[1:]] == \
+        ["unique", "duplicate", "revision", "dead_letter"]
+    assert 'data-status="revision">2<' in four
+    assert 'data-status="revision"' not in str(tiles({"unique": 7, "duplicate": 3, "dead_letter": 1}, True))
+
+
+class _InspectorConsumer(Consumer):
+    """fake_kafka's consumer as the inspector uses it: topic metadata, and the end of a
+    partition as an event (``enable.partition.eof``)."""
+
+    def list_topics(self, topic=None, timeout=-1):
+        return Admin(self.b, {}).list_topics(topic, timeout)
+
+    def consume(self, num_messages=1, timeout=-1) -> list:
+        return super().consume(num_messages, timeout) or [_Eof(t, p, pos) for (t, p), pos in self.positions.items()]
+
+    def unassign(self) -> None:
+        self.positions = {}
+
+
+class _Eof(Msg):
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        super().__init__(topic, partition, offset, None)
+
+    def error(self):
+        return KafkaError(KafkaError._PARTITION_EOF)
+
+
+def test_the_kafka_inspector_totals_count_the_revisions_topic(on_topic_broker, monkeypatch) -> None:
+    """The committed records of every output topic, the revisions topic too under topic: they add
+    up to the input; without topic the same three figures as before, and no fourth."""
+    from streamdedup.tools.inspection import kafka_source
+
+    records, s, _, b = on_topic_broker
+    monkeypatch.setattr(kafka_source, "Consumer", lambda conf: _InspectorConsumer(b, conf))
+    source = kafka_source.KafkaDuplicates(config(**ON_TOPIC))
+    try:
+        totals = source.totals()
+        assert totals == {"unique": s.unique, "duplicate": s.duplicates, "dead_letter": s.dead_letter,
+                          "revision": s.revisions_out} and source.totals_exact
+        assert sum(totals.values()) == len(records) and s.revisions_out > 5
+    finally:
+        source.close()
+    source = kafka_source.KafkaDuplicates(config())
+    try:
+        assert source.totals() == {"unique": s.unique, "duplicate": s.duplicates, "dead_letter": s.dead_letter}
+    finally:
+        source.close()

@@ -158,9 +158,12 @@ class FileDuplicates:
 
     def totals(self) -> dict[str, int | None]:
         out: dict[str, int | None] = {"duplicate": self.dups.refresh()}
-        for status in ("unique", "dead_letter"):
-            index = self._index(status)
-            out[status] = None if index is None else index.refresh()
+        files = {"unique": "unique", "dead_letter": "dead_letter"}
+        if self.cfg.verify.revisions == "topic":  # a fourth output: without it the totals fall short of the input
+            files["revision"] = "revisions"
+        for output, name in files.items():
+            index = self._index(name)
+            out[output] = None if index is None else index.refresh()
         return out
 
     def recent(self, output: str, limit: int) -> Recent:

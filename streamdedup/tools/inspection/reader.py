@@ -115,8 +115,9 @@ class DuplicateSource(Protocol):
         """The duplicate at that position, or None (no such record, or not one of ours)."""
 
     def totals(self) -> dict[str, int | None]:
-        """Records per output (``unique``, ``duplicate``, ``dead_letter``) now; None for an
-        output that does not exist. Kafka reads the committed records (not offsets, which
+        """Records per output (``unique``, ``duplicate``, ``dead_letter``, and ``revision``: the
+        revisions topic or ``revisions.jsonl``, only under ``verify.revisions: topic``) now; None
+        for an output that does not exist. Kafka reads the committed records (not offsets, which
         count transaction markers too); :attr:`totals_exact` says whether it read them all."""
 
     def recent(self, output: str, limit: int) -> Recent:
