@@ -40,6 +40,10 @@ MAX_ANCHORS = 64
 #: wrap: wire copy wrapped at ~70 columns made every line end an anchor (16.8 keys per Reuters
 #: story instead of 8-9, twice the record bytes and table load for the same copies found)
 SHORT_LINE = 50
+#: a line longer than this (bytes) is a whole paragraph, not a hard wrap (wire copy wraps at
+#: 65-80 columns), so its end is one even without a sentence end: a table row or a figure
+#: before a disclaimer or newsletter block starting on the next line
+LONG_LINE = 120
 
 
 #: the bytes that can make an anchor (``\n . ! ? -`` and the lead bytes of ``。！？–—``): the
@@ -61,7 +65,7 @@ def _anchors_here(raw, p, lo, hi, line_start, first_line):
     b = raw[p]
     nxt = raw[p + 1] if p + 1 < hi else np.uint8(32)
     if b == 10:  # a line end: the first, a short line's, or before a blank or indented line
-        return first_line or p - line_start < SHORT_LINE or _is_space(nxt)
+        return first_line or p - line_start < SHORT_LINE or p - line_start > LONG_LINE or _is_space(nxt)
     if b == 46 or b == 33 or b == 63:  # . ! ? then a space, or a closing quote or bracket then a space
         if _is_space(nxt) or p + 1 >= hi:
             return True

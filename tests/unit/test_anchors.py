@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from streamdedup import Fingerprinter, load_config
-from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, MAX_ANCHORS, SHORT_LINE
+from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, LONG_LINE, MAX_ANCHORS, SHORT_LINE
 from streamdedup.text.canonical import canonicalize
 
 CFG = load_config(environ={}).fingerprint
@@ -35,7 +35,7 @@ def _triggers(raw: bytes) -> list[int]:
         if b == 10:
             k = line_ends.index(p)
             line = raw[(line_ends[k - 1] + 1 if k else 0):p]
-            if k == 0 or len(line) < SHORT_LINE or raw[p + 1:p + 2] in SPACE:
+            if k == 0 or len(line) < SHORT_LINE or len(line) > LONG_LINE or raw[p + 1:p + 2] in SPACE:
                 after.append(p + 1)
         elif bytes([b]) in b".!?":
             if not rest or rest[:1] in SPACE or (rest[:1] in (b'"', b"'", b")") and (len(rest) < 2 or rest[1:2] in SPACE)):
@@ -121,6 +121,19 @@ def test_a_teaser_after_a_header_shares_an_anchor_with_its_story():
 def test_a_hard_wrap_is_not_an_anchor():
     wrapped = "A headline\n" + "\n".join([BODY[i:i + 70] for i in range(0, len(BODY), 70)])
     assert len(kernel(wrapped)) == len(kernel("A headline\n" + BODY))
+
+
+def test_a_paragraph_line_ends_an_anchor_without_a_sentence_end():
+    """A line longer than any hard wrap is a paragraph: a block on the next line is anchored
+    (a table row, a figure) and shares its key with the same block under another story."""
+    block = "This article was produced by an automated newswire service and has not been edited."
+    table = ("Shr 1.12 dlrs vs 98 cts Net 12.5 mln vs 10.1 mln Revs 450.2 mln vs 410.9 mln Avg shrs 11.9 mln vs 10.0 mln "
+             "Nine mths Shr 3.40 dlrs vs 2.95 dlrs")
+    assert len(table) > LONG_LINE
+    other = "BETA FALLS\nBeta said it lost money on the deal, citing higher costs and weak demand in Europe."
+    shared = set(kernel(f"ACME RESULTS\n{table}\n{block}")) & set(kernel(f"{other}\n{block}"))
+    assert len(shared) == 1
+    assert kernel(f"ACME RESULTS\n{table}\n{block}") == reference(f"ACME RESULTS\n{table}\n{block}")
 
 
 def test_a_mid_story_excerpt_shares_an_anchor():
