@@ -605,6 +605,54 @@ def edit_runs_kernel(a: bytes, b: bytes, merge_gap: int = 0) -> tuple[int, list[
     return int(d), runs[:n].tolist()
 
 
+def span_key_ref(text: bytes, p: int) -> int:
+    """An anchor key (``_kernels.anchors._span_key``): FNV-1a over the 40 bytes from ``p`` as
+    five little-endian 64-bit words, murmur3's fmix64, its low 32 bits (0 read as 1); 0 when
+    fewer than 40 bytes are left."""
+    if p + 40 > len(text):
+        return 0
+    mask = (1 << 64) - 1
+    h = 0xCBF29CE484222325
+    for t in range(p, p + 40, 8):
+        h = ((h ^ int.from_bytes(text[t:t + 8], "little")) * 0x100000001B3) & mask
+    h ^= h >> 33
+    h = (h * 0xFF51AFD7ED558CCD) & mask
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & mask
+    h ^= h >> 33
+    return (h & 0xFFFFFFFF) or 1
+
+
+def block_mask_ref(text: bytes, keys: list[int], hots: list[int], hot: int = 3) -> list[int]:
+    """Boilerplate blocks (``_kernels.blocks``), numbered from 1 in text order (0: no block): a
+    word start holding a key of ``keys`` whose count reaches ``hot`` opens one; the next word start
+    holding any key, the text's end, or the first word start 400 or more bytes on closes it."""
+    n = len(text)
+    count = dict(zip(keys, hots))
+    starts = [p for p in range(n) if p == 0 or text[p - 1] == 32]
+    anchors = {p: count[k] for p in starts if (k := span_key_ref(text, p)) in count}
+    mask = [0] * n
+    open_at, blocks = None, 0
+    for p in starts + [n]:
+        if open_at is not None and (p == n or p in anchors or p - open_at >= 400):
+            blocks += 1
+            mask[open_at:p] = [blocks] * (p - open_at)
+            open_at = None
+        if open_at is None and anchors.get(p, 0) >= hot:
+            open_at = p
+    return mask
+
+
+def block_mask_kernel(text: bytes, keys: list[int], hots: list[int], hot: int = 3) -> list[int]:
+    from streamdedup._kernels.blocks import block_mask
+
+    mask = np.zeros(len(text), np.int32)
+    k, h = np.array(keys + [0], np.uint32), np.array(hots + [0], np.uint8)
+    blocks = block_mask(np.frombuffer(text, np.uint8) if text else np.zeros(0, np.uint8), k, h, len(keys), hot, mask)
+    assert blocks == int(mask.max(initial=0))
+    return mask.tolist()
+
+
 @dataclass(frozen=True)
 class KernelCase:
     name: str
@@ -635,6 +683,7 @@ KERNELS = {
     "semi_global": KernelCase("semi_global", semi_global_kernel, semi_global_ref),
     "semi_global_distance": KernelCase("semi_global_distance", semi_global_distance_kernel, semi_global_ref),
     "edit_runs": KernelCase("edit_runs", edit_runs_kernel, edit_runs_ref),
+    "block_mask": KernelCase("block_mask", block_mask_kernel, block_mask_ref),
 }
 
 # ---------------------------------------------------------------- verification of a pair

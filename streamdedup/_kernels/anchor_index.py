@@ -4,16 +4,20 @@ A set-valued index is what the anchors need: a story has ~9 of them (up to 64) a
 shares one or two, so folding them into the index's fixed band columns (the least key per
 column) lost most of them (the prototype: 106-176 of 200 teasers after a header block with
 8-32 columns, 200 with a table). Like the band cells, one direct-mapped table whose entry
-holds the key, ``slot + 1`` of the most recent document that wrote it and the key's hot count
+holds the key, the seq of the most recent document that wrote it and the key's hot count
 (distinct clusters that wrote it in a row): one document per key is enough, because a copy
 only needs to reach some member of its cluster, and a key written by many clusters (a
 boilerplate line: "Reporting by ...", a disclaimer) is not evidence and is ignored.
 
 The table has ``ANCHOR_CELLS_PER_DOC`` entries per document of the ring's capacity, fixed at
 start (it is not rebuilt when the band cells grow, so growth never changes it). An entry is
-one uint64: the key's top 24 bits, its hot count (8 bits) and ``slot + 1`` (32 bits), so a
-lookup or an insert costs one cache miss, not three (key, slot and count in arrays of their
-own were three random reads per key in a table of 64 MB). The 8 key bits left out, with the
+one uint64: the key's top 24 bits, its hot count (8 bits) and the writer's seq modulo
+2**32 - 1, plus one (0: empty), so a lookup or an insert costs one cache miss, not three (key,
+slot and count in arrays of their own were three random reads per key in a table of 64 MB).
+The seq, not the slot: the live seqs span less than the ring's capacity, so the seq is whole
+again from ``seq_lo``, and an entry whose writer has left the ring is not taken for the
+document that reuses its slot (a restarted engine, which rebuilds the table from the live
+documents only, would not have it, and counts carried from it would differ). The 8 key bits left out, with the
 entry's position (which the whole key picks), leave a false match about once in 2**24
 lookups of an occupied entry: a candidate that verification then refuses. Reuters stories
 have 9.0 keys on average (all 19,043, with their titles), so a later key overwrites an entry of
@@ -31,7 +35,8 @@ from streamdedup._kernels.hashing import GOLDEN
 #: anchor table entries per document of capacity (8 bytes each)
 ANCHOR_CELLS_PER_DOC = 8
 
-_SLOT_MASK = np.uint64(0xFFFFFFFF)
+_SEQ_MASK = np.uint64(0xFFFFFFFF)
+_SEQ_MOD = np.int64(0xFFFFFFFF)  # seqs are kept modulo this, plus one (an entry of 0 is empty)
 _TAG_MASK = np.uint64(0xFFFFFF0000000000)
 
 
@@ -48,8 +53,21 @@ def _tag(key):
 
 
 @njit(cache=True, inline="always")
-def _pack(key, hot, slot):
-    return _tag(key) | (uint64(hot) << uint64(32)) | uint64(slot + 1)
+def _pack(key, hot, seq):
+    return _tag(key) | (uint64(hot) << uint64(32)) | uint64(seq % _SEQ_MOD + 1)
+
+
+@njit(cache=True, inline="always")
+def _writer(v, key, seq_lo, min_time, slot_seq, slot_time):
+    """The slot of entry ``v``'s writer if it holds ``key`` and its writer is live, else -1."""
+    c = np.int64(v & _SEQ_MASK)
+    if c == 0 or (v & _TAG_MASK) != _tag(key):
+        return np.int64(-1)
+    seq = seq_lo + (c - 1 - seq_lo % _SEQ_MOD) % _SEQ_MOD
+    slot = seq % slot_seq.shape[0]
+    if slot_seq[slot] != seq or slot_time[slot] < min_time:
+        return np.int64(-1)
+    return slot
 
 
 @njit(cache=True)
@@ -59,11 +77,8 @@ def anchor_lookup(keys, n_keys, hot_threshold, seq_lo, min_time, table, slot_seq
     n = table.shape[0]
     for j in range(n_keys):
         v = table[_entry(keys[j], n)]
-        c = v & _SLOT_MASK
-        if c == 0 or (v & _TAG_MASK) != _tag(keys[j]) or np.int64((v >> uint64(32)) & uint64(0xFF)) >= hot_threshold:
-            continue
-        slot = np.int64(c) - 1
-        if slot_seq[slot] < seq_lo or slot_time[slot] < min_time:
+        slot = _writer(v, keys[j], seq_lo, min_time, slot_seq, slot_time)
+        if slot < 0 or np.int64((v >> uint64(32)) & uint64(0xFF)) >= hot_threshold:
             continue
         found = False
         for t in range(nc):
@@ -87,22 +102,36 @@ def anchor_insert(slot, root, keys, n_keys, seq_lo, min_time, table, slot_seq, s
     for j in range(n_keys):
         key = keys[j]
         e = _entry(key, n)
-        v = table[e]
-        c = v & _SLOT_MASK
-        count = 1
-        if c != 0 and (v & _TAG_MASK) == _tag(key):
-            prev = np.int64(c) - 1
-            if prev != slot and slot_seq[prev] >= seq_lo and slot_time[prev] >= min_time:
-                count = np.int64((v >> uint64(32)) & uint64(0xFF))
-                if slot_root[prev] != root and count < 255:
-                    count += 1
-        table[e] = _pack(key, count, slot)
+        count = _carried(table[e], key, slot, root, seq_lo, min_time, slot_seq, slot_time, slot_root)
+        table[e] = _pack(key, count, slot_seq[slot])
         hot_out[j] = uint8(count)
 
 
+@njit(cache=True, inline="always")
+def _carried(v, key, slot, root, seq_lo, min_time, slot_seq, slot_time, slot_root):
+    """The hot count a writer ``slot`` of cluster ``root`` gives ``key`` over entry ``v``: the
+    live previous writer's count, plus one if that was another cluster; 1 without one."""
+    prev = _writer(v, key, seq_lo, min_time, slot_seq, slot_time)
+    if prev < 0 or prev == slot:
+        return 1
+    count = np.int64((v >> uint64(32)) & uint64(0xFF))
+    return count + 1 if slot_root[prev] != root and count < 255 else count
+
+
 @njit(cache=True)
-def anchor_restore(slot, keys, hots, n_keys, table):
+def anchor_counts(keys, n_keys, root, seq_lo, min_time, table, slot_seq, slot_time, slot_root, out):
+    """The hot counts :func:`anchor_insert` would give ``keys[:n_keys]`` for a new document of
+    cluster ``root`` now (``out``): what a document's boilerplate blocks (``_kernels.blocks``)
+    are judged by before it is stored, the same counts its record will keep if it joins ``root``."""
+    n = table.shape[0]
+    for j in range(n_keys):
+        out[j] = uint8(_carried(table[_entry(keys[j], n)], keys[j], -1, root, seq_lo, min_time, slot_seq, slot_time,
+                                slot_root))
+
+
+@njit(cache=True)
+def anchor_restore(seq, keys, hots, n_keys, table):
     """Re-insert a stored document's anchor keys with the hot counts it was stored with."""
     n = table.shape[0]
     for j in range(n_keys):
-        table[_entry(keys[j], n)] = _pack(keys[j], hots[j], slot)
+        table[_entry(keys[j], n)] = _pack(keys[j], hots[j], seq)

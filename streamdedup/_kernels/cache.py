@@ -32,6 +32,7 @@ PIPELINE_KERNELS = (
     "records.encode_batch",
     "evidence.gram_jaccards",
     "evidence.near_word_share",
+    "blocks.block_mask",
     "records.restore_batch",
     "arena.live_bytes",
     "arena.regrow",

@@ -19,21 +19,21 @@ from numba import njit
 
 from streamdedup._kernels import arena
 from streamdedup._kernels.anchors import MAX_ANCHORS
-from streamdedup._kernels.anchor_index import anchor_insert, anchor_lookup
+from streamdedup._kernels.anchor_index import anchor_counts, anchor_insert, anchor_lookup
 from streamdedup._kernels.index import insert, lookup
 from streamdedup._kernels.verify import O_BOILERPLATE, O_CONTAINMENT_B_IN_A, O_JACCARD, O_LD_SIMILARITY
 from streamdedup._kernels.evidence import lengths_close, short_question
 from streamdedup._kernels.questions import D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_EMBEDDING, D_JACCARD, D_LD_SIMILARITY
-from streamdedup._kernels.questions import N_NUMBERS, N_SAID, _estimates, exact_evidence, short_evidence
+from streamdedup._kernels.questions import N_NUMBERS, N_SAID, _estimates, block_question, exact_evidence, text_evidence
 from streamdedup._kernels.verify import P_EXACT_LD, P_EXACT_MIN_BYTES, P_LD_MIN_JACCARD
 from streamdedup._kernels.verify import REL_CONTAINED_IN, REL_EXACT, REL_NEAR
 from streamdedup._kernels.verify import compare_pair, embedding_similarity, is_duplicate, ld_estimate, reports_embedding, reports_ld
 
 # Numba's on-disk cache of decide_batch holds compare_pair (and the other helpers above) compiled
-# in, but it checks only this file's timestamp: a change to a rule in verify.py is not seen by a
-# cached decide_batch until this file changes too (an engine would judge by the old rule while
-# explain used the new one). Changed with: exact containment of short copies
-# (verify.short_exact_containment).
+# in, but it checks only this file's contents: a change to a rule in verify.py, questions.py or
+# anchor_index.py is not seen by a cached decide_batch until this file changes too (an engine
+# would judge by the old rule while explain used the new one; touching the file is not enough).
+# Changed with: anchor table entries that name their writer's seq, boilerplate blocks.
 
 
 #: a document of at most this many shingles also looks up its anchor keys (a teaser, an
@@ -44,6 +44,7 @@ ANCHOR_MAX_SHINGLES = 200
 # flags per document
 F_BOILERPLATE = 1
 F_EXACT_EVIDENCE = 2  # a near-duplicate or a short copy (contained_in) on exact evidence
+F_BLOCKS = 16  # with F_EXACT_EVIDENCE: a near-duplicate once boilerplate blocks are left out (4, 8: records.F_*)
 
 
 
@@ -192,6 +193,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
     guard = np.empty(cand_slots.shape[0], dtype=np.int64)  # pairs only exact evidence could make duplicates
     guard_j = np.empty(cand_slots.shape[0], dtype=np.float64)
     short_num = np.empty(N_NUMBERS, dtype=np.float32)  # the estimates of a short copy's question
+    block_num = np.empty(N_NUMBERS, dtype=np.float32)  # and of a boilerplate question
     asks = verify[P_EXACT_LD] <= 1.0
     min_bytes = verify[P_EXACT_MIN_BYTES]
     for i in range(start, n):
@@ -254,6 +256,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             n_guard = np.int64(0)  # not a literal 0: exact_evidence would compile twice
             ask_doc = asks and lengths[i] >= min_bytes  # exact evidence: pairs of texts long enough only
             short_c = np.int64(-1)  # the candidate a short copy is asked about (highest containment estimate)
+            block_c = np.int64(-1)  # the one asked about without boilerplate blocks (highest Jaccard)
             for k in range(n_check):
                 c = cand_slots[order[k]]
                 shared_bp = np.bool_(False)
@@ -276,6 +279,10 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                         and (short_c < 0 or cmp_out[O_CONTAINMENT_B_IN_A] > short_num[D_CONTAINMENT_B_IN_A]):
                     short_c = c
                     _estimates(cmp_out, short_num)
+                if best < 0 and not is_duplicate(rel, verify) and block_question(n_shingles[i], a_len[c], lengths[i], cmp_out[O_JACCARD]) \
+                        and (block_c < 0 or cmp_out[O_JACCARD] > block_num[D_JACCARD]):
+                    block_c = c
+                    _estimates(cmp_out, block_num)
                 if is_duplicate(rel, verify) and cmp_out[O_JACCARD] > best_j:
                     best = c
                     best_rel = rel
@@ -292,17 +299,22 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     best = asked
                     best_rel = REL_NEAR
                     flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
-            # one question a document: a short copy is asked about when no noise question was
-            # (a second question would replace the first's answer, which the next call reads)
-            if best < 0 and asked == -3 and short_c >= 0:
-                got = short_evidence(i, slot_seq[short_c], short_num, verify, ask_out, said, num_out)
+            # one question a document: a short copy, else boilerplate blocks, when no noise
+            # question was asked (a second question would replace the first's answer)
+            blocks = asks and short_c < 0 and block_c >= 0 and anchor_n[i] > 0  # asks: exact evidence on
+            q = short_c if short_c >= 0 else (block_c if blocks else np.int64(-1))
+            if best < 0 and asked == -3 and q >= 0:
+                if blocks:  # the counts its blocks are judged by: those its record keeps if it joins q
+                    anchor_counts(anchors[i], anchor_n[i], slot_root[q], state[1], min_time, a_table, slot_seq, slot_time,
+                                  slot_root, anchor_hot_out[i])
+                got = text_evidence(i, slot_seq[q], block_num if blocks else short_num, blocks, verify, ask_out, said, num_out)
                 if got == -2:
                     return i
                 if got >= 0:
-                    best = short_c
-                    best_rel = REL_CONTAINED_IN
-                    best_j = short_num[D_JACCARD]
-                    flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
+                    best = q
+                    best_rel = REL_NEAR if blocks else REL_CONTAINED_IN
+                    best_j = num_out[i, D_JACCARD]
+                    flag_out[i] = F_EXACT_EVIDENCE | (F_BLOCKS if blocks else 0) | (F_BOILERPLATE if boilerplate else 0)
             # the kept match's LD and embedding (reported), skipped while its relation was decided
             need_ld = best >= 0 and np.isnan(num_out[i, D_LD_SIMILARITY]) and reports_ld(best_rel == REL_EXACT, best_j, verify)
             need_emb = best >= 0 and np.isnan(num_out[i, D_EMBEDDING]) and reports_embedding(

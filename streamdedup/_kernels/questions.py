@@ -4,9 +4,10 @@ numbers it writes, the answers the caller gives, and the rules that read them.
 A document that only the two canonical texts can decide ends :func:`streamdedup._kernels.decide.decide_batch`'s
 call: the kernel writes the earlier seq to ``ask``, the caller measures both texts
 (``engine.evidence``) into ``said`` and calls again from that document, which is then looked up
-and verified again, identically, and decided here. Two questions: a pair below
-``ld_min_jaccard`` that aligns well (character noise, :func:`exact_evidence`), and a short
-text in a longer one (:func:`short_evidence`); one a document.
+and verified again, identically, and decided here. Three questions: a pair below
+``ld_min_jaccard`` that aligns well (character noise, :func:`exact_evidence`), a short text in
+a longer one, and a short story under boilerplate blocks (:func:`text_evidence`); one a
+document, in that order.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ D_CONTAINMENT_B_IN_A = 2
 D_CONTAINMENT_A_IN_B = 3
 D_EMBEDDING = 4
 # exact evidence (``_kernels.evidence``), flag F_EXACT_EVIDENCE: for a near-duplicate the exact
-# byte 8-gram Jaccard, for a short copy (contained_in) the exact containment of its 8-grams
+# byte 8-gram Jaccard (with F_BLOCKS: of the texts without their boilerplate blocks), for a
+# short copy (contained_in) the exact containment of its 8-grams
 D_GRAM_JACCARD = 5
 D_GRAM_FOLDED = 6  # the same with every digit read as 0
 D_NEAR_WORDS = 7  # share of the copy's own words one edit from a word of the earlier text's own
@@ -38,7 +40,29 @@ S_GRAM_FOLDED = 1
 S_NEAR_WORDS = 2
 S_CONTAINED = 3  # exact 8-gram containment of the newer text in the earlier
 S_CONTAINED_FOLDED = 4
-N_SAID = 5
+# the texts without their boilerplate blocks (``_kernels.blocks``): 8-gram Jaccard plain and
+# digits as 0, near-word share; -1 when neither text has a block, or one is all blocks
+S_BLOCK_JACCARD = 5
+S_BLOCK_FOLDED = 6
+S_BLOCK_NEAR = 7
+N_SAID = 8
+
+#: the least Jaccard estimate of a pair asked about without its boilerplate blocks: a short
+#: story under a ~60-word disclaimer resent under a ~25-word footer estimates 0.35-0.6
+BLOCK_MIN_JACCARD = 0.3
+#: the most shingles of a document asked about so (the anchor lookup's short texts: a long
+#: story's shared blocks are a small part of it, and its bands judge it)
+BLOCK_MAX_SHINGLES = 200
+
+
+@njit(cache=True, inline="always")
+def block_question(n_sh_b, len_a, len_b, j):
+    """Whether a pair that is no duplicate may be one without its boilerplate blocks: a short
+    text, of a length within 2x of its candidate's, with a Jaccard estimate of at least
+    :data:`BLOCK_MIN_JACCARD`."""
+    lo = len_a if len_a < len_b else len_b
+    hi = len_b if len_a < len_b else len_a
+    return n_sh_b <= BLOCK_MAX_SHINGLES and 2 * lo >= hi and j >= BLOCK_MIN_JACCARD
 
 
 @njit(cache=True, inline="always")
@@ -52,23 +76,29 @@ def _estimates(cmp, row):
 
 
 @njit(cache=True)
-def short_evidence(i, seq, estimates, verify, ask_out, said, num_out):
-    """Document ``i``, a short text no candidate made a duplicate: is it contained_in the
-    earlier document ``seq`` (its best short question) on the exact 8-gram containment in
-    ``said[i]``? Returns 1 (yes: its estimates and that evidence go to ``num_out[i]``), -1
-    (no), or -2 after writing ``seq`` to ``ask_out[i]`` (no answer for it yet)."""
-    if ask_out[i] != seq or np.isnan(said[i, S_CONTAINED]):
+def text_evidence(i, seq, estimates, blocks, verify, ask_out, said, num_out):
+    """Document ``i``, which no candidate made a duplicate, and the earlier document ``seq``:
+    a short text contained_in it on the exact 8-gram containment in ``said[i]``, or with
+    ``blocks`` a near-duplicate of it once both texts' boilerplate blocks are left out (the
+    exact-evidence rule on what is left). Returns 1 (yes: its estimates and that evidence go
+    to ``num_out[i]``), -1 (no), or -2 after writing ``seq`` to ``ask_out[i]`` (no answer yet)."""
+    if ask_out[i] != seq or np.isnan(said[i, S_GRAM_JACCARD]):
         ask_out[i] = seq
         said[i, :] = np.nan
         return np.int64(-2)
-    plain, folded = said[i, S_CONTAINED], said[i, S_CONTAINED_FOLDED]
-    if not contained(plain, folded, verify):
-        return np.int64(-1)
+    if blocks:
+        plain, folded, near = said[i, S_BLOCK_JACCARD], said[i, S_BLOCK_FOLDED], said[i, S_BLOCK_NEAR]
+        if plain < 0.0 or not accepts(plain, folded, near, verify):
+            return np.int64(-1)
+    else:
+        plain, folded, near = said[i, S_CONTAINED], said[i, S_CONTAINED_FOLDED], said[i, S_NEAR_WORDS]
+        if not contained(plain, folded, verify):
+            return np.int64(-1)
     for c in range(N_NUMBERS):
         num_out[i, c] = estimates[c]
     num_out[i, D_GRAM_JACCARD] = plain
     num_out[i, D_GRAM_FOLDED] = folded
-    num_out[i, D_NEAR_WORDS] = said[i, S_NEAR_WORDS]
+    num_out[i, D_NEAR_WORDS] = near
     return np.int64(1)
 
 

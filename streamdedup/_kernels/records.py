@@ -12,6 +12,8 @@ import numpy as np
 from numba import int64, njit, uint8, uint64, void
 
 from streamdedup._kernels import arena
+# restore_batch's cached code holds anchor_restore compiled in (Numba checks only this file's
+# contents). Changed with: anchor table entries that name their writer's seq.
 from streamdedup._kernels.anchor_index import anchor_restore
 from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.index import restore
@@ -337,5 +339,5 @@ def restore_batch(buf, off, seqs, bits, ix, ar):
                 j, q = _get_varint(buf, q)
                 ahots[j] = buf[q]
                 q += 1
-            anchor_restore(seq % capacity, akeys, ahots, np.int64(n_anchor), an_table)
+            anchor_restore(seq, akeys, ahots, np.int64(n_anchor), an_table)
     return -1

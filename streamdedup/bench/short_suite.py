@@ -13,7 +13,8 @@ their source (:class:`.hard_suite._Placer`), decided by the engine as one stream
   stories that overlap no story of the corpus: a story quoting one paragraph of an earlier
   story; a briefing listing five recent headlines with their first sentences; a short story
   with the same section line under its headline as an earlier one; another short story under
-  the same disclaimer as an earlier one.
+  the same disclaimer as an earlier one. Outlets publish a fifth of the other stories under one
+  of the disclaimers or footers (``_outlets``), as a feed shows its blocks in many stories.
 - People's Daily (January 1998): the first 76-127 characters of 5,000-7,000-character features
   (consecutive articles joined; the stream carries the feature in place of its articles).
 
@@ -152,7 +153,22 @@ def reuters_stream(per_kind: int, seed: int, stories: int | None = None) -> list
     b = _Builder([s for i, s in enumerate(corpus) if i not in held], rng)
     under = _copies(b, per_kind)
     _negatives(b, [corpus[i] for i in held_long], [corpus[i] for i in held_short], under, per_kind)
+    _outlets(b)
     return b.placer.stream()
+
+
+#: the share of the other stories that outlets publish under one of the suite's blocks
+OUTLET_SHARE = 0.2
+
+
+def _outlets(b: _Builder) -> None:
+    """Outlets attach their block to every story they publish, not only to the suite's: of the
+    stories no kind uses, :data:`OUTLET_SHARE` carry one of the disclaimers or footers (one
+    outlet each), so the stream shows each block in many stories within a window, as a feed does."""
+    blocks = S.DISCLAIMERS + S.FOOTERS
+    for pos, it in enumerate(b.items):
+        if pos not in b.used and b.rng.random() < OUTLET_SHARE:
+            it.text = f"{it.text.rstrip()}\n{b.rng.choice(blocks)}"
 
 
 def zh_stream(per_kind: int, seed: int, stories: int | None = None) -> list[Item]:

@@ -32,7 +32,7 @@ from streamdedup._kernels.verify import N_OUT
 from streamdedup.engine.arena import Arena
 from streamdedup.config import Config
 from streamdedup.engine.decisions import BatchDecisions, Decision
-from streamdedup.engine.evidence import Evidence
+from streamdedup.engine.evidence import BatchTexts, Evidence
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
 from streamdedup.errors import EngineStoppedError
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
@@ -98,7 +98,7 @@ class Deduplicator:
         self._runs = np.zeros(2 * MAX_SIGNATURE_SYMBOLS + 1, dtype=np.int64)
         self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
         self._cmp = np.zeros(N_OUT, dtype=np.float64)
-        self.evidence = Evidence(store)
+        self.evidence = Evidence(store, self.index_bands, self.num_perm, eng.hot_bucket_clusters)
         if raw is not None:
             restore(store, self.meta, self.index, self.arena, self.bits, self.window_ms)
         self._committed_lo = self.meta.seq_lo
@@ -239,22 +239,22 @@ class Deduplicator:
         params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
                                  self._params)
         scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)
+        texts = BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, out.anchor_hot)
         i = 0
         while True:
             i = KD.decide_batch(i, ix.grow_at, docs, params, state, ix.arrays(), self.arena.arrays(), ix.probe, scratch, out)
             if i == n:
                 break
             if out.ask[i] >= 0 and np.isnan(out.said[i, 0]):  # document i needs exact evidence
-                out.said[i] = self.evidence.answer(batch.canon_buf, batch.canon_start, batch.lengths, i, seqs, int(out.ask[i]))
+                out.said[i] = self.evidence.answer(texts, i, seqs, int(out.ask[i]))
                 continue
             ix.grow(int(state[0]), int(state[1]))
-        self.evidence.remember(seqs, batch.canon_buf, batch.canon_start, batch.lengths)
+        self.evidence.remember(seqs, texts)
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         sources = np.ascontiguousarray(sources, dtype=np.int64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store)
-        changed = {} if self.cfg.verify.revisions == "off" else revised.mark(
-            self.evidence, batch.canon_buf, batch.canon_start, batch.lengths, seqs, matched, relations, flags)
+        changed = {} if self.cfg.verify.revisions == "off" else revised.mark(self.evidence, texts, seqs, matched, relations, flags)
         roots_buf, roots_off = sparse_utf8(found.root_ids, n)
         matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
         changed_buf, changed_off = sparse_utf8({i: engine_record.CHANGED_SEP.join(c) for i, c in changed.items()}, n)

@@ -1,20 +1,25 @@
-"""The engine's answers to the decide loop's exact-evidence questions (issue 11; pure core).
+"""The engine's answers to the decide loop's exact-evidence questions (pure core).
 
-When a document's only pairs sit below ``verify.ld_min_jaccard`` and the best of them aligns
-at ``verify.exact_min_ld`` or more, the decide kernel stops and asks for the exact byte 8-gram
-Jaccard of the two canonical texts (``_kernels.evidence``); the engine answers and the kernel
-decides that document (``_kernels.decide``). The earlier text comes from this batch, from the
-texts of recent batches kept here (no read, no Python object per document), or from the
-earlier document's stored record, which ends with its canonical text: the answer depends
-only on the two texts, so a restarted engine (empty cache, records on disk) answers the same.
+When the sketches cannot settle a document (a pair below ``verify.ld_min_jaccard`` that aligns
+well, a short text in a longer one, a short story under boilerplate blocks), the decide kernel
+stops and asks for the exact byte 8-gram evidence of the two canonical texts
+(``_kernels.evidence``, ``_kernels.questions``); the engine answers and the kernel decides that
+document (``_kernels.decide``). The earlier text and its anchor keys come from this batch,
+from recent batches kept here (no read, no Python object per document), or from the earlier
+document's stored record, which ends with its canonical text: the answer depends only on the
+two texts and the anchor counts stored with them, so a restarted engine (empty cache, records
+on disk) answers the same.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
 import numpy as np
 
+from streamdedup._kernels import readonly
+from streamdedup._kernels.blocks import block_mask
 from streamdedup.engine import record as engine_record
 from streamdedup.state.base import Store
 from streamdedup.engine.verify import EvidenceTables
@@ -22,30 +27,70 @@ from streamdedup.engine.verify import EvidenceTables
 #: canonical text bytes of recent batches kept in memory (a copy's original is usually minutes
 #: or hours old: older ones are read from their records)
 RECENT_TEXT_BYTES = 32 << 20
+#: the least text a story keeps without its boilerplate blocks to be compared so: a story that
+#: is all boilerplate (or nearly) is compared whole
+BLOCK_MIN_BYTES = 100
+#: the share of a text's block 8-grams the other text must hold to carry that block itself
+BLOCK_SHARED = 0.5
+_NO_KEYS = (np.zeros(0, np.uint32), np.zeros(0, np.uint8))
+
+
+@dataclass(frozen=True)
+class BatchTexts:
+    """A batch's canonical texts (``buf[start[k]:][:length[k]]``) and anchor keys with the
+    counts that judge their boilerplate blocks (``anchors[k, :anchor_n[k]]``, ``anchor_hot``)."""
+
+    buf: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    anchors: np.ndarray
+    anchor_n: np.ndarray
+    anchor_hot: np.ndarray
+
+    def text(self, k: int) -> np.ndarray:
+        s = int(self.start[k])
+        return self.buf[s:s + int(self.length[k])]
+
+    def keys(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        n = int(self.anchor_n[k])
+        return self.anchors[k, :n], self.anchor_hot[k, :n]
 
 
 class _Texts:
     """The canonical texts of one decided batch, by seq."""
 
-    def __init__(self, seqs: np.ndarray, buf: np.ndarray, start: np.ndarray, length: np.ndarray):
+    def __init__(self, seqs: np.ndarray, texts: BatchTexts):
         kept = np.flatnonzero(seqs >= 0)
         self.first = int(seqs[kept[0]])
         self.end = self.first + kept.shape[0]  # indexed documents get consecutive seqs
         self.row = kept
-        self.buf, self.start, self.length = buf, start, length
-        self.nbytes = int(buf.nbytes)  # what keeping it holds (a decoded staged batch: its records)
+        self.texts = texts
+        self.nbytes = int(texts.buf.nbytes)  # what keeping it holds (a decoded staged batch: its records)
 
-    def text(self, seq: int) -> np.ndarray:
-        k = int(self.row[seq - self.first])
-        s = int(self.start[k])
-        return self.buf[s:s + int(self.length[k])]
+    def row_of(self, seq: int) -> int:
+        return int(self.row[seq - self.first])
+
+
+def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int) -> np.ndarray | None:
+    """The boilerplate block (1, 2, ...; 0: none) each byte of ``text`` is in, its keys of
+    count ``hot`` or more starting one (``_kernels.blocks``), or None when it has none."""
+    if not (hots >= hot).any():
+        return None
+    mask = np.empty(text.shape[0], np.int32)
+    # read-only whichever way the arrays came (batch, record): one compiled kernel
+    blocks = block_mask(readonly(text), readonly(np.ascontiguousarray(keys, np.uint32)),
+                        readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask)
+    return mask if blocks else None
 
 
 class Evidence:
-    """Exact-evidence answers for one engine: recent texts in memory, older ones from ``store``."""
+    """Exact-evidence answers for one engine: recent texts in memory, older ones from ``store``
+    (records decoded with the index's ``bands`` and ``num_perm``); an anchor key of count ``hot``
+    (``engine.hot_bucket_clusters``) starts a boilerplate block."""
 
-    def __init__(self, store: Store, budget: int = RECENT_TEXT_BYTES):
+    def __init__(self, store: Store, bands: int, num_perm: int, hot: int, budget: int = RECENT_TEXT_BYTES):
         self.store = store
+        self.bands, self.num_perm, self.hot = bands, num_perm, hot
         self.budget = budget
         self._recent: deque[_Texts] = deque()
         self._bytes = 0
@@ -54,39 +99,78 @@ class Evidence:
         self.asked = 0
         self.read = 0
 
-    def answer(self, buf: np.ndarray, start: np.ndarray, length: np.ndarray, i: int, seqs: np.ndarray,
-               seq: int) -> tuple[float, float, float, float, float]:
-        """The exact evidence (:meth:`EvidenceTables.measure`) of this batch's document ``i``
-        (canonical texts ``buf``/``start``/``length``, seqs so far ``seqs[:i]``) against the
-        document ``seq``."""
+    def answer(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> tuple[float, ...]:
+        """The exact evidence (``_kernels.questions.S_*``) of this batch's document ``i`` (seqs so
+        far ``seqs[:i]``) against the document ``seq``: :meth:`EvidenceTables.measure` of the two
+        texts, then the 8-gram Jaccard, digits as 0 and near-word share of the texts without
+        their boilerplate blocks (-1.0 each when :meth:`blocks_left_out` leaves none out)."""
         self.asked += 1
-        b = buf[int(start[i]):int(start[i]) + int(length[i])]
-        a = self.text_of(buf, start, length, i, seqs, seq)
-        if a is None:
-            return 0.0, 0.0, 0.0, 0.0, 0.0  # no earlier text: no evidence
-        return self._tables.measure(a, b)
+        b = texts.text(i)
+        earlier = self.prints_of(texts, i, seqs, seq)
+        if earlier is None:
+            return (0.0,) * 5 + (-1.0,) * 3  # no earlier text: no evidence
+        a, a_keys = earlier
+        left = self.blocks_left_out(a, a_keys, b, texts.keys(i))
+        blocks = (-1.0,) * 3 if left is None else self._tables.measure(*left)[:3]
+        return self._tables.measure(a, b) + blocks
 
-    def text_of(self, buf, start, length, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
+    def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
+        """Both texts without their boilerplate blocks, or None: when neither has one, or either
+        keeps less than :data:`BLOCK_MIN_BYTES` (a story that is all boilerplate is compared
+        whole). A block is left out only where the other text does not carry it (less than
+        :data:`BLOCK_SHARED` of its 8-grams there): another outlet's notice goes, while a sentence
+        both texts have (a template's opening, a block whose key a typo broke in the other)
+        stays in both and is no difference between them."""
+        left = []
+        for mine, keys, other in ((a, a_keys, b), (b, b_keys, a)):
+            blocks = block_mask_of(mine, *keys, self.hot)
+            out = np.zeros(mine.shape[0], np.bool_)
+            if blocks is not None:
+                for k in range(1, int(blocks.max()) + 1):
+                    block = blocks == k
+                    if self._tables.measure(other, mine[block])[3] < BLOCK_SHARED:
+                        out |= block  # the other text does not carry this block
+            left.append(mine[~out] if out.any() else mine)
+        if left[0] is a and left[1] is b:
+            return None
+        if left[0].shape[0] < BLOCK_MIN_BYTES or left[1].shape[0] < BLOCK_MIN_BYTES:
+            return None
+        return left[0], left[1]
+
+    def text_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
         """The canonical text of the earlier document ``seq`` that this batch's document ``i``
         is compared with (None when no record of it keeps one)."""
+        found = self.prints_of(texts, i, seqs, seq, keys=False)
+        return None if found is None else found[0]
+
+    def prints_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int,
+                  keys: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
+        """The canonical text of the earlier document ``seq`` and its anchor keys with their
+        stored counts (None when no record of it keeps a text)."""
         same = np.flatnonzero(seqs[:i] == seq)
         if same.shape[0]:
             k = int(same[0])
-            return buf[int(start[k]):int(start[k]) + int(length[k])]
+            return texts.text(k), texts.keys(k)
         for t in reversed(self._recent):
             if t.first <= seq < t.end:
-                return t.text(seq)
+                k = t.row_of(seq)
+                return t.texts.text(k), t.texts.keys(k)
         self.read += 1
         raw = self.store.get_many([seq])[0]
-        text = None if raw is None else engine_record.canonical_text(raw, seq)
-        # its record is gone (evicted since) or keeps no text (written with state.keep_text: false)
-        return None if text is None else np.frombuffer(text, dtype=np.uint8)
+        if raw is None:
+            return None  # its record is gone (evicted since)
+        if not keys:
+            text = engine_record.canonical_text(raw, seq)
+            return None if text is None else (np.frombuffer(text, dtype=np.uint8), _NO_KEYS)
+        doc = engine_record.decode(seq, raw, self.bands, self.num_perm)
+        # a record written with state.keep_text: false keeps no text
+        return None if doc.text is None else (np.frombuffer(doc.text, dtype=np.uint8), (doc.anchors, doc.anchor_hot))
 
-    def remember(self, seqs: np.ndarray, buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> None:
+    def remember(self, seqs: np.ndarray, texts: BatchTexts) -> None:
         """Keep a decided batch's texts (its arrays, not copies), dropping the oldest over budget."""
         if not (seqs >= 0).any():
             return
-        t = _Texts(seqs, buf, start, length)
+        t = _Texts(seqs, texts)
         self._recent.append(t)
         self._bytes += t.nbytes
         while self._bytes > self.budget and len(self._recent) > 1:

@@ -13,26 +13,38 @@ import numpy as np
 
 from streamdedup._kernels.records import F_REVISION
 from streamdedup._kernels.verify import REL_EXACT
-from streamdedup.engine.evidence import Evidence
+from streamdedup.engine.evidence import BatchTexts, Evidence
 from streamdedup.engine.revisions import detect
 
 
-def mark(evidence: Evidence, canon_buf: np.ndarray, canon_start: np.ndarray, lengths: np.ndarray, seqs: np.ndarray,
-         matched: np.ndarray, relations: np.ndarray, flags: np.ndarray) -> dict[int, tuple[str, ...]]:
+def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
+         flags: np.ndarray) -> dict[int, tuple[str, ...]]:
     """Flag ``F_REVISION`` in ``flags`` for every duplicate of the batch that revises its match;
     returns what each changed, by batch row. An exact copy (same canonical text) is never one,
-    nor a duplicate whose match keeps no text."""
+    nor a duplicate whose match keeps no text, nor one whose changes vanish with the
+    boilerplate blocks (``_kernels.blocks``, by the anchor counts each record keeps) left out of
+    both texts: another outlet's disclaimer or newsletter notice is no change to the story."""
     out: dict[int, tuple[str, ...]] = {}
     for i in np.flatnonzero((relations > 0) & (relations != REL_EXACT)).tolist():
-        earlier = evidence.text_of(canon_buf, canon_start, lengths, i, seqs, int(matched[i]))
-        if earlier is None:
+        found = evidence.prints_of(texts, i, seqs, int(matched[i]))
+        if found is None:
             continue
-        s = int(canon_start[i])
-        later = canon_buf[s:s + int(lengths[i])]
+        earlier, earlier_keys = found
+        later = texts.text(i)
         if earlier.shape == later.shape and np.array_equal(earlier, later):
             continue
         r = detect(earlier.tobytes().decode("utf-8"), later.tobytes().decode("utf-8"))
         if r.revised:
+            # a difference made of boilerplate blocks only is none: the texts without them are
+            # read again, which only ever clears a revision or names its changes without the
+            # blocks (the blocks are the one difference left out)
+            left = evidence.blocks_left_out(earlier, earlier_keys, later, texts.keys(i))
+            if left is not None:
+                if np.array_equal(*left):
+                    continue
+                r = detect(left[0].tobytes().decode("utf-8"), left[1].tobytes().decode("utf-8"))
+                if not r.revised:
+                    continue
             flags[i] |= F_REVISION
             out[i] = r.changed
     return out

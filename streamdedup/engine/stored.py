@@ -32,7 +32,7 @@ def _decisions(engine: "Deduplicator", stored: list[engine_record.StoredDocument
     verify = engine.cfg.verify
     return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
             D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                        verify, where.get(st.root_seq), where.get(st.matched_seq), bool(st.flags & 2),
+                        verify, where.get(st.root_seq), where.get(st.matched_seq), int(st.flags),
                         st.changed if st.flags & F_REVISION else None)
             for st in stored]
 

@@ -141,16 +141,21 @@ def kernel_params(verify: VerifyConfig, sig: SignatureConfig) -> np.ndarray:
 
 def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c_ab: float, emb: float,
             boilerplate: bool, raw: float | None, expected: float | None, verify: VerifyConfig,
-            grams: tuple[float, float, float] | None = None) -> tuple[str, ...]:
+            grams: tuple[float, float, float] | None = None, blocks: bool = False) -> tuple[str, ...]:
     """Why a pair got its relation, in words (the same text for explain, live and replayed decisions);
     ``grams``: the exact evidence it was decided on (``_kernels.evidence``): for a near-duplicate
     the 8-gram Jaccard plain and with digits as 0 and the near-word share, for a short copy
-    (contained_in) the 8-gram containment plain and with digits as 0."""
+    (contained_in) the 8-gram containment plain and with digits as 0; ``blocks``: those figures
+    are of the texts without their boilerplate blocks (``_kernels.blocks``)."""
     out = ["boilerplate bands ignored"] if boilerplate else []
     if relation == K.REL_EXACT:
         out.append("equal canonical digests")
     elif relation == K.REL_NEAR:
-        if grams is not None:
+        if grams is not None and blocks:
+            out.append(f"boilerplate blocks left out (sentences other stories carry): exact 8-gram Jaccard {grams[0]:.3f} "
+                       f">= {verify.exact_gram_jaccard} (digits as 0: {grams[1] - grams[0]:+.3f}; own words one edit away: "
+                       f"{grams[2]:.2f}), Jaccard {j:.3f}")
+        elif grams is not None:
             out.append(f"character noise: exact 8-gram Jaccard {grams[0]:.3f} >= {verify.exact_gram_jaccard} "
                        f"(digits as 0: {grams[1] - grams[0]:+.3f}; own words one edit away: {grams[2]:.2f}), "
                        f"LD similarity {ld_similarity:.3f} >= {verify.exact_min_ld}, Jaccard {j:.3f}")

@@ -130,13 +130,16 @@ def _evidence(cfg: Config) -> None:
     """The exact-evidence kernels, through the engine's face (its answer to the decide loop's
     question) and explain's (``exact_grams``): one compiled specialization serves both."""
     from streamdedup.engine.deduplicator import Deduplicator
+    from streamdedup.engine.evidence import BatchTexts
     from streamdedup.state import MemoryStore
     from streamdedup.engine.verify import exact_grams
 
     text = np.frombuffer(_STORY.encode(), np.uint8)
     n = text.shape[0]
     engine = Deduplicator(_small(cfg), MemoryStore())
-    engine.evidence.answer(np.concatenate([text, text]), np.array([0, n]), np.array([n, n]), 1, np.arange(2), 0)
+    texts = BatchTexts(np.concatenate([text, text]), np.array([0, n]), np.array([n, n]), np.zeros((2, 1), np.uint32),
+                       np.ones(2, np.int64), np.full((2, 1), 255, np.uint8))
+    engine.evidence.answer(texts, 1, np.arange(2), 0)  # with a key whose count makes blocks
     exact_grams(_STORY.encode(), _STORY.encode())
 
 
@@ -169,11 +172,18 @@ def _fprecords(cfg: Config) -> None:
 
 def _explain(cfg: Config) -> None:
     from streamdedup.sketch.fingerprint import Fingerprinter
-    from streamdedup.engine.verify import Fingerprint, compare
+    from streamdedup._kernels.evidence import contained, short_question
+    from streamdedup._kernels.verify import is_duplicate
+    from streamdedup.engine.verify import Fingerprint, compare, kernel_params
 
     batch = Fingerprinter(cfg.fingerprint).placeholder_batch(2)
     compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature,
             full=True)
+    # the rules compare() applies from Python when a pair reaches them (a short copy's question)
+    params = kernel_params(cfg.verify, cfg.fingerprint.signature)
+    short_question(1, 1, 0.0, params)
+    contained(0.0, 0.0, params)
+    is_duplicate(0, params)
 
 
 @dataclass(frozen=True)
@@ -196,7 +206,7 @@ UNITS: dict[str, Unit] = {
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
-    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share"), 2.0),
+    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask"), 2.5),
 }
 #: what each kind of run needs before its first batch: file mode and Kafka on a new state, each
 #: also restoring its state first, a staged topology's roles (the decider likewise),

@@ -159,7 +159,10 @@ decider = Deduplicator(cfg, MemoryStore(), auto_sizing="full", explicit_confirm=
 decide(decider, codec.decode([codec.encode_params(), *values]), {Source("fingerprints"): scan.n})
 batch = Fingerprinter(cfg.fingerprint).fingerprint_batch(["one story", "one story again"])
 # a noisy copy's question (exact evidence): the engine's answer from a batch's canonical texts
-engine.evidence.answer(batch.canon_buf, batch.canon_start, batch.lengths, 1, np.array([0, -1]), 0)
+from streamdedup.engine.evidence import BatchTexts
+hot = np.full(batch.anchors.shape, 255, np.uint8)  # counts that make boilerplate blocks: the block kernel too
+engine.evidence.answer(BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, hot), 1,
+                       np.array([0, -1]), 0)
 compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature, full=True)
 print(compiled)
 assert not compiled, compiled

@@ -211,3 +211,44 @@ def test_near_word_share_on_any_pair(a: list[bytes], b: list[bytes]) -> None:
     case = KERNELS["near_word_share"]
     x, y = b" ".join(a), b" ".join(b)
     assert case.kernel(x, y) == case.reference(x, y)
+
+
+def _blocks_case(words: list[bytes], anchors: list[tuple[int, int]]) -> tuple[bytes, list[int], list[int]]:
+    """A text of ``words`` and the keys (with counts) of the word positions in ``anchors``."""
+    from tests.reference import span_key_ref
+
+    text = b" ".join(words)
+    starts = [sum(len(w) + 1 for w in words[:i]) for i in range(len(words))]
+    keys, hots = [], []
+    for i, count in anchors:
+        k = span_key_ref(text, starts[i % len(words)])
+        if k and k not in keys:
+            keys.append(k)
+            hots.append(count)
+    return text, keys, hots
+
+
+@given(st.lists(st.sampled_from([b"our", b"standards", b"the", b"trust", b"principles", b"acme", b"rose", b"12.5",
+                                 b"newsletter", b"x" * 30]), min_size=1, max_size=150),
+       st.lists(st.tuples(st.integers(0, 149), st.integers(1, 4)), max_size=12), st.sampled_from([2, 3]))
+def test_block_mask_on_any_text(words: list[bytes], anchors: list[tuple[int, int]], hot: int) -> None:
+    # repeated words make a key recur at several word starts; 30-byte words make blocks run
+    # past MAX_BLOCK between anchors
+    text, keys, hots = _blocks_case(words, anchors)
+    case = KERNELS["block_mask"]
+    assert case.kernel(text, keys, hots, hot) == case.reference(text, keys, hots, hot)
+
+
+def test_block_mask_marks_a_footer_of_hot_sentences() -> None:
+    from tests.reference import block_mask_ref
+
+    body = b"acme corp said on tuesday its first quarter profit rose to 12 mln dlrs from ten mln a year earlier"
+    foot = b"sign up for our morning newsletter to get the top stories delivered to your inbox every day"
+    text, keys, hots = _blocks_case((body + b" " + foot).split(), [(0, 1), (len(body.split()), 3)])
+    mask = KERNELS["block_mask"].kernel(text, keys, hots)
+    assert mask == block_mask_ref(text, keys, hots)
+    assert mask.index(1) == len(body) + 1 and all(mask[len(body) + 1:]) and not any(mask[:len(body) + 1])
+
+
+CASES["block_mask"] = [_blocks_case(_words(n).split(), a) for n, a in
+                       [(1, []), (8, [(0, 3)]), (40, [(0, 1), (5, 3), (9, 2)]), (300, [(3, 3), (200, 4), (250, 2)])]]

@@ -1,0 +1,81 @@
+"""Boilerplate blocks: the sentences of a text that other stories carry too, learned from the stream.
+
+Wire services and sites attach the same blocks to every story (a disclaimer, "Our Standards", a
+newsletter or cookie notice). A short story resent under another such block shares its body
+word for word and little else, so it reads as unrelated, or as a revision that swapped
+paragraphs. The anchor table (``anchor_index``) already counts, for every anchor key (the first
+40 canonical bytes of a sentence, line or paragraph), the distinct clusters that wrote it in a
+row, and each record keeps the counts its keys had when it was stored. A sentence whose key was
+written by ``engine.hot_bucket_clusters`` (3) or more clusters, from which a band or an anchor key
+is no evidence of a copy, is one other stories carry: it starts a block
+that runs to the text's next anchor (at most :data:`MAX_BLOCK` bytes further, a long story keeping
+only every k-th of its anchors). Learned from the stream, not from a list, and from counts the
+records keep, so a batch, a replay and a restart mark the same blocks.
+
+Canonical text has lost its line ends and punctuation, so the anchors are found again where
+they were: at word starts whose 40-byte key (``anchors._span_key``) is one of the document's
+own keys. Reference: ``block_mask_ref`` in ``tests/reference.py``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from streamdedup._kernels.anchors import ANCHOR_WINDOW, _span_key
+
+#: canonical bytes a block runs at most from its anchor before it ends at the next word start
+#: (a 60-word disclaimer is 4-5 sentences of 60-120 bytes; past the 16th anchor a long story
+#: keeps every k-th one, and a block must not run on into the story)
+MAX_BLOCK = 400
+
+
+@njit(cache=True, inline="always")
+def _key_index(keys, n_keys, k):
+    for j in range(n_keys):
+        if keys[j] == k:
+            return j
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _word_end(text, p, n):
+    """``p`` if it starts a word (or is the end), else the next word start."""
+    while p < n and p > 0 and text[p - 1] != 32:
+        p += 1
+    return p
+
+
+@njit(cache=True)
+def block_mask(text, keys, hots, n_keys, hot, mask):
+    """Number in ``mask[:len(text)]`` the bytes of ``text`` (canonical) by the boilerplate block
+    they are in (1, 2, ...; 0: none): a block runs from each word start whose anchor key is one
+    of ``keys[:n_keys]`` with ``hots[j] >= hot`` up to the next word start holding one of its
+    keys, or :data:`MAX_BLOCK` bytes on (rounded up to a word start). Returns the number of
+    blocks. (Two clusters would be too few: a copy that replaced a sentence with another
+    story's would have that change taken for boilerplate.)"""
+    n = text.shape[0]
+    for p in range(n):
+        mask[p] = 0
+    blocks = 0
+    start = -1  # the open block's first byte
+    p = 0
+    while p <= n:
+        anchor = -1
+        if p < n and (p == 0 or text[p - 1] == 32):
+            k = _span_key(text, p, n, ANCHOR_WINDOW)
+            if k != 0:
+                anchor = _key_index(keys, n_keys, k)
+        if start >= 0 and (p == n or anchor >= 0 or p - start >= MAX_BLOCK):
+            end = _word_end(text, p, n)
+            blocks += 1
+            for q in range(start, end):
+                mask[q] = blocks
+            start = -1
+            if end > p:  # cut inside a word: go on from the next word start
+                p = end
+                continue
+        if anchor >= 0 and start < 0 and hots[anchor] >= hot:
+            start = p
+        p += 1
+    return blocks
