@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from streamdedup import load_config
 from streamdedup.bench import short_edits as S
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.engine.stored import stored_decisions
 from streamdedup.state import MemoryStore
-from streamdedup.state.rocks import RocksStore
+from tests.engine_runs import across_restart, cfg, in_batches as _run
 
 BLOCKS = "boilerplate blocks left out"
 HOUR = 3_600_000
-
-
-def cfg(**env: str):
-    return load_config(environ={f"STREAMDEDUP_{k}": v for k, v in env.items()})
 
 
 @pytest.fixture(scope="module")
@@ -53,13 +48,6 @@ def _feed(shorts: list, outlets: bool = True) -> tuple[list[Document], list[str]
         misses.append(f"m{k}")
         t += HOUR // 5
     return docs, resends, misses
-
-
-def _run(engine: Deduplicator, docs: list[Document], batch: int) -> list:
-    out = []
-    for i in range(0, len(docs), batch):
-        out.extend(engine.process(docs[i:i + batch]))
-    return out
 
 
 def _key(d):
@@ -101,14 +89,8 @@ def test_any_batching_and_a_restart_give_the_same_decisions(shorts, tmp_path) ->
     docs, _, _ = _feed(shorts)
     whole = [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), docs, 64)]
     assert [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), docs, 1)] == whole
-    path = str(tmp_path / "state")
-    first = Deduplicator(cfg(), RocksStore(path))
-    part = _run(first, docs[:61], 7)
-    first.close()
-    second = Deduplicator(cfg(), RocksStore(path))
-    part += _run(second, docs[61:], 5)
-    second.close()
-    assert [_key(d) for d in part] == whole
+    part, _ = across_restart(cfg(), docs, str(tmp_path / "state"), 61, (7, 5), _key)
+    assert part == whole
 
 
 def test_replayed_decisions_keep_the_reason(shorts) -> None:

@@ -7,7 +7,6 @@ import random
 
 import pytest
 
-from streamdedup import load_config
 from streamdedup.bench.hard_edits import char_noise
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
@@ -16,10 +15,9 @@ from streamdedup.engine.stored import stored_decisions
 from streamdedup.errors import ConfigError
 from streamdedup.state import MemoryStore
 from streamdedup.state.rocks import RocksStore
+from tests.engine_runs import across_restart, cfg, in_batches
 
 
-def cfg(**env: str):
-    return load_config(environ={f"STREAMDEDUP_{k}": v for k, v in env.items()})
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +43,7 @@ def _key(d):
     return d.id, d.status, d.duplicate_of, d.relation, d.reason
 
 
-def _run(engine: Deduplicator, docs: list[Document], batch: int) -> list:
-    out = []
-    for i in range(0, len(docs), batch):
-        out.extend(engine.process(docs[i:i + batch]))
-    return out
+_run = in_batches
 
 
 def test_noisy_copies_are_caught_on_exact_evidence_and_missed_without(stream) -> None:
@@ -74,17 +68,11 @@ def test_any_batching_and_a_restart_give_the_same_decisions(stream, tmp_path) ->
     document at a time); after a restart the originals' texts come from their records."""
     whole = [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), stream, 64)]
     assert [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), stream, 1)] == whole
-    path = str(tmp_path / "state")
-    first = Deduplicator(cfg(), RocksStore(path))
-    part = _run(first, stream[:30], 7)
-    first.close()
-    second = Deduplicator(cfg(), RocksStore(path))
-    part += _run(second, stream[30:], 5)
-    assert [_key(d) for d in part] == whole
+    part, second = across_restart(cfg(), stream, str(tmp_path / "state"), 30, (7, 5), _key)
+    assert part == whole
     assert second.evidence.read > 0, "no original was read from its record"
     asked, read = second.evidence_counts  # what the processor's metrics export
     assert asked >= read == second.evidence.read > 0
-    second.close()
 
 
 def test_numbers_that_differ_keep_a_pair_apart(stream) -> None:

@@ -9,7 +9,6 @@ import random
 
 import pytest
 
-from streamdedup import load_config
 from streamdedup.bench import short_edits as S
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.engine.deduplicator import Deduplicator, Document
@@ -17,13 +16,9 @@ from streamdedup.engine.stored import stored_decisions
 from streamdedup.engine.verify import Fingerprint, compare, judge_pair
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.state import MemoryStore
-from streamdedup.state.rocks import RocksStore
+from tests.engine_runs import across_restart, cfg, in_batches as _run
 
 SHORT = "short copy:"
-
-
-def cfg(**env: str):
-    return load_config(environ={f"STREAMDEDUP_{k}": v for k, v in env.items()})
 
 
 @pytest.fixture(scope="module")
@@ -58,13 +53,6 @@ def _key(d):
     return d.id, d.status, d.duplicate_of, d.relation, d.reason
 
 
-def _run(engine: Deduplicator, docs: list[Document], batch: int) -> list:
-    out = []
-    for i in range(0, len(docs), batch):
-        out.extend(engine.process(docs[i:i + batch]))
-    return out
-
-
 def test_teasers_and_key_points_are_caught_on_exact_containment_and_missed_without(stream) -> None:
     on = {d.id: d for d in _run(Deduplicator(cfg(), MemoryStore()), stream, 16)}
     off = {d.id: d for d in _run(Deduplicator(cfg(VERIFY__SHORT_EXACT_CONTAINMENT="0"), MemoryStore()), stream, 16)}
@@ -83,15 +71,9 @@ def test_teasers_and_key_points_are_caught_on_exact_containment_and_missed_witho
 def test_any_batching_and_a_restart_give_the_same_decisions(stream, tmp_path) -> None:
     whole = [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), stream, 64)]
     assert [_key(d) for d in _run(Deduplicator(cfg(), MemoryStore()), stream, 1)] == whole
-    path = str(tmp_path / "state")
-    first = Deduplicator(cfg(), RocksStore(path))
-    part = _run(first, stream[:20], 7)
-    first.close()
-    second = Deduplicator(cfg(), RocksStore(path))
-    part += _run(second, stream[20:], 5)
-    assert [_key(d) for d in part] == whole
+    part, second = across_restart(cfg(), stream, str(tmp_path / "state"), 20, (7, 5), _key)
+    assert part == whole
     assert second.evidence.read > 0, "no story was read from its record"
-    second.close()
 
 
 def test_replayed_decisions_keep_the_evidence(stream) -> None:
