@@ -653,6 +653,35 @@ def block_mask_kernel(text: bytes, keys: list[int], hots: list[int], hot: int = 
     return mask.tolist()
 
 
+def blocks_held_ref(a: bytes, b: bytes, blocks: list[int]) -> list[float]:
+    """For each block k of ``b`` (``blocks[p] == k``, from 1), the share of its distinct 8-byte
+    windows lying wholly inside it that ``a`` has, counting a window once, for the first block
+    in text order that has it; 1.0 for a block with none."""
+    n = max(blocks, default=0)
+    have = {a[p:p + 8] for p in range(len(a) - 7)}
+    seen: set[bytes] = set()
+    total, held = [0] * n, [0] * n
+    for p in range(len(b) - 7):
+        k = blocks[p]
+        if k == 0 or blocks[p + 7] != k or b[p:p + 8] in seen:
+            continue
+        seen.add(b[p:p + 8])
+        total[k - 1] += 1
+        held[k - 1] += b[p:p + 8] in have
+    return [h / t if t else 1.0 for h, t in zip(held, total)]
+
+
+def blocks_held_kernel(a: bytes, b: bytes, blocks: list[int]) -> list[float]:
+    from streamdedup._kernels import evidence as KE
+
+    n = max(blocks, default=0)
+    size = KE.table_size(len(a), len(b))
+    buf = lambda t: np.frombuffer(t, dtype=np.uint8) if t else np.zeros(0, np.uint8)  # noqa: E731
+    out = np.empty(n, np.float64)
+    KE.blocks_held(buf(a), buf(b), np.array(blocks, np.int32), n, np.zeros(size, np.uint64), np.zeros(size, np.uint8), out)
+    return out.tolist()
+
+
 @dataclass(frozen=True)
 class KernelCase:
     name: str
@@ -684,6 +713,7 @@ KERNELS = {
     "semi_global_distance": KernelCase("semi_global_distance", semi_global_distance_kernel, semi_global_ref),
     "edit_runs": KernelCase("edit_runs", edit_runs_kernel, edit_runs_ref),
     "block_mask": KernelCase("block_mask", block_mask_kernel, block_mask_ref),
+    "blocks_held": KernelCase("blocks_held", blocks_held_kernel, blocks_held_ref),
 }
 
 # ---------------------------------------------------------------- verification of a pair

@@ -11,8 +11,8 @@ boilerplate line: "Reporting by ...", a disclaimer) is not evidence and is ignor
 
 The table has ``ANCHOR_CELLS_PER_DOC`` entries per document of the ring's capacity, fixed at
 start (it is not rebuilt when the band cells grow, so growth never changes it). An entry is
-one uint64: the key's top 24 bits, its hot count (8 bits) and the writer's seq modulo
-2**32 - 1, plus one (0: empty), so a lookup or an insert costs one cache miss, not three (key,
+one uint64: the key's top 24 bits, its hot count (8 bits, never 0: an entry of 0 is empty) and
+the writer's seq modulo 2**32, so a lookup or an insert costs one cache miss, not three (key,
 slot and count in arrays of their own were three random reads per key in a table of 64 MB).
 The seq, not the slot: the live seqs span less than the ring's capacity, so the seq is whole
 again from ``seq_lo``, and an entry whose writer has left the ring is not taken for the
@@ -36,7 +36,6 @@ from streamdedup._kernels.hashing import GOLDEN
 ANCHOR_CELLS_PER_DOC = 8
 
 _SEQ_MASK = np.uint64(0xFFFFFFFF)
-_SEQ_MOD = np.int64(0xFFFFFFFF)  # seqs are kept modulo this, plus one (an entry of 0 is empty)
 _TAG_MASK = np.uint64(0xFFFFFF0000000000)
 
 
@@ -54,16 +53,16 @@ def _tag(key):
 
 @njit(cache=True, inline="always")
 def _pack(key, hot, seq):
-    return _tag(key) | (uint64(hot) << uint64(32)) | uint64(seq % _SEQ_MOD + 1)
+    return _tag(key) | (uint64(hot) << uint64(32)) | (uint64(seq) & _SEQ_MASK)
 
 
 @njit(cache=True, inline="always")
 def _writer(v, key, seq_lo, min_time, slot_seq, slot_time):
     """The slot of entry ``v``'s writer if it holds ``key`` and its writer is live, else -1."""
-    c = np.int64(v & _SEQ_MASK)
-    if c == 0 or (v & _TAG_MASK) != _tag(key):
+    if v == 0 or (v & _TAG_MASK) != _tag(key):
         return np.int64(-1)
-    seq = seq_lo + (c - 1 - seq_lo % _SEQ_MOD) % _SEQ_MOD
+    # the live seqs span less than 2**32: the one at or after seq_lo with these low bits
+    seq = seq_lo + np.int64((v - uint64(seq_lo)) & _SEQ_MASK)
     slot = seq % slot_seq.shape[0]
     if slot_seq[slot] != seq or slot_time[slot] < min_time:
         return np.int64(-1)
@@ -119,14 +118,19 @@ def _carried(v, key, slot, root, seq_lo, min_time, slot_seq, slot_time, slot_roo
 
 
 @njit(cache=True)
-def anchor_counts(keys, n_keys, root, seq_lo, min_time, table, slot_seq, slot_time, slot_root, out):
+def anchor_counts(keys, n_keys, root, hot_threshold, seq_lo, min_time, table, slot_seq, slot_time, slot_root, out):
     """The hot counts :func:`anchor_insert` would give ``keys[:n_keys]`` for a new document of
     cluster ``root`` now (``out``): what a document's boilerplate blocks (``_kernels.blocks``)
-    are judged by before it is stored, the same counts its record will keep if it joins ``root``."""
+    are judged by before it is stored, the same counts its record will keep if it joins
+    ``root``. Returns whether one reaches ``hot_threshold`` (the document carries a block)."""
     n = table.shape[0]
+    hot = False
     for j in range(n_keys):
-        out[j] = uint8(_carried(table[_entry(keys[j], n)], keys[j], -1, root, seq_lo, min_time, slot_seq, slot_time,
-                                slot_root))
+        count = _carried(table[_entry(keys[j], n)], keys[j], -1, root, seq_lo, min_time, slot_seq, slot_time, slot_root)
+        out[j] = uint8(count)
+        if count >= hot_threshold:
+            hot = True
+    return hot
 
 
 @njit(cache=True)

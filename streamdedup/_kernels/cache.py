@@ -33,6 +33,7 @@ PIPELINE_KERNELS = (
     "evidence.gram_jaccards",
     "evidence.near_word_share",
     "blocks.block_mask",
+    "evidence.blocks_held",
     "records.restore_batch",
     "arena.live_bytes",
     "arena.regrow",

@@ -33,7 +33,8 @@ from streamdedup._kernels.verify import compare_pair, embedding_similarity, is_d
 # in, but it checks only this file's contents: a change to a rule in verify.py, questions.py or
 # anchor_index.py is not seen by a cached decide_batch until this file changes too (an engine
 # would judge by the old rule while explain used the new one; touching the file is not enough).
-# Changed with: anchor table entries that name their writer's seq, boilerplate blocks.
+# Changed with: anchor table entries that name their writer's seq (modulo 2**32), boilerplate
+# blocks (asked about by a document that carries one).
 
 
 #: a document of at most this many shingles also looks up its anchor keys (a teaser, an
@@ -301,12 +302,15 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
                     flag_out[i] = F_EXACT_EVIDENCE | (F_BOILERPLATE if boilerplate else 0)
             # one question a document: a short copy, else boilerplate blocks, when no noise
             # question was asked (a second question would replace the first's answer)
-            blocks = asks and short_c < 0 and block_c >= 0 and anchor_n[i] > 0  # asks: exact evidence on
+            blocks = best < 0 and asked == -3 and asks and short_c < 0 and block_c >= 0  # asks: exact evidence on
+            if blocks:
+                # the counts its blocks are judged by (those its record keeps if it joins block_c);
+                # a document that carries no block is not asked (a question re-enters this kernel,
+                # ~80 us: a block only its candidate carries is left out by the revision test)
+                blocks = anchor_counts(anchors[i], anchor_n[i], slot_root[block_c], hot_threshold, state[1], min_time,
+                                       a_table, slot_seq, slot_time, slot_root, anchor_hot_out[i])
             q = short_c if short_c >= 0 else (block_c if blocks else np.int64(-1))
             if best < 0 and asked == -3 and q >= 0:
-                if blocks:  # the counts its blocks are judged by: those its record keeps if it joins q
-                    anchor_counts(anchors[i], anchor_n[i], slot_root[q], state[1], min_time, a_table, slot_seq, slot_time,
-                                  slot_root, anchor_hot_out[i])
                 got = text_evidence(i, slot_seq[q], block_num if blocks else short_num, blocks, verify, ask_out, said, num_out)
                 if got == -2:
                     return i

@@ -155,6 +155,42 @@ def gram_jaccards(a, b, keys, states):
     return plain, folded, contained, contained_folded
 
 
+@njit(cache=True)
+def blocks_held(a, b, blocks, n_blocks, keys, states, out):
+    """For each block k = 1..``n_blocks`` of ``b`` (``blocks[p] == k``: ``_kernels.blocks``),
+    the share of its distinct byte 8-grams (those wholly inside it) that ``a`` has, into
+    ``out[k - 1]`` (1.0 for a block of no whole gram): whether ``a`` carries that block. One
+    table of ``a``'s grams serves every block (a table of :func:`table_size` of both texts)."""
+    for k in range(keys.shape[0]):
+        states[k] = _EMPTY
+    for p in range(a.shape[0] - GRAM + 1):
+        g = _gram(a, p, np.bool_(False))
+        h = _probe(keys, states, g, fmix64(g))
+        if states[h] == _EMPTY:
+            keys[h] = g
+            states[h] = _IN_A
+    total = np.zeros(n_blocks, np.int64)
+    held = np.zeros(n_blocks, np.int64)
+    for p in range(b.shape[0] - GRAM + 1):
+        k = blocks[p]
+        if k == 0 or blocks[p + GRAM - 1] != k:
+            continue
+        g = _gram(b, p, np.bool_(False))
+        h = _probe(keys, states, g, fmix64(g))
+        s = states[h]
+        if s == _IN_B or s == _IN_BOTH:
+            continue  # a gram this block has counted already (or, once, another block: rare)
+        total[k - 1] += 1
+        if s == _IN_A:
+            held[k - 1] += 1
+            states[h] = _IN_BOTH
+        else:
+            keys[h] = g
+            states[h] = _IN_B
+    for k in range(n_blocks):
+        out[k] = held[k] / total[k] if total[k] > 0 else 1.0
+
+
 def table_size(len_a: int, len_b: int) -> int:
     """The table :func:`gram_jaccards` needs for texts of these lengths (load <= 1/2)."""
     need = 2 * (len_a + len_b) + 2

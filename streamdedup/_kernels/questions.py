@@ -41,7 +41,8 @@ S_NEAR_WORDS = 2
 S_CONTAINED = 3  # exact 8-gram containment of the newer text in the earlier
 S_CONTAINED_FOLDED = 4
 # the texts without their boilerplate blocks (``_kernels.blocks``): 8-gram Jaccard plain and
-# digits as 0, near-word share; -1 when neither text has a block, or one is all blocks
+# digits as 0, near-word share; -1 when neither text has a block, or one is all blocks. Asked
+# for only by a question about blocks, which leaves S_BLOCK_JACCARD 0.0 (not NaN) as it asks
 S_BLOCK_JACCARD = 5
 S_BLOCK_FOLDED = 6
 S_BLOCK_NEAR = 7
@@ -85,6 +86,8 @@ def text_evidence(i, seq, estimates, blocks, verify, ask_out, said, num_out):
     if ask_out[i] != seq or np.isnan(said[i, S_GRAM_JACCARD]):
         ask_out[i] = seq
         said[i, :] = np.nan
+        if blocks:
+            said[i, S_BLOCK_JACCARD] = 0.0  # the question's kind: the caller measures the blocks too
         return np.int64(-2)
     if blocks:
         plain, folded, near = said[i, S_BLOCK_JACCARD], said[i, S_BLOCK_FOLDED], said[i, S_BLOCK_NEAR]

@@ -13,7 +13,7 @@ from numba import int64, njit, uint8, uint64, void
 
 from streamdedup._kernels import arena
 # restore_batch's cached code holds anchor_restore compiled in (Numba checks only this file's
-# contents). Changed with: anchor table entries that name their writer's seq.
+# contents). Changed with: anchor table entries that name their writer's seq (modulo 2**32).
 from streamdedup._kernels.anchor_index import anchor_restore
 from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.index import restore

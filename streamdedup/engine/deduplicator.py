@@ -27,6 +27,7 @@ import numpy as np
 from streamdedup.engine import matches, revised
 from streamdedup.engine import record as engine_record
 from streamdedup._kernels import decide as KD
+from streamdedup._kernels import questions as KQ
 from streamdedup._kernels import records as KR
 from streamdedup._kernels.verify import N_OUT
 from streamdedup.engine.arena import Arena
@@ -246,7 +247,8 @@ class Deduplicator:
             if i == n:
                 break
             if out.ask[i] >= 0 and np.isnan(out.said[i, 0]):  # document i needs exact evidence
-                out.said[i] = self.evidence.answer(texts, i, seqs, int(out.ask[i]))
+                blocks = not np.isnan(out.said[i, KQ.S_BLOCK_JACCARD])  # a question about boilerplate blocks
+                out.said[i] = self.evidence.answer(texts, i, seqs, int(out.ask[i]), blocks)
                 continue
             ix.grow(int(state[0]), int(state[1]))
         self.evidence.remember(seqs, texts)

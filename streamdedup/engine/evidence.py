@@ -99,37 +99,41 @@ class Evidence:
         self.asked = 0
         self.read = 0
 
-    def answer(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> tuple[float, ...]:
+    def answer(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int, blocks: bool = False) -> tuple[float, ...]:
         """The exact evidence (``_kernels.questions.S_*``) of this batch's document ``i`` (seqs so
         far ``seqs[:i]``) against the document ``seq``: :meth:`EvidenceTables.measure` of the two
-        texts, then the 8-gram Jaccard, digits as 0 and near-word share of the texts without
-        their boilerplate blocks (-1.0 each when :meth:`blocks_left_out` leaves none out)."""
+        texts, then, for a question about ``blocks``, the 8-gram Jaccard, digits as 0 and
+        near-word share of the texts without their boilerplate blocks (-1.0 each when
+        :meth:`blocks_left_out` leaves none out, or not asked)."""
         self.asked += 1
         b = texts.text(i)
-        earlier = self.prints_of(texts, i, seqs, seq)
+        earlier = self.prints_of(texts, i, seqs, seq, keys=blocks)
         if earlier is None:
             return (0.0,) * 5 + (-1.0,) * 3  # no earlier text: no evidence
         a, a_keys = earlier
-        left = self.blocks_left_out(a, a_keys, b, texts.keys(i))
+        left = self.blocks_left_out(a, a_keys, b, texts.keys(i)) if blocks else None
         blocks = (-1.0,) * 3 if left is None else self._tables.measure(*left)[:3]
         return self._tables.measure(a, b) + blocks
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either
         keeps less than :data:`BLOCK_MIN_BYTES` (a story that is all boilerplate is compared
-        whole). A block is left out only where the other text does not carry it (less than
-        :data:`BLOCK_SHARED` of its 8-grams there): another outlet's notice goes, while a sentence
-        both texts have (a template's opening, a block whose key a typo broke in the other)
-        stays in both and is no difference between them."""
+        whole). A block is left out only where the other text does not carry it (it does not
+        have the block's anchor key, and less than :data:`BLOCK_SHARED` of the block's 8-grams):
+        another outlet's notice goes, while a sentence both texts have (a template's opening, a
+        block whose key a typo broke in the other) stays in both and is no difference between
+        them."""
         left = []
-        for mine, keys, other in ((a, a_keys, b), (b, b_keys, a)):
-            blocks = block_mask_of(mine, *keys, self.hot)
-            out = np.zeros(mine.shape[0], np.bool_)
-            if blocks is not None:
-                for k in range(1, int(blocks.max()) + 1):
-                    block = blocks == k
-                    if self._tables.measure(other, mine[block])[3] < BLOCK_SHARED:
-                        out |= block  # the other text does not carry this block
+        for mine, (keys, hots), other, other_keys in ((a, a_keys, b, b_keys[0]), (b, b_keys, a, a_keys[0])):
+            # a block whose key the other text has too is carried by it: only the others start one
+            hots = np.where(np.isin(keys, other_keys), 0, hots) if (hots >= self.hot).any() else hots
+            blocks = block_mask_of(mine, keys, hots, self.hot)
+            if blocks is None:
+                left.append(mine)
+                continue
+            held = self._tables.blocks_held(other, mine, blocks, int(blocks.max()))
+            # block k is left out where the other text does not carry it
+            out = np.concatenate(([False], held < BLOCK_SHARED))[blocks]
             left.append(mine[~out] if out.any() else mine)
         if left[0] is a and left[1] is b:
             return None

@@ -334,6 +334,17 @@ class EvidenceTables:
         return float(plain), float(folded), float(near), float(held), float(held_folded)
 
 
+    def blocks_held(self, a: np.ndarray, b: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
+        """For each boilerplate block 1..``n_blocks`` of ``b`` (``_kernels.blocks``), the share of
+        its byte 8-grams ``a`` has (canonical texts, uint8)."""
+        g = KE.table_size(a.shape[0], b.shape[0])
+        if self.keys.shape[0] < g:
+            self.keys, self.counts, self.states = np.zeros(g, np.uint64), np.zeros(g, np.int64), np.zeros(g, np.uint8)
+        out = np.empty(n_blocks, np.float64)
+        KE.blocks_held(readonly(a), readonly(b), blocks, n_blocks, self.keys[:g], self.states[:g], out)
+        return out
+
+
 def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float, float, float]:
     """:meth:`EvidenceTables.measure` of two canonical texts as bytes (explain, the inspector)."""
     return EvidenceTables().measure(np.frombuffer(a, np.uint8), np.frombuffer(b, np.uint8))

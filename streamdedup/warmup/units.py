@@ -129,6 +129,7 @@ def _engine(cfg: Config, restore: bool = False) -> None:
 def _evidence(cfg: Config) -> None:
     """The exact-evidence kernels, through the engine's face (its answer to the decide loop's
     question) and explain's (``exact_grams``): one compiled specialization serves both."""
+    from streamdedup._kernels.anchors import ANCHOR_WINDOW, _span_key
     from streamdedup.engine.deduplicator import Deduplicator
     from streamdedup.engine.evidence import BatchTexts
     from streamdedup.state import MemoryStore
@@ -137,9 +138,12 @@ def _evidence(cfg: Config) -> None:
     text = np.frombuffer(_STORY.encode(), np.uint8)
     n = text.shape[0]
     engine = Deduplicator(_small(cfg), MemoryStore())
-    texts = BatchTexts(np.concatenate([text, text]), np.array([0, n]), np.array([n, n]), np.zeros((2, 1), np.uint32),
+    # both texts keep their first words' anchor key with a count that makes it a block: the
+    # block kernels run too
+    key = _span_key(text, 0, n, ANCHOR_WINDOW)
+    texts = BatchTexts(np.concatenate([text, text]), np.array([0, n]), np.array([n, n]), np.full((2, 1), key, np.uint32),
                        np.ones(2, np.int64), np.full((2, 1), 255, np.uint8))
-    engine.evidence.answer(texts, 1, np.arange(2), 0)  # with a key whose count makes blocks
+    engine.evidence.answer(texts, 1, np.arange(2), 0, blocks=True)
     exact_grams(_STORY.encode(), _STORY.encode())
 
 
@@ -206,7 +210,8 @@ UNITS: dict[str, Unit] = {
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
-    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask"), 2.5),
+    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask",
+                                  "evidence.blocks_held"), 2.5),
 }
 #: what each kind of run needs before its first batch: file mode and Kafka on a new state, each
 #: also restoring its state first, a staged topology's roles (the decider likewise),

@@ -252,3 +252,16 @@ def test_block_mask_marks_a_footer_of_hot_sentences() -> None:
 
 CASES["block_mask"] = [_blocks_case(_words(n).split(), a) for n, a in
                        [(1, []), (8, [(0, 3)]), (40, [(0, 1), (5, 3), (9, 2)]), (300, [(3, 3), (200, 4), (250, 2)])]]
+
+
+CASES["blocks_held"] = [(a, b, [0] * 3 + [1] * 20 + [2] * (len(b) - 23)) for a in SAMPLE_TEXTS[4:8] for b in SAMPLE_TEXTS[6:8]]
+
+
+@given(st.binary(min_size=0, max_size=120), st.binary(min_size=0, max_size=120), st.lists(st.integers(0, 3), max_size=120),
+       st.sampled_from([b"ab ", b"0123456789ab ", bytes(range(256))]))
+def test_blocks_held_on_any_pair(a: bytes, b: bytes, marks: list[int], alphabet: bytes) -> None:
+    # a small alphabet repeats grams across blocks and texts (a gram counted once, for its first block)
+    a, b = bytes(alphabet[x % len(alphabet)] for x in a), bytes(alphabet[x % len(alphabet)] for x in b)
+    blocks = (marks + [0] * len(b))[:len(b)]
+    case = KERNELS["blocks_held"]
+    assert case.kernel(a, b, blocks) == case.reference(a, b, blocks)
