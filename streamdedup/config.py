@@ -208,7 +208,8 @@ class VerifyConfig(Frozen):
     # exact_min_near_words of the copy's own words are one edit from the other's
     exact_evidence: bool = setting(
         True, "compare the canonical texts of a pair nothing else decided: below ld_min_jaccard (character noise), "
-        "or a short text in a longer one (short_exact_*)")
+        "a short text in a longer one (short_exact_*), or a short story without the boilerplate blocks the stream "
+        "shows in many stories")
     exact_min_ld: float = setting(0.9, "LD similarity such a pair needs before its texts are compared", ge=0.0, le=1.0)
     exact_gram_jaccard: float = setting(0.58, "exact byte 8-gram Jaccard at or above which it is a near-duplicate",
                                          ge=0.0, le=1.0)

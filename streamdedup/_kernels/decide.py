@@ -48,7 +48,6 @@ F_EXACT_EVIDENCE = 2  # a near-duplicate or a short copy (contained_in) on exact
 F_BLOCKS = 16  # with F_EXACT_EVIDENCE: a near-duplicate once boilerplate blocks are left out (4, 8: records.F_*)
 
 
-
 class BatchPrints(NamedTuple):
     """The fingerprints of a batch's n documents, as ``decide_batch`` reads them."""
 
@@ -306,7 +305,7 @@ def decide_batch(start, grow_at, docs, params, state, ix, ar, probe, scratch, ou
             if blocks:
                 # the counts its blocks are judged by (those its record keeps if it joins block_c);
                 # a document that carries no block is not asked (a question re-enters this kernel,
-                # ~80 us: a block only its candidate carries is left out by the revision test)
+                # ~0.1 ms: a block only its candidate carries is left out by the revision test)
                 blocks = anchor_counts(anchors[i], anchor_n[i], slot_root[block_c], hot_threshold, state[1], min_time,
                                        a_table, slot_seq, slot_time, slot_root, anchor_hot_out[i])
             q = short_c if short_c >= 0 else (block_c if blocks else np.int64(-1))
