@@ -53,6 +53,24 @@ TRIGGER = np.zeros(256, dtype=np.uint8)
 for _b in (10, 33, 45, 46, 63, 0xE2, 0xE3, 0xEF):
     TRIGGER[_b] = 1
 
+#: the rule a trigger byte follows in :func:`anchor_starts`: 1 a line end, 2 a sentence end,
+#: 3 a dash, 4 the lead byte of a non-ASCII one (:func:`_anchors_here`)
+_KIND = np.zeros(256, dtype=np.uint8)
+_KIND[10], _KIND[45] = 1, 3
+for _b in (33, 46, 63):
+    _KIND[_b] = 2
+for _b in (0xE2, 0xE3, 0xEF):
+    _KIND[_b] = 4
+#: what a byte next to an ASCII trigger is to the rules, as bits: 1 a space (``_is_space``),
+#: 2 a closing quote or bracket, 4 the space byte itself, 8 a dash
+_NEAR = np.zeros(256, dtype=np.uint8)
+for _b in (9, 10, 13, 32):
+    _NEAR[_b] |= 1
+for _b in (34, 39, 41):
+    _NEAR[_b] |= 2
+_NEAR[32] |= 4
+_NEAR[45] |= 8
+
 
 @njit(cache=True, inline="always")
 def _is_space(b):
@@ -82,31 +100,65 @@ def _anchors_here(raw, p, lo, hi, line_start, first_line):
     return False
 
 
+@njit(cache=True, inline="always")
+def _ascii_anchors_here(raw, p, lo, hi, line_start, kind):
+    """:func:`_anchors_here` of an ASCII trigger of ``kind`` (``_KIND``), without a branch: the
+    rules are bit tests on the ``_NEAR`` classes of the bytes around it, read at clamped
+    positions (a position past the text reads as a space, or as nothing for the byte before
+    the text and the dash's second byte after). All unsigned, ``line_start == lo`` on the first
+    line. Each trigger kind's branch and its rule's were a coin toss for the predictor: 0.38 ->
+    0.26 us per Reuters story for the 28 triggers of :func:`anchor_starts` (with its selects)."""
+    one, two = uint64(1), uint64(2)
+    nxt = _NEAR[raw[p + one if p + one < hi else p]]  # loaded, then selected: no branch
+    nxt = nxt if p + one < hi else np.uint8(5)
+    nxt2 = _NEAR[raw[p + two if p + two < hi else p]]
+    nxt2 = nxt2 if p + two < hi else np.uint8(1)
+    prev = _NEAR[raw[p - one if p > lo else p]]
+    prev = prev if p > lo else np.uint8(0)
+    space = (nxt & np.uint8(1)) != 0
+    length = p - line_start
+    line = (line_start == lo) | (length < uint64(SHORT_LINE)) | (length > uint64(LONG_LINE)) | space
+    sentence = space | (((nxt & np.uint8(2)) != 0) & ((nxt2 & np.uint8(1)) != 0))
+    dash = ((prev & np.uint8(4)) != 0) & (space | (((nxt & np.uint8(8)) != 0) & ((nxt2 & np.uint8(4)) != 0)))
+    return ((kind == 1) & line) | ((kind == 2) & sentence) | ((kind == 3) & dash)
+
+
+@njit(cache=True)  # called, not inlined: the rare path's registers stay out of the mark loop
+def _unicode_anchors_here(raw, p, lo, hi, line_start):
+    return _anchors_here(raw, np.int64(p), np.int64(lo), np.int64(hi), np.int64(line_start), line_start == lo)
+
+
 @njit(cache=True)
 def anchor_starts(raw, lo, hi, marks, n_marks, canon, cs, ce, starts):
     """Canonical positions in ``canon[cs:ce]`` where an anchored span starts (its first non-space
     byte after an anchor), in order and distinct; returns how many. ``marks[:n_marks]`` are the
     trigger bytes of ``raw[lo:hi]`` as the canonical pass noted them: ``(p - lo) << 32 | (q - cs)``,
-    ``q`` the canonical position after raw byte ``p``."""
+    ``q`` the canonical position after raw byte ``p``. A start is stored at every mark and the
+    count advances when it is one (selects, unsigned positions: see :func:`_ascii_anchors_here`)."""
     n = 0
     if ce > cs:  # the text's start (canonical text has no leading space)
         starts[0] = cs
         n = 1
-    line_start = lo
-    first_line = True
+    ulo, uhi, ucs, uce = uint64(lo), uint64(hi), uint64(cs), uint64(ce)
+    last = ucs if n == 1 else ~uint64(0)  # the last start kept
+    line_start = ulo
     for j in range(n_marks):
         mk = marks[j]
-        p = lo + np.int64(mk >> uint64(32))
-        q = cs + np.int64(mk & uint64(0xFFFFFFFF))
-        if _anchors_here(raw, p, lo, hi, line_start, first_line):
-            # spaces are collapsed: the first byte written after p, or the one after that space
-            s = q if q < ce and canon[q] != 32 else q + 1
-            if s < ce and (n == 0 or starts[n - 1] != s):
-                starts[n] = s
-                n += 1
-        if raw[p] == 10:
-            line_start = p + 1
-            first_line = False
+        p = ulo + (mk >> uint64(32))
+        q = ucs + (mk & uint64(0xFFFFFFFF))
+        b = raw[p]
+        kind = _KIND[b]
+        if kind == 4:
+            here = _unicode_anchors_here(raw, p, ulo, uhi, line_start)
+        else:
+            here = _ascii_anchors_here(raw, p, ulo, uhi, line_start, kind)
+        # spaces are collapsed: the first byte written after p, or the one after that space
+        s = q + (uint64(0) if (q < uce) & (canon[q if q < uce else ucs] != 32) else uint64(1))
+        keep = here & (s < uce) & (s != last)
+        starts[n] = np.int64(s)
+        n += 1 if keep else 0
+        last = s if keep else last
+        line_start = p + uint64(1) if b == 10 else line_start
     return n
 
 

@@ -7,10 +7,9 @@ from numba import njit, uint64
 
 # Numba's on-disk cache of fingerprint_batch holds the anchor rules (anchors.py) and the hash
 # helpers (hashing.py) compiled in and checks only this file's contents: a change there is seen
-# once this file changes too. Changed with: hashing.load64 indexed unsigned.
+# once this file changes too. Changed with: anchors.anchor_starts with selects.
 from streamdedup._kernels.anchors import TRIGGER, anchor_keys
 from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
-
 
 #: seeds the lead MinHash and its band keys apart from the main ones
 LEAD_SALT = np.uint64(0x5DEECE66D)
