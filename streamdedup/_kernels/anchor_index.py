@@ -17,9 +17,9 @@ slot and count in arrays of their own were three random reads per key in a table
 The seq, not the slot: the live seqs span less than the ring's capacity, so the seq is whole
 again from ``seq_lo``, and an entry whose writer has left the ring is not taken for the
 document that reuses its slot (a restarted engine, which rebuilds the table from the live
-documents only, would not have it, and counts carried from it would differ). The 8 key bits left out, with the
-entry's position (which the whole key picks), leave a false match about once in 2**24
-lookups of an occupied entry: a candidate that verification then refuses. Reuters stories
+documents only, would not have it, and counts carried from it would differ). The 8 key bits
+left out, with the entry's position (which the whole key picks), leave a false match about
+once in 2**24 lookups of an occupied entry: a candidate that verification then refuses. Reuters stories
 have 9.0 keys on average (all 19,043, with their titles), so a later key overwrites an entry of
 a document ``n`` documents back with probability ~``1 - exp(-9 n / (8 capacity))``: 0.1 % for
 a copy 1,000 documents after its story in a 10^6-document ring, 11 % for one 100,000 after.

@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 
 import numpy as np
 
-from streamdedup._kernels.decide import F_BLOCKS, F_EXACT_EVIDENCE
+from streamdedup._kernels.decide import F_BLOCKS, F_BOILERPLATE, F_EXACT_EVIDENCE
 from streamdedup._kernels.records import F_REVISION
 from streamdedup._kernels.verify import RELATION_NAMES
 from streamdedup.config import VerifyConfig
@@ -72,14 +72,15 @@ def _opt(x: float) -> float | None:
 
 
 def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: int, numbers: Sequence[float],
-              boilerplate: bool, verify: VerifyConfig, original: str | None = None,
-              matched_source: str | None = None, flags: int = 0, changed: tuple[str, ...] | None = None) -> Decision:
+              flags: int, verify: VerifyConfig, original: str | None = None, matched_source: str | None = None,
+              changed: tuple[str, ...] | None = None) -> Decision:
     """A duplicate's decision from its stored form (the same for a live run and a replay);
-    ``flags``: the decide kernel's (``F_EXACT_EVIDENCE``: decided on exact evidence, numbers
-    5-7 are its figures; ``F_BLOCKS``: with boilerplate blocks left out); ``changed``: what it
-    changed if it is a revision (None: it is not)."""
+    ``flags``: the decide kernel's (``F_BOILERPLATE``: hot bands left out of the estimates;
+    ``F_EXACT_EVIDENCE``: decided on exact evidence, numbers 5-7 are its figures; ``F_BLOCKS``:
+    with boilerplate blocks left out); ``changed``: what it changed if it is a revision (None:
+    it is not)."""
     j, ld, c_ba, c_ab, emb, gram, folded, near = (float(x) for x in numbers)
-    why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, boilerplate, None, None, verify,
+    why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, bool(flags & F_BOILERPLATE), None, None, verify,
                   (gram, folded, near) if flags & F_EXACT_EVIDENCE else None, bool(flags & F_BLOCKS))
     return Decision(doc_id, "duplicate" if changed is None else "revision", root_id, RELATION_NAMES[relation], _opt(j),
                     _opt(ld), matched_id, "; ".join(why), seq, original, matched_source, changed or ())
@@ -123,8 +124,8 @@ class BatchDecisions(Sequence[Decision]):
         if self.relations[i] == 0:
             return Decision(self.ids[i], "unique", seq=seq)
         return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
-                         bool(self.flags[i] & 1), self.verify, self.originals.get(i), self.matched_sources.get(i),
-                         int(self.flags[i]), self.changed.get(i, ()) if self.revised[i] else None)
+                         int(self.flags[i]), self.verify, self.originals.get(i), self.matched_sources.get(i),
+                         self.changed.get(i, ()) if self.revised[i] else None)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

@@ -112,8 +112,8 @@ class Evidence:
             return (0.0,) * 5 + (-1.0,) * 3  # no earlier text: no evidence
         a, a_keys = earlier
         left = self.blocks_left_out(a, a_keys, b, texts.keys(i)) if blocks else None
-        blocks = (-1.0,) * 3 if left is None else self._tables.measure(*left)[:3]
-        return self._tables.measure(a, b) + blocks
+        without = (-1.0,) * 3 if left is None else self._tables.measure(*left)[:3]
+        return self._tables.measure(a, b) + without
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either
@@ -140,12 +140,6 @@ class Evidence:
         if left[0].shape[0] < BLOCK_MIN_BYTES or left[1].shape[0] < BLOCK_MIN_BYTES:
             return None
         return left[0], left[1]
-
-    def text_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
-        """The canonical text of the earlier document ``seq`` that this batch's document ``i``
-        is compared with (None when no record of it keeps one)."""
-        found = self.prints_of(texts, i, seqs, seq, keys=False)
-        return None if found is None else found[0]
 
     def prints_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int,
                   keys: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:

@@ -31,8 +31,8 @@ def _decisions(engine: "Deduplicator", stored: list[engine_record.StoredDocument
                                      {s for st in stored if st.relation for s in (st.root_seq, st.matched_seq)})
     verify = engine.cfg.verify
     return [Decision(st.id, "unique", seq=st.seq) if st.relation == 0 else
-            D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, bool(st.flags & 1),
-                        verify, where.get(st.root_seq), where.get(st.matched_seq), int(st.flags),
+            D.duplicate(st.id, st.seq, st.root_id, st.matched_id or "", st.relation, st.numbers, int(st.flags),
+                        verify, where.get(st.root_seq), where.get(st.matched_seq),
                         st.changed if st.flags & F_REVISION else None)
             for st in stored]
 

@@ -244,7 +244,7 @@ def compare(
             rel = K.REL_NEAR
             why = reasons(rel, j, ld.similarity, c_ba, c_ab, emb, boilerplate, ld.raw, ld.expected_unrelated, verify, grams[:3])
     elif a.text and b.text and not K.is_duplicate(rel, params) and KE.short_question(a.length, b.length, c_ba, params):
-        grams = exact_grams(a.text, b.text)  # a short copy's question (_kernels.decide.short_evidence)
+        grams = exact_grams(a.text, b.text)  # a short copy's question (_kernels.questions.text_evidence)
         if KE.contained(grams[3], grams[4], params):
             rel = K.REL_CONTAINED_IN
             why = reasons(rel, j, None if ld is None else ld.similarity, c_ba, c_ab, emb, boilerplate, None, None, verify,
@@ -318,14 +318,18 @@ class EvidenceTables:
     def __init__(self) -> None:
         self.keys, self.counts, self.states = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.uint8)
 
+    def _fit(self, size: int) -> None:
+        """Grow the tables to at least ``size`` entries."""
+        if self.keys.shape[0] < size:
+            self.keys, self.counts, self.states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
+
     def measure(self, a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float, float]:
         """The exact evidence of two canonical texts (uint8, earlier ``a``, newer ``b``): byte
         8-gram Jaccard, the same with digits read as 0, the share of b's own words one edit
         from a's, and the containment of b's 8-grams in a's, plain and digits as 0 (the
         decide loop's ``S_*`` columns)."""
         size = KE.word_table_size(a.shape[0], b.shape[0])  # the larger table: both kernels use it
-        if self.keys.shape[0] < size:
-            self.keys, self.counts, self.states = np.zeros(size, np.uint64), np.zeros(size, np.int64), np.zeros(size, np.uint8)
+        self._fit(size)
         g = KE.table_size(a.shape[0], b.shape[0])
         # read-only whichever way the texts came (batch, record, bytes): one compiled kernel
         a, b = readonly(a), readonly(b)
@@ -333,13 +337,11 @@ class EvidenceTables:
         near = KE.near_word_share(a, b, self.keys[:size], self.counts[:size], self.states[:size])
         return float(plain), float(folded), float(near), float(held), float(held_folded)
 
-
     def blocks_held(self, a: np.ndarray, b: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
         """For each boilerplate block 1..``n_blocks`` of ``b`` (``_kernels.blocks``), the share of
         its byte 8-grams ``a`` has (canonical texts, uint8)."""
         g = KE.table_size(a.shape[0], b.shape[0])
-        if self.keys.shape[0] < g:
-            self.keys, self.counts, self.states = np.zeros(g, np.uint64), np.zeros(g, np.int64), np.zeros(g, np.uint8)
+        self._fit(g)
         out = np.empty(n_blocks, np.float64)
         KE.blocks_held(readonly(a), readonly(b), blocks, n_blocks, self.keys[:g], self.states[:g], out)
         return out
