@@ -83,6 +83,25 @@ def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int
     return mask if blocks else None
 
 
+def _any_hot(hots: np.ndarray, hot: int) -> bool:
+    return hots.shape[0] > 0 and int(hots.max()) >= hot
+
+
+def _uncarried(keys: np.ndarray, hots: np.ndarray, other_keys: np.ndarray, hot: int) -> np.ndarray:
+    """``hots`` with 0 for each key of count ``hot`` or more that ``other_keys`` has too (a
+    block the other text carries starts none). A text has at most ``MAX_ANCHORS`` keys: a
+    broadcast compare of the few hot ones beats ``np.isin``'s sort (~50 us a call)."""
+    hot_rows = np.flatnonzero(hots >= hot)
+    if not hot_rows.shape[0]:
+        return hots
+    carried = hot_rows[(keys[hot_rows, None] == other_keys[None, :]).any(axis=1)]
+    if not carried.shape[0]:
+        return hots
+    hots = hots.copy()
+    hots[carried] = 0
+    return hots
+
+
 class Evidence:
     """Exact-evidence answers for one engine: recent texts in memory, older ones from ``store``
     (records decoded with the index's ``bands`` and ``num_perm``); an anchor key of count ``hot``
@@ -123,10 +142,12 @@ class Evidence:
         another outlet's notice goes, while a sentence both texts have (a template's opening, a
         block whose key a typo broke in the other) stays in both and is no difference between
         them."""
+        if not (_any_hot(a_keys[1], self.hot) or _any_hot(b_keys[1], self.hot)):
+            return None  # most pairs (the revision test reads every linked pair)
         left = []
         for mine, (keys, hots), other, other_keys in ((a, a_keys, b, b_keys[0]), (b, b_keys, a, a_keys[0])):
             # a block whose key the other text has too is carried by it: only the others start one
-            hots = np.where(np.isin(keys, other_keys), 0, hots) if (hots >= self.hot).any() else hots
+            hots = _uncarried(keys, hots, other_keys, self.hot)
             blocks = block_mask_of(mine, keys, hots, self.hot)
             if blocks is None:
                 left.append(mine)
