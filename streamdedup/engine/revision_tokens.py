@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Mapping
 
 from rapidfuzz.distance import OSA, Indel
 
@@ -93,11 +93,11 @@ def typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> boo
     """Whether a block is within a few character edits (at most ``cap``) of what it replaced
     (spaces ignored, so a split or merged word and a letter inside a number count as the one
     edit they are)."""
-    s, t = "".join(old).translate(_OCR), "".join(new).translate(_OCR)
-    longest = max(len(s), len(t))
+    s, t = "".join(old), "".join(new)
+    longest = max(len(s), len(t))  # the OCR reading keeps the length: checked before it is made
     if longest > TYPO_MAX_CHARS:
         return False
-    return within(s, t, max(1, min(cap, int(TYPO_SHARE * longest))))
+    return within(s.translate(_OCR), t.translate(_OCR), max(1, min(cap, int(TYPO_SHARE * longest))))
 
 
 def garbled(t: str, others: Forms) -> bool:
@@ -127,16 +127,31 @@ def garbled(t: str, others: Forms) -> bool:
     return False
 
 
-class Forms(NamedTuple):
-    """Words with their OCR readings (:func:`ocr`): all, and those that are not all digits."""
+class Forms:
+    """The words whose count fell from ``more``'s text to ``less``'s (word counts), each with
+    its OCR reading (:func:`ocr`): ``all``, and ``lettered``, those not all digits. Listed when
+    first read: most pairs never read them (:func:`garbled` does, for a changed figure or for
+    new words), and listing them was ~7% of a pair's test."""
 
-    all: list[tuple[str, str]]
-    lettered: list[tuple[str, str]]
+    __slots__ = ("_more", "_less", "_all", "_lettered")
 
+    def __init__(self, more: Mapping[str, int], less: Mapping[str, int]):
+        self._more, self._less = more, less
+        self._all: list[tuple[str, str]] | None = None
+        self._lettered: list[tuple[str, str]] | None = None
 
-def ocr_forms(words: list[str]) -> Forms:
-    forms = [(u, ocr(u)) for u in words]
-    return Forms(forms, [f for f in forms if not f[0].isdigit()])
+    @property
+    def all(self) -> list[tuple[str, str]]:
+        if self._all is None:
+            less = self._less.get
+            self._all = [(u, ocr(u)) for u, n in self._more.items() if n > less(u, 0)]
+        return self._all
+
+    @property
+    def lettered(self) -> list[tuple[str, str]]:
+        if self._lettered is None:
+            self._lettered = [f for f in self.all if not f[0].isdigit()]
+        return self._lettered
 
 
 @lru_cache(maxsize=1 << 16)
@@ -175,7 +190,13 @@ def opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[
     copies kept as duplicates fell from 0.99 to 0.93-0.96 on the suite.)
     """
     lo = common_prefix(ta, tb)
-    hi = common_suffix(ta, tb, min(len(ta), len(tb)) - lo)
+    return aligned(ta, tb, lo, common_suffix(ta, tb, min(len(ta), len(tb)) - lo), at_a, at_b)
+
+
+def aligned(ta: list[str], tb: list[str], lo: int, hi: int, at_a: int = 0,
+            at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
+    """:func:`opcodes` of two lists whose common head (``lo`` tokens) and tail (``hi``) the
+    caller knows already."""
     if max(len(ta), len(tb)) - lo - hi > MAX_ALIGN_TOKENS:
         return None
     ops = _merged(Indel.opcodes(ta[lo:len(ta) - hi], tb[lo:len(tb) - hi]))

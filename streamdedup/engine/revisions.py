@@ -58,10 +58,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import compress, islice
 
-from streamdedup.engine.revision_tokens import (POLARITY_WORDS, common_prefix, common_suffix, Forms, garbled, inserted_at,
-                                                is_figure, is_number, noise_like, ocr_forms, opcodes, tokens, typo_sized)
+from streamdedup.engine.revision_tokens import (POLARITY_WORDS, aligned, common_prefix, common_suffix, Forms, garbled,
+                                                inserted_at, is_figure, is_number, noise_like, opcodes, tokens, typo_sized)
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
 MAX_CHANGED = 8
@@ -191,7 +191,7 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
     dateline's day and month)."""
     if tail and "".join(old).startswith("".join(new)):
         return  # a teaser: the later text stops earlier (perhaps inside a word or a number)
-    if sum(t in BOILERPLATE_WORDS for t in new) >= 2:
+    if not BOILERPLATE_WORDS.isdisjoint(new) and sum(t in BOILERPLATE_WORDS for t in new) >= 2:
         return  # credits, copyright, subscription lines (their names and numbers are no news)
     if "".join(old) == "".join(new):
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
@@ -263,7 +263,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     a, b = ca.get, cb.get
     moved = lambda t: a(t, 0) == b(t, 0)  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
-    fell, grew = ocr_forms([t for t, n in ca.items() if n > b(t, 0)]), ocr_forms([t for t, n in cb.items() if n > a(t, 0)])
+    fell, grew = Forms(ca, cb), Forms(cb, ca)
     rewritten = False
     if old_head != new_head:
         # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
@@ -282,7 +282,10 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
                 _head_block(f, new_head, sa)
     # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
     # otherwise be matched with the lead
-    ops = opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
+    if head_a == head_b <= same:  # the bodies' common head and tail are the texts' (no copies, no search)
+        ops = aligned(ta, tb, same, end)
+    else:
+        ops = opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
     if ops is None:  # too long to align: only the markers are read (new words anywhere)
         ops, added = [], [t for t in new_head if t not in old_head] + [t for t in cb if t not in sa]
     else:
@@ -321,9 +324,12 @@ def _excerpted(ta: list[str], tb: list[str]) -> list[int]:
     (An alignment in order, longest common subsequence or longest blocks first, pairs an
     excerpt's words with stray copies of them in the runs it left out, or cannot reach a
     sentence it quotes out of order.)"""
+    # the places in ta of the pairs of words tb has (only those are looked up), found in C: a
+    # loop over every pair of the story in Python was most of an excerpt's cost
+    pairs = list(zip(ta, islice(ta, 1, None)))
     at: dict[tuple[str, str], list[int]] = {}
-    for p in range(len(ta) - 1):
-        at.setdefault((ta[p], ta[p + 1]), []).append(p)
+    for p in compress(range(len(pairs)), map(set(zip(tb, islice(tb, 1, None))).__contains__, pairs)):
+        at.setdefault(pairs[p], []).append(p)
     runs: list[tuple[int, int]] = []  # (start in ta, length), in tb's order
     j, end = 0, 0  # where the last run ended in ta: a run that goes on from there wins a tie
     while j < len(tb) - 1:
