@@ -108,22 +108,31 @@ def garbled(t: str, others: Forms) -> bool:
     two in different blocks. Only digits changed ("600" and "500") is no damage."""
     o = ocr(t)
     lo = len(o)
+    # a typo: within a third of the longer's characters (the length checks first: they are
+    # cheap); against a word no longer than t, a third of t's, worked out once
+    k_lo = max(1, int(TYPO_SHARE * lo))
+    long_o = lo > TYPO_MAX_CHARS
     # a number's twin has letters in it: two numbers differ in digits only, never damage (the
     # last test below), so they are not compared
     for u, v in (others.lettered if t.isdigit() else others.all):
         lv = len(v)
-        if lv > lo + MERGE_CHARS:
-            continue
         if lv > lo:
-            twin = v.startswith(o) or v.endswith(o)
-        else:
-            twin = lo > lv > 1 and (o.startswith(v) or o.endswith(v))
-        # a typo: within a third of the longer's characters (the length check first: it is cheap)
-        k = max(1, int(TYPO_SHARE * max(lo, lv)))
-        if not twin and (abs(lo - lv) > k or max(lo, lv) > TYPO_MAX_CHARS or not within(o, v, k)):
-            continue
-        if noise_like([t], [u], lambda _: False):
+            if lv > lo + MERGE_CHARS:
+                continue
+            if not (v.startswith(o) or v.endswith(o)):  # not t merged with a neighbour
+                k = max(1, int(TYPO_SHARE * lv))
+                if lv - lo > k or lv > TYPO_MAX_CHARS or not within(o, v, k):
+                    continue
+        elif not (lo > lv > 1 and (o.startswith(v) or o.endswith(v))):  # nor a piece of t
+            if lo - lv > k_lo or long_o or not within(o, v, k_lo):
+                continue
+        if noise_like([t], [u], _unmoved):
             return True
+    return False
+
+
+def _unmoved(_: str) -> bool:
+    """:func:`noise_like`'s ``moved`` for a pair of single words: none moved."""
     return False
 
 
