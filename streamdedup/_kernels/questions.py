@@ -42,7 +42,8 @@ S_CONTAINED = 3  # exact 8-gram containment of the newer text in the earlier
 S_CONTAINED_FOLDED = 4
 # the texts without their boilerplate blocks (``_kernels.blocks``): 8-gram Jaccard plain and
 # digits as 0, near-word share; -1 when neither text has a block, or one is all blocks. Asked
-# for only by a question about blocks, which leaves S_BLOCK_JACCARD 0.0 (not NaN) as it asks
+# for only by a question about blocks, which leaves S_BLOCK_JACCARD 0.0 (not NaN) as it asks;
+# its answer has -1 in the columns above (the whole texts are not measured for it)
 S_BLOCK_JACCARD = 5
 S_BLOCK_FOLDED = 6
 S_BLOCK_NEAR = 7

@@ -121,18 +121,20 @@ class Evidence:
     def answer(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int, blocks: bool = False) -> tuple[float, ...]:
         """The exact evidence (``_kernels.questions.S_*``) of this batch's document ``i`` (seqs so
         far ``seqs[:i]``) against the document ``seq``: :meth:`EvidenceTables.measure` of the two
-        texts, then, for a question about ``blocks``, the 8-gram Jaccard, digits as 0 and
-        near-word share of the texts without their boilerplate blocks (-1.0 each when
-        :meth:`blocks_left_out` leaves none out, or not asked)."""
+        texts and -1.0 for the three block columns; for a question about ``blocks``, -1.0 for
+        the whole texts' five (the kernel reads only the others) and the 8-gram Jaccard, digits
+        as 0 and near-word share of the texts without their boilerplate blocks (-1.0 each when
+        :meth:`blocks_left_out` leaves none out)."""
         self.asked += 1
         b = texts.text(i)
         earlier = self.prints_of(texts, i, seqs, seq, keys=blocks)
         if earlier is None:
             return (0.0,) * 5 + (-1.0,) * 3  # no earlier text: no evidence
         a, a_keys = earlier
-        left = self.blocks_left_out(a, a_keys, b, texts.keys(i)) if blocks else None
-        without = (-1.0,) * 3 if left is None else self._tables.measure(*left)[:3]
-        return self._tables.measure(a, b) + without
+        if not blocks:
+            return self._tables.measure(a, b) + (-1.0,) * 3
+        left = self.blocks_left_out(a, a_keys, b, texts.keys(i))
+        return (-1.0,) * 5 + ((-1.0,) * 3 if left is None else self._tables.measure(*left)[:3])
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either
