@@ -84,6 +84,7 @@ def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int
 
 
 def _any_hot(hots: np.ndarray, hot: int) -> bool:
+    """Whether one of a text's anchor keys has a count of ``hot`` or more (starts a block)."""
     return hots.shape[0] > 0 and int(hots.max()) >= hot
 
 

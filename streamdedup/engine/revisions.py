@@ -41,9 +41,10 @@ common head and tail are cut off, in CPython, per linked pair on one core: Reute
 duplicate pairs mean 0.17 ms (median 0.15 ms, best of seven runs); measured by ``bench accuracy
 --suite revisions`` (best of three) when the test cost ~12% more, the suite's Reuters edits mean
 0.36 ms (a one-figure change 0.15 ms, a 3% noise copy 1 ms: one matcher search per changed
-block), People's Daily 0.6 ms median, 1.2-1.5 ms mean (one token per Han character). Texts whose differing middle is longer than
-:data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the markers are
-read), which bounds a pair at ~50-100 ms however long the texts.
+block), People's Daily 0.6 ms median, 1.2-1.5 ms mean (one token per Han character). Texts
+whose differing middle is longer than :data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned
+(a stated limit: of such a pair only the markers are read), which bounds a pair at ~50-100 ms
+however long the texts.
 
 >>> story = "acme profit rose acme corp said its first quarter profit was 600 mln dlrs"
 >>> r = detect(story, story.replace("600", "500"), earlier_head=16, later_head=16)
