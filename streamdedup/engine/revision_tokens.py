@@ -103,7 +103,7 @@ def typo_sized(old: list[str], new: list[str], cap: int = TYPO_MAX_CHARS) -> boo
 def garbled(t: str, others: Forms) -> bool:
     """Whether ``t``, a word (or figure) whose count differs between the texts, has a damaged (or
     repaired) twin among ``others``, the words whose count moved the other way (each with its
-    OCR reading, :func:`ocr_forms`): a typo of it or a merge with a neighbour ("1986" and
+    OCR reading, :class:`Forms`): a typo of it or a merge with a neighbour ("1986" and
     "19a86", "one" and "0neof" from "one of"). A noisy stretch the matcher misaligned puts the
     two in different blocks. Only digits changed ("600" and "500") is no damage."""
     o = ocr(t)

@@ -135,15 +135,16 @@ def _evidence(cfg: Config) -> None:
     from streamdedup.state import MemoryStore
     from streamdedup.engine.verify import exact_grams
 
-    text = np.frombuffer(_STORY.encode(), np.uint8)
-    n = text.shape[0]
+    a = np.frombuffer(_STORY.encode(), np.uint8)
+    b = np.frombuffer(("another outlet's notice. " + _STORY).encode(), np.uint8)
     engine = Deduplicator(_small(cfg), MemoryStore())
-    # both texts keep their first words' anchor key with a count that makes it a block: the
-    # block kernels run too
-    key = _span_key(text, 0, n, ANCHOR_WINDOW)
-    texts = BatchTexts(np.concatenate([text, text]), np.array([0, n]), np.array([n, n]), np.full((2, 1), key, np.uint32),
+    # each text's first anchor key with a count that makes it a block, a key the other text
+    # lacks (a block the other carries is none): the block kernels run too
+    keys = np.array([[_span_key(t, 0, t.shape[0], ANCHOR_WINDOW)] for t in (a, b)], np.uint32)
+    texts = BatchTexts(np.concatenate([a, b]), np.array([0, a.shape[0]]), np.array([a.shape[0], b.shape[0]]), keys,
                        np.ones(2, np.int64), np.full((2, 1), 255, np.uint8))
-    engine.evidence.answer(texts, 1, np.arange(2), 0, blocks=True)
+    for blocks in (False, True):  # a noisy copy's or a short copy's question, and one about blocks
+        engine.evidence.answer(texts, 1, np.arange(2), 0, blocks=blocks)
     exact_grams(_STORY.encode(), _STORY.encode())
 
 

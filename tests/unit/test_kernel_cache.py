@@ -161,8 +161,9 @@ batch = Fingerprinter(cfg.fingerprint).fingerprint_batch(["one story", "one stor
 # a noisy copy's question (exact evidence): the engine's answer from a batch's canonical texts
 from streamdedup.engine.evidence import BatchTexts
 hot = np.full(batch.anchors.shape, 255, np.uint8)  # counts that make boilerplate blocks: the block kernel too
-engine.evidence.answer(BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, hot), 1,
-                       np.array([0, -1]), 0, blocks=True)
+for blocks in (False, True):  # and a question about boilerplate blocks (the block kernels)
+    engine.evidence.answer(BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, hot),
+                           1, np.array([0, -1]), 0, blocks=blocks)
 compare(Fingerprint.from_batch(batch, 0), Fingerprint.from_batch(batch, 1), cfg.verify, cfg.fingerprint.signature, full=True)
 print(compiled)
 assert not compiled, compiled
