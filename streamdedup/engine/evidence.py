@@ -71,21 +71,21 @@ class _Texts:
         return int(self.row[seq - self.first])
 
 
+def _any_hot(hots: np.ndarray, hot: int) -> bool:
+    """Whether one of a text's anchor keys has a count of ``hot`` or more (starts a block)."""
+    return hots.shape[0] > 0 and int(hots.max()) >= hot
+
+
 def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int) -> np.ndarray | None:
     """The boilerplate block (1, 2, ...; 0: none) each byte of ``text`` is in, its keys of
     count ``hot`` or more starting one (``_kernels.blocks``), or None when it has none."""
-    if not (hots >= hot).any():
+    if not _any_hot(hots, hot):
         return None
     mask = np.empty(text.shape[0], np.int32)
     # read-only whichever way the arrays came (batch, record): one compiled kernel
     blocks = block_mask(readonly(text), readonly(np.ascontiguousarray(keys, np.uint32)),
                         readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask)
     return mask if blocks else None
-
-
-def _any_hot(hots: np.ndarray, hot: int) -> bool:
-    """Whether one of a text's anchor keys has a count of ``hot`` or more (starts a block)."""
-    return hots.shape[0] > 0 and int(hots.max()) >= hot
 
 
 def _uncarried(keys: np.ndarray, hots: np.ndarray, other_keys: np.ndarray, hot: int) -> np.ndarray:
