@@ -26,6 +26,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from streamdedup.runtime.kafka.admin import produce_all
 from streamdedup.bench.feeds import long_records, mixed_records
 from streamdedup.bench.kafka import passthrough
+from streamdedup.bench.proc_cpu import ProcessCpu, broker_pid, work_us_per_record
 
 
 def _create(bootstrap: str, topics: dict[str, int]) -> None:
@@ -111,17 +112,33 @@ def _start(env: dict, state: str, topology: str, workers: int, idle: float) -> l
     return [subprocess.Popen(c, env=env, stderr=subprocess.DEVNULL) for c in cmds]
 
 
-def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float) -> dict:
+def _stages(topology: str, procs: list[subprocess.Popen]) -> dict[str, list[int]]:
+    """The processes of a run by stage (as ``_start`` started them), and the local broker's."""
+    if topology == "single":
+        stages = {"single": [procs[0].pid]}
+    else:
+        stages = {"decider": [procs[0].pid], "faust worker" if topology == "faust" else "worker": [p.pid for p in procs[1:]]}
+    broker = broker_pid()
+    if broker is not None:
+        stages["broker"] = [broker]
+    return stages
+
+
+def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float,
+         base: tuple[ProcessCpu, int]) -> dict:
     run, env, outs, topics = _setup(bootstrap, source, topology)
     with tempfile.TemporaryDirectory() as state:
         procs = _start(env, state, topology, workers, 8)
+        cpu = ProcessCpu(_stages(topology, procs)).start()
         try:
             first, last, seen = _watch(bootstrap, outs, n, timeout)
         finally:
             for p in procs:
                 p.wait(120)
+            cpu.stop()
     out = {"topology": topology, "workers": 1 if topology == "single" else workers, "seen": seen,
-           "docs_per_s": seen / (last - first) if last > first else 0.0}
+           "docs_per_s": seen / (last - first) if last > first else 0.0,
+           "cpu_us_per_record": work_us_per_record(cpu, base[0], n - base[1])}
     cost = [_topic_cost(bootstrap, t) for t in topics]
     out["messages_per_record"] = sum(m for m, _ in cost) / n
     out["bytes_per_record"] = sum(b for _, b in cost) / n
@@ -129,6 +146,29 @@ def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeo
         fp, dec = cost[3], cost[4]
         out["fingerprint_bytes_per_record"], out["decision_bytes_per_record"] = fp[1] / n, dec[1] / n
     return out
+
+
+#: records of the feed in each partition of the input the base cost is measured on
+BASE_RECORDS = 5
+
+
+def base_cost(bootstrap: str, topology: str, workers: int, partitions: int, records: list) -> tuple[ProcessCpu, int]:
+    """What ``topology``'s processes cost on a few records (``BASE_RECORDS`` a partition): start,
+    join, the kernels' first calls, wait idle, exit; a run's cost less this is the work of its
+    other records. Returns the CPU and how many records it had."""
+    source = f"base-{uuid.uuid4().hex[:6]}"
+    _create(bootstrap, {source: partitions})
+    produce_all(bootstrap, source, records[:BASE_RECORDS * partitions])
+    _, env, _, _ = _setup(bootstrap, source, topology)
+    with tempfile.TemporaryDirectory() as state:
+        procs = _start(env, state, topology, workers, 8)
+        cpu = ProcessCpu(_stages(topology, procs)).start()
+        try:
+            for p in procs:
+                p.wait(300)
+        finally:
+            cpu.stop()
+    return cpu, BASE_RECORDS * partitions
 
 
 def latency(bootstrap: str, feed: str, topology: str, workers: int, rate: float, partitions: int,
@@ -183,6 +223,22 @@ def latency(bootstrap: str, feed: str, topology: str, workers: int, rate: float,
             "p99_ms": pct(0.99), "max_ms": lat[-1] if lat else float("nan")}
 
 
+def _median_cpu(rounds: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per stage and role, the median over rounds of the CPU per record."""
+    keys = {(stage, r) for one in rounds for stage, parts in one.items() for r in parts}
+    out: dict[str, dict[str, float]] = {}
+    for stage, r in sorted(keys):
+        out.setdefault(stage, {})[r] = statistics.median(one.get(stage, {}).get(r, 0.0) for one in rounds)
+    return out
+
+
+def _cpu_bound(cpu: dict[str, dict[str, float]]) -> float:
+    """The rate at which this machine's cores would all be busy with the measured CPU per record
+    (every stage and the broker): the throughput model's ceiling where the stages share the cores."""
+    total = sum(parts["total"] for parts in cpu.values())
+    return (os.cpu_count() or 1) * 1e6 / total if total > 0 else 0.0
+
+
 def _collect(c, seen: list, timeout: float) -> None:
     import orjson
 
@@ -208,10 +264,11 @@ def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partit
     top = topology
     res: dict = {"records": n, "feed": feed, "partitions": partitions, "workers": workers, "value_bytes": value_bytes,
                  "topology": top, "rounds": []}
+    base = {t: base_cost(bootstrap, t, workers, partitions, records) for t in ("single", top)}
     for _ in range(rounds):
         pt = passthrough(bootstrap, source, f"{source}-pt", n, 512)
-        single = _run(bootstrap, source, n, "single", 1, timeout)
-        other = _run(bootstrap, source, n, top, workers, timeout)
+        single = _run(bootstrap, source, n, "single", 1, timeout, base["single"])
+        other = _run(bootstrap, source, n, top, workers, timeout, base[top])
         res["rounds"].append({"passthrough": pt, "single": single, top: other})
         print(f"round: passthrough {pt:,.0f}, single {single['docs_per_s']:,.0f}, {top} x{workers} "
               f"{other['docs_per_s']:,.0f} docs/s", file=sys.stderr, flush=True)
@@ -221,6 +278,9 @@ def run(bootstrap: str, n: int, feed: str, workers: int, rounds: int = 3, partit
     res[f"{top}_docs_per_s"] = med(top, lambda r: r[top]["docs_per_s"])
     res[f"{top}_vs_single"] = statistics.median(r[top]["docs_per_s"] / r["single"]["docs_per_s"]
                                                 for r in res["rounds"] if r["single"]["docs_per_s"])
+    for name in ("single", top):
+        res.setdefault("cpu_us_per_record", {})[name] = _median_cpu([r[name]["cpu_us_per_record"] for r in res["rounds"]])
+        res.setdefault("cpu_bound_docs_per_s", {})[name] = _cpu_bound(res["cpu_us_per_record"][name])
     last = res["rounds"][-1]
     res["messages_per_record"] = {"single": last["single"]["messages_per_record"], top: last[top]["messages_per_record"]}
     res["bytes_per_record"] = {"single": last["single"]["bytes_per_record"], top: last[top]["bytes_per_record"]}

@@ -283,8 +283,20 @@ def _staged_lines(r: dict) -> str:
         f"{t}, {r['workers']} workers:{' ' * (6 - len(t) + 5)}{r[t + '_docs_per_s']:,.0f} docs/s "
         f"({r[t + '_vs_single']:.2f}x single); "
         f"{r['messages_per_record'][t]:.2f} messages, {r['bytes_per_record'][t]:,.0f} B written per record",
+        *_cpu_lines(r),
         *(f"latency, {lat['topology']} at {lat['rate']:,.0f} docs/s: p50 {lat['p50_ms']:.0f} ms, p99 {lat['p99_ms']:.0f} ms "
           f"({lat['seen']:,}/{lat['records']:,} seen)" for lat in r.get("latency", []))])
+
+
+def _cpu_lines(r: dict) -> list[str]:
+    """CPU per record by stage and thread role (medians of the rounds), and the rate at which the
+    machine's cores would all be busy with it."""
+    lines = ["CPU per record (us; each stage less its cost on a few records; medians of the rounds):"]
+    for name, stages in r.get("cpu_us_per_record", {}).items():
+        parts = "; ".join(f"{stage} {p['total']:.0f} (" + ", ".join(f"{k} {v:.1f}" for k, v in p.items() if k != "total") + ")"
+                          for stage, p in stages.items())
+        lines.append(f"  {name}: {parts}; all cores busy at {r['cpu_bound_docs_per_s'][name]:,.0f} docs/s")
+    return lines
 
 
 def _latency_line(lat: dict, at: str) -> str:
