@@ -109,7 +109,8 @@ def _start(env: dict, state: str, topology: str, workers: int, idle: float) -> l
         cmds = [cli + ["--topology", "staged", "--role", "decider", "--state-dir", state]]
         worker = ["--topology", "faust"] if topology == "faust" else ["--topology", "staged", "--role", "worker"]
         cmds += [cli + worker + ([] if topology == "faust" else ["--instance", f"w{i}"]) for i in range(workers)]
-    return [subprocess.Popen(c, env=env, stderr=subprocess.DEVNULL) for c in cmds]
+    # the runs' own summaries are not this bench's output (they broke its --json)
+    return [subprocess.Popen(c, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for c in cmds]
 
 
 def _stages(topology: str, procs: list[subprocess.Popen]) -> dict[str, list[int]]:
