@@ -296,6 +296,9 @@ def _cpu_lines(r: dict) -> list[str]:
         parts = "; ".join(f"{stage} {p['total']:.0f} (" + ", ".join(f"{k} {v:.1f}" for k, v in p.items() if k != "total") + ")"
                           for stage, p in stages.items())
         lines.append(f"  {name}: {parts}; all cores busy at {r['cpu_bound_docs_per_s'][name]:,.0f} docs/s")
+        if any(p["total"] <= 0 for p in stages.values()):
+            lines.append("  (a figure at or below 0: the run was too short to tell its work from the spread of the "
+                         "processes' start-up; use more --records)")
     return lines
 
 

@@ -91,3 +91,7 @@ def test_the_staged_bench_reports_medians_of_the_rounds_and_the_cores_bound(monk
     assert staged._cpu_bound(med) == pytest.approx(2e6 / 22.0)
     lines = _cpu_lines({"cpu_us_per_record": {"staged": med}, "cpu_bound_docs_per_s": {"staged": 90_909.0}})
     assert "worker 20 (main thread 20.0)" in lines[1] and "90,909 docs/s" in lines[1]
+    assert len(lines) == 2  # no warning when every figure is positive
+    short = _cpu_lines({"cpu_us_per_record": {"single": {"single": {"main thread": -3.0, "total": -3.0}}},
+                        "cpu_bound_docs_per_s": {"single": 0.0}})
+    assert "too short" in short[-1]
