@@ -18,28 +18,18 @@ when the bench starts and removed when it ends.
 from __future__ import annotations
 
 import functools
-import os
 import threading
 import time
 from collections import defaultdict
 from contextlib import contextmanager
 from typing import Iterator
 
+from streamdedup.bench.proc_cpu import task_cpu
+
+
 def _task_cpu() -> dict[int, tuple[str, float]]:
-    """Per thread id: (its kernel name, seconds on a CPU so far). ``schedstat`` counts
-    nanoseconds, the clock ``time.thread_time`` reads; ``stat``'s 10 ms ticks did not add up
-    with the stage timers over a short run."""
-    out = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{tid}/comm", "rb") as f:
-                name = f.read().strip().decode(errors="replace")
-            with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
-                ns = int(f.read().split()[0])
-        except OSError:  # ended between listdir and open
-            continue
-        out[int(tid)] = (name, ns / 1e9)
-    return out
+    """Per thread id of this process: (its kernel name, seconds on a CPU so far)."""
+    return task_cpu("self")
 
 
 def _group(name: str) -> str:

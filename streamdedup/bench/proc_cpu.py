@@ -4,8 +4,10 @@ The staged and faust benches run each stage as a process of its own (``streamded
 user runs it). :class:`ProcessCpu` samples the kernel's accounting of every thread of those
 processes (``/proc/PID/task/*/schedstat``, nanoseconds) in a background thread, and of the
 broker's process when it runs on this machine. A round's cost per record is each stage's CPU over its
-processes' lives less what the same processes cost over an empty input (start-up, group join,
-the idle wait before exit), divided by the records. Not the CPU between the first and the last
+processes' lives less what the same processes cost on a few records (start-up, group join, the
+kernels' first calls, the idle wait before exit), divided by the other records. The spread of
+the start-up (a few tenths of a second of CPU a process on a shared machine) makes this a
+measure for runs of several seconds of work, not for a thousand short records. Not the CPU between the first and the last
 output: fingerprint workers run ahead of the decider, so on a short feed they have done most of
 their work before the first decision is out.
 
@@ -21,10 +23,6 @@ import os
 import threading
 import time
 from collections import defaultdict
-
-#: the roles a process's CPU is split into
-ROLES = ("main thread", "librdkafka", "RocksDB", "other threads")
-
 
 def role(pid: int, tid: int, name: str) -> str:
     """A thread's role in its process, from its id and kernel name."""
@@ -126,15 +124,16 @@ class ProcessCpu:
                 for (stage, r), cpu in last.items()}
 
 
-def work_us_per_record(run: ProcessCpu, idle: ProcessCpu, records: int) -> dict[str, dict[str, float]]:
+def work_us_per_record(run: ProcessCpu, base_run: ProcessCpu, records: int) -> dict[str, dict[str, float]]:
     """Microseconds of CPU per record, per stage and role, in total too: each stage's processes
-    over their lives less what the same processes cost with nothing to do (``idle``: start-up,
-    group join, the idle wait before exit); the broker's CPU over the run less its idle rate."""
-    busy, base = run.lifetime(), idle.lifetime()
+    over their lives less what the same processes cost in ``base_run`` (a few records: start-up,
+    group join, first kernel calls, the idle wait before exit); the broker's CPU over the run less
+    its rate during ``base_run``, ``records`` the records of the run not in the base run."""
+    busy, base = run.lifetime(), base_run.lifetime()
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for stage, r in sorted(busy):
         if stage == "broker":
-            rest = base.get((stage, r), 0.0) / idle.seconds * run.seconds if idle.seconds > 0 else 0.0
+            rest = base.get((stage, r), 0.0) / base_run.seconds * run.seconds if base_run.seconds > 0 else 0.0
         else:
             rest = base.get((stage, r), 0.0)
         out[stage][r] = (busy[(stage, r)] - rest) * 1e6 / max(records, 1)
