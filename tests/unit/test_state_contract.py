@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from streamdedup.state import MemoryStore, StateBatch
@@ -84,3 +85,53 @@ def test_meta_survives_reopen_for_rocksdb(tmp_path) -> None:
     assert list(again.iter_from(0)) == [(3, b"x")]
     assert again.disk_bytes() > 0
     again.close()
+
+
+def test_a_state_with_its_metadata_among_the_records_is_read_and_moved(tmp_path) -> None:
+    """The layout before the metadata had a column family of its own."""
+    from rocksdict import Options, Rdict
+
+    from streamdedup.state.rocks import _key
+
+    path = str(tmp_path / "db")
+    opts = Options(raw_mode=True)
+    opts.create_if_missing(True)
+    old = Rdict(path, options=opts)
+    old[b"m"] = b"old meta"
+    old[_key(4)] = b"four"
+    old.close()
+    store = RocksStore(path)
+    assert store.get_meta() == b"old meta"
+    assert list(store.iter_from(0)) == [(4, b"four")]
+    store.commit(StateBatch(puts=[(5, b"five")]))  # no metadata: nothing moves yet
+    assert store.get_meta() == b"old meta"
+    store.commit(StateBatch(puts=[(6, b"six")], meta=b"new meta"))
+    assert store.get_meta() == b"new meta"
+    store.close()
+    again = RocksStore(path)
+    assert again.get_meta() == b"new meta"
+    assert list(again.iter_from(0)) == [(4, b"four"), (5, b"five"), (6, b"six")]
+    assert again._db.get(b"m") is None  # gone from among the records
+    again.close()
+
+
+def test_evicted_records_files_are_compacted_away(tmp_path) -> None:
+    """Files of records that were all evicted do not stay on disk: the evicted prefix is
+    compacted every PREFIX_COMPACTION_EVERY evictions (moved down whole, they would not be)."""
+    from streamdedup.state.rocks import PREFIX_COMPACTION_EVERY, _key
+
+    store = RocksStore(str(tmp_path / "db"))
+    rng = np.random.default_rng(3)
+    per, window, seq = 100, 2000, 0
+    for b in range(3 * PREFIX_COMPACTION_EVERY):
+        puts = [(seq + j, rng.bytes(1000)) for j in range(per)]
+        seq += per
+        lo = max(0, seq - window)
+        store.commit(StateBatch(puts=puts, delete_range=(max(0, lo - per), lo) if lo else None, meta=b"%d" % b))
+    live = [s for s, _ in store.iter_from(0)]
+    assert live == list(range(seq - window, seq))
+    store._compactor.join()  # the last compaction runs on a thread of its own
+    boundary = _key(seq - window - per * (PREFIX_COMPACTION_EVERY + 1))
+    records = [f for f in store._db.live_files() if f["start_key"].startswith(b"r")]
+    assert records and all(f["end_key"] >= boundary for f in records)
+    store.close()
