@@ -27,11 +27,6 @@ from typing import Iterator
 from streamdedup.bench.proc_cpu import task_cpu
 
 
-def _task_cpu() -> dict[int, tuple[str, float]]:
-    """Per thread id of this process: (its kernel name, seconds on a CPU so far)."""
-    return task_cpu("self")
-
-
 def _group(name: str) -> str:
     """Threads by role: a pool's numbered workers are one role, librdkafka's threads another."""
     if name.startswith("rdk:"):
@@ -56,7 +51,7 @@ class ThreadCpu:
         for t in threading.enumerate():
             if t.native_id is not None:
                 self._names[t.native_id] = t.name
-        return _task_cpu()
+        return task_cpu("self")
 
     def start(self) -> None:
         self._start = {tid: cpu for tid, (_, cpu) in self._snapshot().items()}

@@ -19,6 +19,8 @@ import sys
 import tempfile
 import time
 import uuid
+from contextlib import contextmanager
+from typing import Iterator
 
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -125,18 +127,26 @@ def _stages(topology: str, procs: list[subprocess.Popen]) -> dict[str, list[int]
     return stages
 
 
-def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float,
-         base: tuple[ProcessCpu, int]) -> dict:
-    run, env, outs, topics = _setup(bootstrap, source, topology)
+@contextmanager
+def _sampled(env: dict, topology: str, workers: int, wait: float) -> Iterator[ProcessCpu]:
+    """``topology``'s processes on a state of their own, their CPU sampled until they have
+    exited (each stops when idle; waited for at most ``wait`` seconds)."""
     with tempfile.TemporaryDirectory() as state:
         procs = _start(env, state, topology, workers, 8)
         cpu = ProcessCpu(_stages(topology, procs)).start()
         try:
-            first, last, seen = _watch(bootstrap, outs, n, timeout)
+            yield cpu
         finally:
             for p in procs:
-                p.wait(120)
+                p.wait(wait)
             cpu.stop()
+
+
+def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeout: float,
+         base: tuple[ProcessCpu, int]) -> dict:
+    run, env, outs, topics = _setup(bootstrap, source, topology)
+    with _sampled(env, topology, workers, 120) as cpu:
+        first, last, seen = _watch(bootstrap, outs, n, timeout)
     out = {"topology": topology, "workers": 1 if topology == "single" else workers, "seen": seen,
            "docs_per_s": seen / (last - first) if last > first else 0.0,
            "cpu_us_per_record": work_us_per_record(cpu, base[0], n - base[1])}
@@ -149,26 +159,21 @@ def _run(bootstrap: str, source: str, n: int, topology: str, workers: int, timeo
     return out
 
 
-#: records of the feed in each partition of the input the base cost is measured on
+#: records of the feed per input partition in the run the base cost is measured on
 BASE_RECORDS = 5
 
 
 def base_cost(bootstrap: str, topology: str, workers: int, partitions: int, records: list) -> tuple[ProcessCpu, int]:
-    """What ``topology``'s processes cost on a few records (``BASE_RECORDS`` a partition): start,
-    join, the kernels' first calls, wait idle, exit; a run's cost less this is the work of its
-    other records. Returns the CPU and how many records it had."""
+    """What ``topology``'s processes cost on a few records (the feed's first ``BASE_RECORDS``
+    times the input partitions, spread by their keys): start, join, the kernels' first calls,
+    wait idle, exit; a run's cost less this is the work of its other records. Returns the CPU
+    and how many records it had."""
     source = f"base-{uuid.uuid4().hex[:6]}"
     _create(bootstrap, {source: partitions})
     produce_all(bootstrap, source, records[:BASE_RECORDS * partitions])
     _, env, _, _ = _setup(bootstrap, source, topology)
-    with tempfile.TemporaryDirectory() as state:
-        procs = _start(env, state, topology, workers, 8)
-        cpu = ProcessCpu(_stages(topology, procs)).start()
-        try:
-            for p in procs:
-                p.wait(300)
-        finally:
-            cpu.stop()
+    with _sampled(env, topology, workers, 300) as cpu:
+        pass  # the processes stop when idle
     return cpu, BASE_RECORDS * partitions
 
 
