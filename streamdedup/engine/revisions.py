@@ -133,18 +133,6 @@ class _Found:
             self.changed.append(item)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def _show(old: list[str], new: list[str]) -> str:
     o, n = " ".join(old), " ".join(new)
     return f"{o} -> {n}" if o and n else (f"+{n}" if n else f"-{o}")
@@ -176,10 +164,6 @@ def _in_date(toks: list[str], k: int) -> bool:
     if not (after in DATE_UNITS or after in MONTHS or before in MONTHS):
         return False
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
-
-
-
-
 
 
 def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, sa: set[str], tail: bool,
@@ -228,8 +212,6 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
     else:
         for kind, item in found:
             f.add(kind, item)
-
-
 
 
 def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int | None = None) -> Revision:
@@ -377,14 +359,6 @@ def _cut_here(ta: list[str], tb: list[str], i1: int, i2: int, j1: int, j2: int) 
     elif j2 != len(tb):
         return False
     return i2 < len(ta) or i2 - i1 > j2 - j1
-
-
-
-
-
-
-
-
 
 
 def _head_len(text: str, toks: list[str], head_chars: int) -> int:
