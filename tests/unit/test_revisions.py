@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from streamdedup.bench import revision_edits as E
@@ -225,3 +225,29 @@ def test_a_short_text_that_quotes_no_run_is_compared_with_the_whole_story(later:
     got = [R.detect(a, b), judge(PAGE, later)]
     monkeypatch.setattr(R, "EXCERPT_SHARE", 0.0)  # no text is an excerpt: the rule before them
     assert got == [R.detect(a, b), judge(PAGE, later)]
+
+
+def _in_place_by_alignment(old: list[str], new: list[str]):
+    """:func:`R._changed_in_place` without its bound: the regions aligned, always."""
+    ops = [op for op in T.opcodes(old, new) or () if op[0] != "equal"]
+    kept = len(old) - sum(i2 - i1 for _, i1, i2, _, _ in ops)
+    return ops if 3 * kept >= 2 * max(len(old), len(new)) else None
+
+
+# a small vocabulary, so that regions share words, repeat them and keep most of them in place
+@given(st.lists(st.sampled_from("a b c d 1986 rose fell acme corp".split()), max_size=14),
+       st.lists(st.sampled_from("a b c d 1986 rose fell acme corp".split()), max_size=14))
+def test_headline_bound_decides_as_the_alignment_does(old: list[str], new: list[str]) -> None:
+    """Words of the earlier region found in the later one bound what the alignment keeps: the
+    shortcut never calls a region rewritten that the alignment keeps in place."""
+    assume(old and new)
+    assert R._changed_in_place(old, new) == _in_place_by_alignment(old, new)
+
+
+def test_headline_bound_skips_the_alignment_of_a_rewritten_headline(monkeypatch) -> None:
+    """Another story's headline shares too few words to be kept in place: told without aligning."""
+    def no_alignment(*_):
+        raise AssertionError("aligned")
+
+    monkeypatch.setattr(R, "opcodes", no_alignment)
+    assert R._changed_in_place("acme profit rose in march".split(), "gatt staff strike over pay".split()) is None
