@@ -300,8 +300,9 @@ def _changed_in_place(old_head: list[str], new_head: list[str]) -> list[tuple[st
     rewritten headlines are told by that bound, without aligning (2.8 us a wire pair, 8.5
     aligned). Regions too long to align (:data:`.revision_tokens.MAX_ALIGN_TOKENS`) count as
     kept, as before."""
-    most = 2 * max(len(old_head), len(new_head))
-    if most <= 2 * MAX_ALIGN_TOKENS and 3 * sum(map(set(new_head).__contains__, old_head)) < most:
+    longest = max(len(old_head), len(new_head))
+    most = 2 * longest
+    if longest <= MAX_ALIGN_TOKENS and 3 * sum(map(set(new_head).__contains__, old_head)) < most:
         return None
     head_ops = [op for op in opcodes(old_head, new_head) or () if op[0] != "equal"]
     kept = len(old_head) - sum(i2 - i1 for _, i1, i2, _, _ in head_ops)
