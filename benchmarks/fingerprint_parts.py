@@ -85,7 +85,11 @@ def measure(name: str, texts: list[str], rounds: int) -> None:
     kernel = switched_kernel()
     skip = [0]
     real = SF._kernels.fingerprint_batch
-    SF._kernels.fingerprint_batch = lambda *a: kernel(skip[0], *a)
+
+    def switched(*args):
+        return kernel(skip[0], *args)
+
+    SF._kernels.fingerprint_batch = switched
     tables = fp._unicode or SF._NO_TABLES
     try:
         def kernel_pass() -> None:
@@ -106,7 +110,7 @@ def measure(name: str, texts: list[str], rounds: int) -> None:
             for i in range(0, len(texts), 512):
                 fp.fingerprint_batch(texts[i:i + 512])
             calls.append(time.perf_counter() - t0)
-            SF._kernels.fingerprint_batch = lambda *a: kernel(skip[0], *a)
+            SF._kernels.fingerprint_batch = switched
     finally:
         SF._kernels.fingerprint_batch = real
     n = len(texts)
