@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import compress, count, islice
+from operator import ne
 from typing import Mapping
 
 from rapidfuzz.distance import OSA, Indel
@@ -137,23 +139,25 @@ def _unmoved(_: str) -> bool:
 
 
 class Forms:
-    """The words whose count fell from ``more``'s text to ``less``'s (word counts), each with
-    its OCR reading (:func:`ocr`): ``all``, and ``lettered``, those not all digits. Listed when
-    first read: most pairs never read them (:func:`garbled` does, for a changed figure or for
-    new words), and listing them was ~7% of a pair's test."""
+    """The words whose count fell from one text to the other, each with its OCR reading
+    (:func:`ocr`): ``all``, and ``lettered``, those not all digits. ``diff``: each word's count
+    in the earlier text less its count in the later, where they differ (:func:`count_changes`);
+    ``sign`` 1: the words the later text has fewer of, -1: more of. Listed when first read: most
+    pairs never read them (:func:`garbled` does, for a changed figure or for new words), and
+    listing them was ~7% of a pair's test."""
 
-    __slots__ = ("_more", "_less", "_all", "_lettered")
+    __slots__ = ("_diff", "_sign", "_all", "_lettered")
 
-    def __init__(self, more: Mapping[str, int], less: Mapping[str, int]):
-        self._more, self._less = more, less
+    def __init__(self, diff: Mapping[str, int], sign: int):
+        self._diff, self._sign = diff, sign
         self._all: list[tuple[str, str]] | None = None
         self._lettered: list[tuple[str, str]] | None = None
 
     @property
     def all(self) -> list[tuple[str, str]]:
         if self._all is None:
-            less = self._less.get
-            self._all = [(u, ocr(u)) for u, n in self._more.items() if n > less(u, 0)]
+            sign = self._sign
+            self._all = [(u, ocr(u)) for u, n in self._diff.items() if n * sign > 0]
         return self._all
 
     @property
@@ -161,6 +165,21 @@ class Forms:
         if self._lettered is None:
             self._lettered = [f for f in self.all if not f[0].isdigit()]
         return self._lettered
+
+
+def count_changes(fell: list[str], grew: list[str]) -> dict[str, int]:
+    """Each word's count in ``fell`` less its count in ``grew``, the words whose counts differ
+    only: given the tokens of two texts' changed blocks (and of whatever else was not aligned),
+    what any word's count changed by between the whole texts (what an alignment keeps adds the
+    same to both). (A loop over a dict: two ``Counter``s of a pair's ~50 block words cost more
+    in their set-up than in counting.)"""
+    diff: dict[str, int] = {}
+    get = diff.get
+    for t in fell:
+        diff[t] = get(t, 0) + 1
+    for t in grew:
+        diff[t] = get(t, 0) - 1
+    return {t: n for t, n in diff.items() if n}
 
 
 @lru_cache(maxsize=1 << 16)
@@ -187,29 +206,30 @@ def noise_like(old: list[str], new: list[str], moved) -> bool:
 
 
 def opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
-    """The opcodes of two token lists, aligned on their longest common subsequence (rapidfuzz's
-    Indel, C++; the blocks ``difflib.SequenceMatcher`` gives, at a fraction of its cost) (positions shifted by ``at_a``, ``at_b``:
-    where the lists start in their texts), the common head and tail cut off first: a revision
-    usually changes one place, and the matcher then sees a few tokens, not the story. None when
-    what is left is longer than :data:`MAX_ALIGN_TOKENS` on either side (the matcher's cost grows
-    with the product of the lengths: 100,000-word texts changed throughout took 25 s).
+    """The opcodes of ``ta[at_a:]`` and ``tb[at_b:]`` (positions in ``ta`` and ``tb``), aligned
+    on their longest common subsequence (rapidfuzz's Indel, C++; the blocks
+    ``difflib.SequenceMatcher`` gives, at a fraction of its cost), the common head and tail cut
+    off first: a revision usually changes one place, and the matcher then sees a few tokens, not
+    the story. None when what is left is longer than :data:`MAX_ALIGN_TOKENS` on either side
+    (the matcher's cost grows with the product of the lengths: 100,000-word texts changed
+    throughout took 25 s).
 
     (A greedy walk that resumes after each block at the nearest two shared tokens was tried: it
     halved the cost on noisy copies but paired far-apart tokens in dense noise, and 3% noise
     copies kept as duplicates fell from 0.99 to 0.93-0.96 on the suite.)
     """
-    lo = common_prefix(ta, tb)
-    return aligned(ta, tb, lo, common_suffix(ta, tb, min(len(ta), len(tb)) - lo), at_a, at_b)
+    lo = common_prefix(ta, tb, at_a, at_b)
+    return aligned(ta, tb, at_a + lo, at_b + lo, common_suffix(ta, tb, min(len(ta) - at_a, len(tb) - at_b) - lo))
 
 
-def aligned(ta: list[str], tb: list[str], lo: int, hi: int, at_a: int = 0,
-            at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
-    """:func:`opcodes` of two lists whose common head (``lo`` tokens) and tail (``hi``) the
-    caller knows already."""
-    if max(len(ta), len(tb)) - lo - hi > MAX_ALIGN_TOKENS:
+def aligned(ta: list[str], tb: list[str], a0: int, b0: int, hi: int) -> list[tuple[str, int, int, int, int]] | None:
+    """:func:`opcodes` of ``ta[a0:]`` and ``tb[b0:]`` when they end with ``hi`` tokens in common
+    and the caller knows what they start with in common is behind ``a0`` and ``b0``."""
+    la, lb = len(ta) - hi, len(tb) - hi
+    if max(la - a0, lb - b0) > MAX_ALIGN_TOKENS:
         return None
-    ops = _merged(Indel.opcodes(ta[lo:len(ta) - hi], tb[lo:len(tb) - hi]))
-    return [(op, i1 + lo + at_a, i2 + lo + at_a, j1 + lo + at_b, j2 + lo + at_b) for op, i1, i2, j1, j2 in ops]
+    ops = _merged(Indel.opcodes(ta[a0:la], tb[b0:lb]))
+    return [(op, i1 + a0, i2 + a0, j1 + b0, j2 + b0) for op, i1, i2, j1, j2 in ops]
 
 
 def _merged(ops) -> list[tuple[str, int, int, int, int]]:
@@ -247,27 +267,14 @@ def inserted_at(ta: list[str], tb: list[str], k: int, probe: int = 6, reach: int
     return False
 
 
-def common_prefix(ta: list[str], tb: list[str]) -> int:
-    """How many tokens the lists start with in common: a binary search on slice equality (each
-    comparison runs in C; a loop over the tokens in Python cost more than the rest of a pair)."""
-    lo, hi = 0, min(len(ta), len(tb))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ta[lo:mid] == tb[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+def common_prefix(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> int:
+    """How many tokens ``ta[at_a:]`` and ``tb[at_b:]`` start with in common: the first pair that
+    differs, found in C (``map`` and ``compress`` over the two lists; a loop in Python cost
+    more than the rest of a pair, a binary search on slices twice this)."""
+    n = min(len(ta) - at_a, len(tb) - at_b)
+    return next(compress(count(), map(ne, islice(ta, at_a, None), islice(tb, at_b, None))), max(n, 0))
 
 
 def common_suffix(ta: list[str], tb: list[str], most: int) -> int:
     """How many tokens (at most ``most``) the lists end with in common."""
-    la, lb = len(ta), len(tb)
-    lo, hi = 0, most
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ta[la - mid:la - lo] == tb[lb - mid:lb - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return next(compress(count(), map(ne, islice(reversed(ta), max(most, 0)), reversed(tb))), max(most, 0))

@@ -36,15 +36,16 @@ after a header block, a paragraph from the middle, key points): before all this,
 is cut to the runs the excerpt quotes (:func:`_excerpted`), so what it leaves out changes nothing;
 a short text that quotes no run of :data:`KEPT_RUN` tokens is compared with the whole story.
 
-Cost: two tokenisations, two token counts and one alignment of the token lists after their
-common head and tail are cut off, in CPython, per linked pair on one core: Reuters' natural
-duplicate pairs mean 0.17 ms (median 0.15 ms, best of seven runs); measured by ``bench accuracy
---suite revisions`` (best of three) when the test cost ~12% more, the suite's Reuters edits mean
-0.36 ms (a one-figure change 0.15 ms, a 3% noise copy 1 ms: one matcher search per changed
-block), People's Daily 0.6 ms median, 1.2-1.5 ms mean (one token per Han character). Texts
-whose differing middle is longer than :data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned
-(a stated limit: of such a pair only the markers are read), which bounds a pair at ~50-100 ms
-however long the texts.
+Cost: two tokenisations, one alignment of the token lists after their common head and tail are
+cut off, and a count of the words it changed (the words' count changes are read off the
+alignment: what it keeps adds the same to both texts), in CPython, per linked pair on one core:
+the wire feed's linked pairs (``bench kafka``'s feed, ~900 characters) 0.10 ms mean (best of
+three runs over 34,449 pairs); measured by ``bench accuracy --suite revisions`` (best of three)
+when the test cost ~1.4x more, the suite's Reuters edits mean 0.36 ms (a one-figure change 0.15
+ms, a 3% noise copy 1 ms: one matcher search per changed block), People's Daily 0.6 ms median,
+1.2-1.5 ms mean (one token per Han character). Texts whose differing middle is longer than
+:data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the
+markers are read), which bounds a pair at ~50-100 ms however long the texts.
 
 >>> story = "acme profit rose acme corp said its first quarter profit was 600 mln dlrs"
 >>> r = detect(story, story.replace("600", "500"), earlier_head=16, later_head=16)
@@ -57,12 +58,11 @@ False
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, islice
 
 from streamdedup.engine.revision_tokens import (MAX_ALIGN_TOKENS, POLARITY_WORDS, aligned, common_prefix, common_suffix,
-                                                Forms, garbled, inserted_at, is_figure, is_number, noise_like, opcodes,
+                                                count_changes, Forms, garbled, inserted_at, is_figure, is_number, noise_like, opcodes,
                                                 tokens, typo_sized)
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
@@ -152,7 +152,7 @@ def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
     day and month of a dateline (another outlet's agency line: "新华社西安4月22日电", "March 3"),
     and only in a pair without noise."""
     for k, t in enumerate(new):
-        if (is_number(t) or t in POLARITY_WORDS) and t not in a_set and not _in_date(new, k):
+        if t not in a_set and (is_number(t) or t in POLARITY_WORDS) and not _in_date(new, k):
             f.pending.append(("figures" if is_number(t) else "negation", f"+{t}"))
 
 
@@ -167,7 +167,7 @@ def _in_date(toks: list[str], k: int) -> bool:
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
 
 
-def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Counter, sa: set[str], tail: bool,
+def _body_block(f: _Found, old: list[str], new: list[str], diff: dict[str, int], sa: set[str], tail: bool,
                 fell: Forms, grew: Forms, head: bool = False,
                 dated: frozenset[str] = frozenset()) -> None:
     """A changed block outside the headline region (see the module docstring); ``head``: a
@@ -182,17 +182,16 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
     if "".join(old) == "".join(new):
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
         return
-    a, b = ca.get, cb.get
-    moved = lambda t: a(t, 0) == b(t, 0)  # noqa: E731 - same count in both texts: moved, not changed
-    figures = [t for t in (*old, *new) if is_figure(t) and not moved(t) and not (head and t in sa)]
+    # a word not in diff has the same count in both texts: moved, not changed
+    figures = [t for t in (*old, *new) if t in diff and is_figure(t) and not (head and t in sa)]
     if head:
         figures = [t for t in figures if t not in dated]
     if figures:
-        kept = [t for t in figures if not garbled(t, grew if a(t, 0) > b(t, 0) else fell)]
+        kept = [t for t in figures if not garbled(t, grew if diff[t] > 0 else fell)]
         if len(kept) < len(figures):
             figures = kept
             f.typos += 1
-    polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and not moved(t) and not (head and t in sa)]
+    polarity = [t for t in (*old, *new) if t in POLARITY_WORDS and t in diff and not (head and t in sa)]
     fresh = [t for t in new if t not in sa and not t.isdigit() and (len(t) > 1 or not t.isascii())]
     if len(fresh) >= 3 and (len(old) > SMALL_BLOCK or len(new) > SMALL_BLOCK):
         # damaged words are not new words; three new ones are all the rules below ask about
@@ -206,7 +205,7 @@ def _body_block(f: _Found, old: list[str], new: list[str], ca: Counter, cb: Coun
         found.append(("words", _show(old[:4], new[:4])))
     elif not old and len(fresh) >= 3 and not figures:
         found.append(("added", f"+{' '.join(new[:6])}"))
-    if typo_sized(old, new) and noise_like(old, new, moved):
+    if typo_sized(old, new) and noise_like(old, new, lambda t: t not in diff):
         f.typos += 1
     elif len(old) <= SMALL_BLOCK and len(new) <= SMALL_BLOCK or len(fresh) < 3 and not figures and not polarity:
         f.pending += found  # material only in a pair without noise
@@ -234,24 +233,20 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         head_a = next((n for n, k in enumerate(keep) if k >= head_a), len(keep))  # the headline it kept
         ta = [ta[k] for k in keep]
     same = common_prefix(ta, tb)
-    # counts of the changed middles only: the common head and tail add the same to both texts'
-    # counts, so which words moved, fell or grew reads the same (at a fraction of the cost)
     end = common_suffix(ta, tb, min(len(ta), len(tb)) - same)
-    ca, cb = Counter(ta[same:len(ta) - end]), Counter(tb[same:len(tb) - end])
     head_b = min(head_a, len(tb)) if later_head is None else _head_len(later, tb, later_head)
     if later_head is None and HEAD_KEPT <= same < head_a and inserted_at(ta, tb, same):
         # the headline is kept and a block is inserted under it, which the region would cut in
         # two: align it with the body, whole
         head_a = head_b = same
-    f = _Found()
-    a, b = ca.get, cb.get
-    moved = lambda t: a(t, 0) == b(t, 0)  # noqa: E731
     old_head, new_head = ta[:head_a], tb[:head_b]
-    fell, grew = Forms(ca, cb), Forms(cb, ca)
+    ops, diff, added = _changes(ta, tb, sa, head_a, head_b, same, end)
+    f = _Found()
+    fell, grew = Forms(diff, 1), Forms(diff, -1)
     rewritten = False
     if old_head != new_head:
         # a headline takes noise as a few edits; a new slug ("CORRECTED - ") is more
-        if typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and noise_like(old_head, new_head, moved):
+        if typo_sized(old_head, new_head, HEAD_TYPO_EDITS) and noise_like(old_head, new_head, lambda t: t not in diff):
             f.typos += 1
         else:
             head_ops = _changed_in_place(old_head, new_head)
@@ -259,21 +254,10 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
                 # words changed in place (the region may reach into the lead: a name, a figure)
                 dated = frozenset(t for h in (old_head, new_head) for k, t in enumerate(h) if is_number(t) and _in_date(h, k))
                 for _, i1, i2, j1, j2 in head_ops:
-                    _body_block(f, old_head[i1:i2], new_head[j1:j2], ca, cb, sa, False, fell, grew, True, dated)
+                    _body_block(f, old_head[i1:i2], new_head[j1:j2], diff, sa, False, fell, grew, True, dated)
             else:  # a headline rewritten
                 rewritten = True
                 _head_block(f, new_head, sa)
-    # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
-    # otherwise be matched with the lead
-    if head_a == head_b <= same:  # the bodies' common head and tail are the texts' (no copies, no search)
-        ops = aligned(ta, tb, same, end)
-    else:
-        ops = opcodes(ta[head_a:], tb[head_b:], head_a, head_b)
-    if ops is None:  # too long to align: only the markers are read (new words anywhere)
-        ops, added = [], [t for t in new_head if t not in old_head] + [t for t in cb if t not in sa]
-    else:
-        ops = [op for op in ops if op[0] != "equal"]
-        added = [t for t in new_head if t not in old_head] + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]
     for m in _markers(old_head, new_head, added, later[:later_head], earlier):
         f.add("marker", m)
     for _, i1, i2, j1, j2 in ops:
@@ -283,7 +267,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         if rewritten and i1 == head_a and j1 == head_b:
             _head_block(f, new, sa)  # the rest of a rewritten headline longer than the region
             continue
-        _body_block(f, old, new, ca, cb, sa, _cut_here(ta, tb, i1, i2, j1, j2), fell, grew)
+        _body_block(f, old, new, diff, sa, _cut_here(ta, tb, i1, i2, j1, j2), fell, grew)
         if len(f.changed) == MAX_CHANGED:
             break  # a revision whatever the rest says (no later block takes an item back)
     if f.typos == 0:
@@ -291,6 +275,35 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             f.add(kind, item)
     kinds = tuple(k for k in ("marker", "figures", "negation", "words", "added") if k in f.kinds)
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
+
+
+def _changes(ta: list[str], tb: list[str], sa: set[str], head_a: int, head_b: int, same: int,
+             end: int) -> tuple[list[tuple[str, int, int, int, int]], dict[str, int], list[str]]:
+    """The changed blocks of the bodies (after the headline regions, ``head_a`` and ``head_b``
+    tokens; ``same`` and ``end``: the texts' common head and tail), each word's count change
+    (:func:`.revision_tokens.count_changes`) and the words the later text adds, where markers
+    count. Texts too long to align have no blocks: only their markers are read (new words
+    anywhere)."""
+    old_head, new_head = ta[:head_a], tb[:head_b]
+    # the bodies are aligned on their own: a retitled copy's headline, made of lead words, would
+    # otherwise be matched with the lead
+    if head_a == head_b <= same:  # the bodies' common head and tail are the texts' (no copies, no search)
+        ops = aligned(ta, tb, same, same, end)
+    else:
+        ops = opcodes(ta, tb, head_a, head_b)
+    head_added = [t for t in new_head if t not in old_head]
+    if ops is None:
+        middle = tb[same:len(tb) - end]
+        return [], count_changes(ta[same:len(ta) - end], middle), head_added + [t for t in dict.fromkeys(middle) if t not in sa]
+    ops = [op for op in ops if op[0] != "equal"]
+    # which words moved (same count in both texts), fell or grew: read off what the alignment
+    # changed (and the headline regions, aligned apart unless in the common head), as what it
+    # keeps adds the same to both texts (a fraction of counting the texts)
+    lost, gained = ([], []) if head_a == head_b <= same else (old_head, new_head)  # this function's own copies
+    for _, i1, i2, j1, j2 in ops:
+        lost += ta[i1:i2]
+        gained += tb[j1:j2]
+    return ops, count_changes(lost, gained), head_added + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]
 
 
 def _changed_in_place(old_head: list[str], new_head: list[str]) -> list[tuple[str, int, int, int, int]] | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import assume, given, settings
@@ -168,16 +169,37 @@ def test_a_new_agency_line_date_is_no_revision() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from("abc"), max_size=12), st.lists(st.sampled_from("abc"), max_size=12))
-def test_common_ends_match_a_plain_loop(a: list[str], b: list[str]) -> None:
-    n = min(len(a), len(b))
+@given(st.lists(st.sampled_from("abc"), max_size=12), st.lists(st.sampled_from("abc"), max_size=12), st.integers(0, 3),
+       st.integers(0, 3))
+def test_common_ends_match_a_plain_loop(a: list[str], b: list[str], at_a: int, at_b: int) -> None:
+    at_a, at_b = min(at_a, len(a)), min(at_b, len(b))
+    n = min(len(a) - at_a, len(b) - at_b)
     k = 0
-    while k < n and a[k] == b[k]:
+    while k < n and a[at_a + k] == b[at_b + k]:
         k += 1
     h = 0
     while h < n - k and a[len(a) - 1 - h] == b[len(b) - 1 - h]:
         h += 1
-    assert (T.common_prefix(a, b), T.common_suffix(a, b, n - k)) == (k, h)
+    assert (T.common_prefix(a, b, at_a, at_b), T.common_suffix(a, b, n - k)) == (k, h)
+
+
+# texts that share most words, with headline regions of any length, so that the alignment keeps
+# runs, moves words and changes counts
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from("a b c 1986 rose fell acme".split()), max_size=16),
+       st.lists(st.sampled_from("a b c 1986 rose fell acme".split()), max_size=16), st.integers(0, 5), st.integers(0, 5))
+def test_count_changes_off_the_alignment_are_the_texts_counts(ta: list[str], tb: list[str], head_a: int, head_b: int) -> None:
+    """What the revision test reads a word's count change from (the changed blocks and the
+    headline regions) gives the whole texts' count differences: what the alignment keeps
+    cancels. A count taken from the blocks alone (no headlines) fails this."""
+    head_a, head_b = min(head_a, len(ta)), min(head_b, len(tb))
+    same = T.common_prefix(ta, tb)
+    end = T.common_suffix(ta, tb, min(len(ta), len(tb)) - same)
+    ops, diff, _ = R._changes(ta, tb, set(ta), head_a, head_b, same, end)
+    whole = Counter(ta)
+    whole.subtract(tb)
+    assert diff == {t: n for t, n in whole.items() if n}
+    assert all(op[0] != "equal" for op in ops)
 
 
 # a web page of the story: a standfirst (a figure-laden line of its own), a byline and a
