@@ -56,6 +56,26 @@ def test_watchdog_restarts_a_stalled_loop_and_not_a_live_one() -> None:
     assert fired.wait(3)
 
 
+def test_watchdog_restarts_when_a_bounded_call_hangs_past_its_timeout() -> None:
+    """A client call that overruns its own timeout (librdkafka's send_offsets_to_transaction
+    after a broker restart) restarts the process long before the main loop's limit; one that
+    returns within its timeout and grace does not, nor does a disabled watchdog."""
+    fired = threading.Event()
+    dog = Watchdog(60, restart=fired.set, check_every_s=0.02, grace_s=0.1).start()
+    assert dog.bounded("send_offsets_to_transaction", 0.1, lambda: time.sleep(0.15) or "ok") == "ok"
+    time.sleep(0.2)
+    assert not fired.is_set()
+    t0 = time.monotonic()
+    done = threading.Thread(target=dog.bounded, args=("send_offsets_to_transaction", 0.1, lambda: time.sleep(1.5)))
+    done.start()
+    assert fired.wait(3) and time.monotonic() - t0 < 1.0  # at ~0.2 s, not when the call returns
+    done.join()
+    off = threading.Event()
+    Watchdog(0, restart=off.set, check_every_s=0.02, grace_s=0.1).start().bounded("commit_transaction", 0.01,
+                                                                                    lambda: time.sleep(0.3))
+    assert not off.is_set()
+
+
 def test_a_state_held_by_another_process_is_a_standby_not_an_error(tmp_path) -> None:
     path = str(tmp_path / "state")
     RocksStore(path).close()

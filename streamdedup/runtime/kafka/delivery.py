@@ -42,7 +42,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streamdedup.errors import StreamdedupError
 from streamdedup.runtime.kafka.batch import OutBatch
 from streamdedup.runtime.kafka.retry import retry
-from streamdedup.runtime.kafka.transactions import commit_offsets, init_transactions
+from streamdedup.runtime.kafka.transactions import Bounded, commit_offsets, init_transactions, unbounded
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
@@ -65,19 +65,21 @@ class Delivery:
         confirm: the engine's ``confirm_outputs(through)``.
         on_settled: called with each batch whose offsets were committed (counts, metrics).
         touch: tells the watchdog the loop is alive (called while retrying).
+        bounded: runs the transaction's client calls under the watchdog (``Watchdog.bounded``).
         guard: a ``kafka.oversize.OutputGuard``: outputs that cannot be produced go to dead
             letter (without one, such an output stops the processor).
     """
 
     def __init__(self, consumer, new_producer: Callable[[], object], confirm: Callable[[int], None],
                  on_settled: Callable[[OutBatch], None], exactly_once: bool = True, touch: Callable[[], None] = lambda: None,
-                 guard=None):
+                 guard=None, bounded: Bounded = unbounded):
         self.consumer = consumer
         self._new_producer = new_producer
         self._confirm = confirm
         self._on_settled = on_settled
         self.exactly_once = exactly_once
         self._touch = touch
+        self._bounded = bounded
         self.guard = guard
         self._sending: OutBatch | None = None  # the batch whose delivery reports may arrive
         self._undelivered: list[KafkaError] = []  # at-least-once: errors that are not the record's
@@ -129,7 +131,7 @@ class Delivery:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
         batch.checkpoint.wait_durable()
         # retried (a coordinator moving after a broker restart timed it out in 1 of 5 runs)
-        commit_offsets(producer, offsets, group, self._touch, COMMIT_SLICE_S)
+        commit_offsets(producer, offsets, group, self._touch, COMMIT_SLICE_S, self._bounded)
 
     def settle(self, rewind: bool = True) -> bool:
         """Wait for the batch in flight; count it and confirm what its offsets cover.

@@ -193,7 +193,7 @@ class Processor:
             guard = OutputGuard.start(self.cfg, self.clients.admin(client_settings(self.kcfg)))
             delivery = Delivery(consumer, lambda: self.clients.producer({**self._producer_conf(), **guard.producer_conf()}),
                                 engine.confirm_outputs, self._settled, self.kcfg.delivery == "exactly_once",
-                                self.watchdog.touch, guard)
+                                self.watchdog.touch, guard, self.watchdog.bounded)
             try:
                 self._check_state(consumer, engine, cluster)
                 loop = _Loop(self, engine, consumer, delivery)

@@ -1,9 +1,13 @@
-"""The process supervisor: restart the processor when its main loop stops making progress.
+"""The process supervisor: restart the processor when its main loop stops making progress, or
+when a Kafka client call has not returned well after its own timeout.
 
 librdkafka's transactional calls take a timeout, yet after a broker restart
-``send_offsets_to_transaction`` was seen blocking for minutes (1 of 3 broker-restart test runs).
-Nothing is lost by starting over: the state is committed and the open transaction is aborted
-by the next producer (same transactional id), so the restarted process replays it.
+``send_offsets_to_transaction`` was seen blocking for minutes (librdkafka leaves a coordinator
+request's timeout unchecked while the group coordinator is away: confluentinc/librdkafka#5456).
+A call made through :meth:`Watchdog.bounded` restarts the process :data:`CALL_GRACE_S` after its
+timeout; the main loop's own limit (``kafka.stall_restart_s``) catches the rest. Nothing is lost
+by starting over: the state is committed and the open transaction is aborted by the next
+producer (same transactional id), so the restarted process replays it.
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ import os
 import sys
 import threading
 import time
-from typing import Callable
+from typing import Callable, TypeVar
 
+T = TypeVar("T")
 log = logging.getLogger("streamdedup.runtime.kafka")
+
+#: seconds a bounded client call may run past its own timeout before the process restarts
+#: (librdkafka returns within about a second of a timeout it honours)
+CALL_GRACE_S = 10.0
 
 
 def exec_self() -> None:
@@ -26,18 +35,34 @@ def exec_self() -> None:
 
 
 class Watchdog:
-    """Calls ``restart`` when :meth:`touch` was not called for ``limit_s`` seconds."""
+    """Calls ``restart`` when :meth:`touch` was not called for ``limit_s`` seconds, or when a call
+    made through :meth:`bounded` runs ``grace_s`` past its timeout (0: never, either)."""
 
-    def __init__(self, limit_s: float, restart: Callable[[], None] = exec_self, check_every_s: float = 2.0):
+    def __init__(self, limit_s: float, restart: Callable[[], None] = exec_self, check_every_s: float = 2.0,
+                 grace_s: float = CALL_GRACE_S):
         self.limit_s = limit_s
         self._restart = restart
         self._every = check_every_s
+        self._grace = grace_s
         self._alive = time.monotonic()
+        self._calls: dict[int, tuple[str, float, float]] = {}  # by thread: (what, timeout, deadline)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def touch(self) -> None:
         self._alive = time.monotonic()
+
+    def bounded(self, what: str, timeout_s: float, call: Callable[[], T]) -> T:
+        """``call()``, a client call given ``timeout_s``: the process restarts when it has not
+        returned ``grace_s`` after that (from any thread; one call per thread at a time)."""
+        if self.limit_s <= 0:
+            return call()
+        me = threading.get_ident()
+        self._calls[me] = (what, timeout_s, time.monotonic() + timeout_s + self._grace)
+        try:
+            return call()
+        finally:
+            del self._calls[me]
 
     def start(self) -> "Watchdog":
         if self.limit_s > 0:
@@ -50,7 +75,14 @@ class Watchdog:
 
     def _watch(self) -> None:
         while not self._stop.wait(self._every):
-            stalled = time.monotonic() - self._alive
+            now = time.monotonic()
+            hung = [(what, timeout) for what, timeout, deadline in list(self._calls.values()) if now > deadline]
+            if hung:
+                log.error("%s did not return %.0f s after its %.0f s timeout; restarting the process", hung[0][0],
+                          self._grace, hung[0][1])
+                self._restart()
+                return
+            stalled = now - self._alive
             if stalled > self.limit_s:
                 log.error("main loop stalled for %.0f s (a Kafka client call did not return); restarting the process", stalled)
                 self._restart()

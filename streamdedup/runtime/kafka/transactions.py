@@ -7,11 +7,21 @@ failed transaction must be aborted.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
 from streamdedup.runtime.kafka.retry import retry
+
+T = TypeVar("T")
+#: runs a client call given its timeout (a watchdog's ``bounded``: restarts the process when the
+#: call hangs past it); by default just runs it
+Bounded = Callable[[str, float, Callable[[], T]], T]
+
+
+def unbounded(what: str, timeout_s: float, call: Callable[[], T]) -> T:
+    """:data:`Bounded` without a watchdog: the call, as it is."""
+    return call()
 
 
 def retriable(exc: BaseException) -> bool:
@@ -44,10 +54,14 @@ def init_transactions(producer, touch: Callable[[], None], pause_s: float = 0.5)
           pause_s=pause_s, on_retry=touch)
 
 
-def commit_offsets(producer, offsets: list, group, touch: Callable[[], None], slice_s: float = 30.0) -> None:
+def commit_offsets(producer, offsets: list, group, touch: Callable[[], None], slice_s: float = 30.0,
+                   bounded: Bounded = unbounded) -> None:
     """The consumed offsets into the open transaction, then its commit: each call retried while
-    retriable (librdkafka documents both as repeatable), in calls of ``slice_s`` seconds."""
-    retry(lambda: producer.send_offsets_to_transaction(offsets, group, slice_s), what="send_offsets_to_transaction",
-          deadline_s=120, retriable=retriable, on_retry=touch)
-    retry(lambda: producer.commit_transaction(slice_s), what="commit_transaction", deadline_s=120, retriable=retriable,
-          on_retry=touch)
+    retriable (librdkafka documents both as repeatable), in calls of ``slice_s`` seconds, each
+    made through ``bounded`` (after a broker restart librdkafka's send_offsets_to_transaction can
+    block past its timeout: :mod:`.supervisor`)."""
+    send = "send_offsets_to_transaction"
+    retry(lambda: bounded(send, slice_s, lambda: producer.send_offsets_to_transaction(offsets, group, slice_s)),
+          what=send, deadline_s=120, retriable=retriable, on_retry=touch)
+    retry(lambda: bounded("commit_transaction", slice_s, lambda: producer.commit_transaction(slice_s)),
+          what="commit_transaction", deadline_s=120, retriable=retriable, on_retry=touch)

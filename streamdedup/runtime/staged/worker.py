@@ -296,7 +296,7 @@ class Worker:
             p.begin_transaction()
             for topic, key, value, headers in outputs:
                 produce_waiting(p, topic, value, key, headers=headers)
-            commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch)
+            commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch, bounded=self.watchdog.bounded)
             return True
         except KafkaException as exc:
             if not requires_abort(exc):
