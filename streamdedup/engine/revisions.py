@@ -61,9 +61,9 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import compress, islice
 
-from streamdedup.engine.revision_tokens import (MAX_ALIGN_TOKENS, POLARITY_WORDS, aligned, common_prefix, common_suffix,
-                                                count_changes, Forms, garbled, inserted_at, is_figure, is_number, noise_like, opcodes,
-                                                tokens, typo_sized)
+from streamdedup.engine.revision_tokens import (MAX_ALIGN_TOKENS, POLARITY_WORDS, Forms, aligned, common_prefix,
+                                                common_suffix, count_changes, garbled, inserted_at, is_figure, is_number,
+                                                noise_like, opcodes, tokens, typo_sized)
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
 MAX_CHANGED = 8

@@ -65,9 +65,9 @@ class Delivery:
         confirm: the engine's ``confirm_outputs(through)``.
         on_settled: called with each batch whose offsets were committed (counts, metrics).
         touch: tells the watchdog the loop is alive (called while retrying).
-        bounded: runs the transaction's client calls under the watchdog (``Watchdog.bounded``).
         guard: a ``kafka.oversize.OutputGuard``: outputs that cannot be produced go to dead
             letter (without one, such an output stops the processor).
+        bounded: runs the transaction's client calls under the watchdog (``Watchdog.bounded``).
     """
 
     def __init__(self, consumer, new_producer: Callable[[], object], confirm: Callable[[int], None],
