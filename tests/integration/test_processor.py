@@ -12,11 +12,12 @@ import time
 from collections import Counter
 
 import pytest
+from confluent_kafka import Consumer
 
 from streamdedup.bench.feeds import news_records
 
 from .kafka_helpers import (Topics, assert_same_decisions, broker_data_dir, committed_offsets, consume_all, decisions,
-                            free_ports, logged, produce, run_processor, start_broker, stop_broker, stop_processors, wait_for)
+                            finish, free_ports, logged, produce, run_processor, start_broker, stop_broker, stop_processors, wait_for)
 
 MALFORMED = [b"not json", b'{"id": "m", "text": 12}', b"\xff\xfe\xfa", b'{"id": "e", "text": "  "}', b"[1, 2]",
              b'{"id": "n"}', b'{"id": "p", "text": "?!?!"}', b'{"id": "big", "text": "' + b"w " * 60_000 + b'"}']
@@ -283,6 +284,39 @@ def test_at_least_once_delivers_everything(topics, tmp_path, delivery: str) -> N
     assert proc.wait(300) == 0
     out = consume_all(topics.bootstrap, list(topics.outputs.values()), len(records))
     assert {k for _, k, _, _ in out} == {k for k, _ in records}
+
+
+def test_a_decided_batch_goes_out_without_waiting_for_the_next_one_to_fill(topics, tmp_path) -> None:
+    """Batches of one record and a 4 s linger: a record's batch is consumed at once, and its
+    transaction must not wait for the next batch to fill (a full linger with nothing more to
+    read). Each record is visible well within the linger."""
+    linger_s = 4.0
+    env = _env(topics) | {"STREAMDEDUP_KAFKA__LINGER_MS": str(int(linger_s * 1000)), "STREAMDEDUP_ENGINE__BATCH_SIZE": "1"}
+    proc = run_processor(env, str(tmp_path / "state"), stop_when_idle=60)
+    reader = Consumer({"bootstrap.servers": topics.bootstrap, "group.id": f"read-{topics.run_id}",
+                       "auto.offset.reset": "earliest", "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+    reader.subscribe(list(topics.outputs.values()))
+
+    def visible(key: bytes, timeout: float) -> float:
+        start = time.monotonic()
+        while time.monotonic() - start < timeout:
+            if any(m.error() is None and m.key() == key for m in reader.consume(10, 0.05)):
+                return time.monotonic() - start
+        raise AssertionError(f"{key!r} not visible after {timeout} s")
+
+    try:
+        first, *rest = news_records(4, seed=5)
+        produce(topics.bootstrap, topics.input, [first])
+        visible(first[0], 180)  # start-up, group joins, the first transaction
+        took = []
+        for record in rest:
+            produce(topics.bootstrap, topics.input, [record])
+            took.append(visible(record[0], 30))
+        # waiting for the next batch would take the whole linger each time
+        assert max(took) < linger_s / 2, took
+    finally:
+        reader.close()
+    assert finish(proc) == 0
 
 
 def test_sigterm_finishes_the_batch_and_exits_cleanly(topics, tmp_path) -> None:

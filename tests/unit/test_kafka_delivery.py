@@ -167,6 +167,25 @@ def test_rewind_after_a_rebalance(reference, tmp_path, monkeypatch) -> None:
     assert decisions(b) == want
 
 
+def test_rebalances_while_a_batch_fills_in_several_reads(reference, tmp_path, monkeypatch) -> None:
+    """Records trickle in (5 a read) under a linger, so a batch fills in several reads while the
+    one before it is decided and sent; partitions revoked between two of those reads are read
+    again from the committed offsets, and what the batch read before must not come twice."""
+    records, want = reference
+    b = broker(records)
+    original = Consumer.consume
+
+    def consume(self, num_messages=1, timeout=-1):
+        if b.calls.get("consume", 0) % 23 == 22:
+            self.rebalance()
+        return original(self, min(num_messages, 5), timeout)
+
+    monkeypatch.setattr(Consumer, "consume", consume)
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_KAFKA__LINGER_MS="50")
+    assert s.replayed > 0 and s.reconciles()
+    assert decisions(b) == want
+
+
 def test_replay_of_unconfirmed_batches_after_two_crashes(reference, tmp_path) -> None:
     records, want = reference
     b = broker(records)

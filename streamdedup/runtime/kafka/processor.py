@@ -55,6 +55,10 @@ from streamdedup.runtime.kafka.supervisor import Watchdog
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
+#: while a batch fills, how often the loop looks whether the one before it is decided (and
+#: sends it): short against kafka.linger_ms, long against a consume call's cost
+DECIDED_POLL_S = 0.005
+
 
 @dataclass
 class RunSummary:
@@ -223,6 +227,7 @@ class _Loop:
         self.replay = unconfirmed_decisions(engine)
         self.pending: tuple[KafkaBatch, Future] | None = None  # the batch being decided
         self.closed = False
+        self.revocations = 0  # rebalances that took partitions away (consume() drops what it read before one)
 
     def emit_pending(self) -> bool:
         """Route the decided batch, wait for the previous commit, produce it; False if rewound."""
@@ -247,6 +252,7 @@ class _Loop:
         rebalance test)."""
         if self.closed:  # consumer.close() revokes too; _finish has settled everything
             return
+        self.revocations += 1
         self._take_pending()
         self.delivery.settle(rewind=False)  # a failed commit needs no seek: the assignment repositions
         self.replay.update(unconfirmed_decisions(self.engine))
@@ -254,7 +260,28 @@ class _Loop:
                  len(partitions))
 
     def consume(self) -> list:
-        return consume_good(self.consumer, self.proc.cfg.engine.batch_size, self.proc.kcfg.linger_ms / 1000.0)
+        """The next batch: up to engine.batch_size records within kafka.linger_ms. The batch
+        being decided goes out as soon as it is decided, while this one fills: below the rate
+        that fills a batch within the linger, its records would otherwise wait a second linger
+        for their transaction (at 3,000 records/s: ~40 ms of a median 127)."""
+        n, linger = self.proc.cfg.engine.batch_size, self.proc.kcfg.linger_ms / 1000.0
+        if self.pending is None:
+            return consume_good(self.consumer, n, linger)
+        deadline = time.monotonic() + linger
+        msgs: list = []
+        while True:
+            if self.pending is not None and self.pending[1].done() and not self.emit_pending():
+                # rewound to the committed offsets: what this batch read is read again
+                msgs = []
+                self.replay.update(unconfirmed_decisions(self.engine))
+            left = max(0.0, deadline - time.monotonic())
+            revoked = self.revocations
+            got = consume_good(self.consumer, n - len(msgs), left if self.pending is None else min(left, DECIDED_POLL_S))
+            # partitions revoked during the call are read again from the committed offsets
+            # once assigned: what was read before it would come twice
+            msgs = got if self.revocations != revoked else msgs + got
+            if len(msgs) >= n or time.monotonic() >= deadline:
+                return msgs
 
     def run(self) -> None:
         proc, delivery = self.proc, self.delivery
