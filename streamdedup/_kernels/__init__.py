@@ -17,6 +17,8 @@ output arrays. Each kernel has a slow pure-Python reference in ``tests/reference
 - ``records``: the engine's stored records, encoded and restored in bulk;
 - ``fprecords``: fingerprint records (a staged topology's worker -> decider), encoded and checked/decoded in bulk;
 - ``jsonscan``: JSON records checked and split, the decoding fast path of file mode and Kafka;
+- ``revision`` (with ``revtext``, ``revalign``, ``revblocks``, ``revtypos``, ``revitems``): the revision test of a
+  linked pair (tokens, alignment, the reading of each changed block), bounded per pair;
 - ``cache`` (no kernel): which kernels Numba would compile on their next call.
 
 Compile time (the first run after an install compiles every kernel it calls, ~20 s of CPU):

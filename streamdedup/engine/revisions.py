@@ -118,6 +118,7 @@ class Revision:
     kinds: tuple[str, ...] = ()
     changed: tuple[str, ...] = ()
     typos: int = 0  # typo-like blocks seen (the noise evidence that holds small changes back)
+    partial: bool = False  # read only in part: the texts were too long to align, or the work bound was met
 
 
 @dataclass

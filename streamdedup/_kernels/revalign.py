@@ -1,0 +1,293 @@
+"""The revision test's alignment of two token lists (hashes): common ends, changed blocks, excerpts.
+
+The changed blocks are those of a longest common subsequence, found with Hyyrö's bit-parallel
+algorithm and read back from its last cell (rapidfuzz's ``Indel.opcodes`` computes and reads the
+same matrix, so both pick the same subsequence among the longest ones). Its cost is
+``ceil(n / 64) * m`` word operations and as many words of memory for middles of ``n`` and ``m``
+tokens; middles longer than ``MAX_ALIGN`` tokens are not aligned, which bounds a pair at
+``47 * 3000`` word operations (~0.1 ms) whatever the texts. The changed blocks are each a
+maximal run of tokens between two kept ones: ``(i1, i2, j1, j2)``.
+
+Reference: :mod:`streamdedup.engine.revision_tokens` (``opcodes``, ``aligned``,
+``common_prefix``, ``common_suffix``, ``inserted_at``) and ``revisions._excerpted``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from streamdedup._kernels.hashing import fmix64
+from streamdedup._kernels.revtext import has, hash_set, slot_of, table_size
+
+#: tokens a side (after the common head and tail) beyond which two texts are not aligned
+MAX_ALIGN = 3000
+#: excerpts: tokens a quoted run has at least, a left-out gap kept at most, places a pair of
+#: words is looked up at each side of where the last run ended
+KEPT_RUN = 3
+SMALL_GAP = 4
+RUN_STARTS = 16
+
+
+@njit(cache=True)
+def common_prefix(ha, a0, la, hb, b0, lb):
+    """How many tokens ``ha[a0:la]`` and ``hb[b0:lb]`` start with in common."""
+    n = min(la - a0, lb - b0)
+    k = 0
+    while k < n and ha[a0 + k] == hb[b0 + k]:
+        k += 1
+    return max(k, 0)
+
+
+@njit(cache=True)
+def common_suffix(ha, la, hb, lb, most):
+    """How many tokens (at most ``most``) ``ha[:la]`` and ``hb[:lb]`` end with in common."""
+    k = 0
+    while k < most and ha[la - 1 - k] == hb[lb - 1 - k]:
+        k += 1
+    return max(k, 0)
+
+
+@njit(cache=True)
+def aligned(ha, a0, la, hb, b0, lb, blocks):
+    """The changed blocks of ``ha[a0:la]`` and ``hb[b0:lb]`` (positions in ``ha``/``hb``) into
+    ``blocks`` (rows of ``i1, i2, j1, j2``, at least ``min(la - a0, lb - b0) + 1`` rows); their
+    count, or -1 when either side is longer than :data:`MAX_ALIGN` tokens."""
+    if max(la - a0, lb - b0) > MAX_ALIGN:
+        return -1
+    lo = common_prefix(ha, a0, la, hb, b0, lb)
+    a0 += lo
+    b0 += lo
+    hi = common_suffix(ha, la, hb, lb, min(la - a0, lb - b0))
+    la -= hi
+    lb -= hi
+    if a0 == la and b0 == lb:
+        return 0
+    if a0 == la or b0 == lb:
+        blocks[0, 0] = a0
+        blocks[0, 1] = la
+        blocks[0, 2] = b0
+        blocks[0, 3] = lb
+        return 1
+    return _read_back(_lcs_rows(ha, a0, la, hb, b0, lb), a0, la, b0, lb, blocks)
+
+
+@njit(cache=True)
+def _lcs_rows(ha, a0, la, hb, b0, lb):
+    """Hyyrö's bit vectors of ``ha[a0:la]`` after each token of ``hb[b0:lb]`` (a bit clear: that
+    token of ``ha`` is in a longest common subsequence so far)."""
+    n = la - a0
+    words = (n + 63) >> 6
+    # a dense id for each distinct token of the first side, its positions as a bit vector
+    keys = np.zeros(table_size(n), dtype=np.uint64)
+    ids = np.empty(keys.shape[0], dtype=np.int64)
+    n_ids = 0
+    for p in range(n):
+        s = slot_of(keys, ha[a0 + p])
+        if keys[s] == 0:
+            keys[s] = ha[a0 + p]
+            ids[s] = n_ids
+            n_ids += 1
+    pm = np.zeros((n_ids, words), dtype=np.uint64)
+    for p in range(n):
+        pm[ids[slot_of(keys, ha[a0 + p])], p >> 6] |= np.uint64(1) << np.uint64(p & 63)
+    rows = np.empty((lb - b0, words), dtype=np.uint64)
+    sv = np.empty(words, dtype=np.uint64)
+    for w in range(words):
+        sv[w] = ~np.uint64(0)
+    for r in range(lb - b0):
+        s = slot_of(keys, hb[b0 + r])
+        row_id = ids[s] if keys[s] != 0 else -1
+        carry = np.uint64(0)
+        for w in range(words):
+            x = sv[w]
+            u = pm[row_id, w] & x if row_id >= 0 else np.uint64(0)
+            # x + u (with the carry of the word below) | (x - u), where x - u never borrows
+            t = x + carry
+            c1 = np.uint64(1) if t < x else np.uint64(0)
+            total = t + u
+            carry = c1 | (np.uint64(1) if total < t else np.uint64(0))
+            x = total | (x & ~u)
+            sv[w] = x
+            rows[r, w] = x
+    return rows
+
+
+@njit(cache=True, inline="always")
+def _bit(rows, r, col):
+    return (rows[r, col >> 6] >> np.uint64(col & 63)) & np.uint64(1)
+
+
+@njit(cache=True)
+def _read_back(rows, a0, la, b0, lb, blocks):
+    """The blocks between the kept pairs, read back from the last cell in rapidfuzz's order (a
+    deletion first, then an insertion, else a match)."""
+    col = la - a0
+    row = lb - b0
+    n_blocks = 0
+    end_i = la  # where the block being read ends
+    end_j = lb
+    while row != 0 and col != 0:
+        if _bit(rows, row - 1, col - 1):
+            col -= 1
+            continue
+        row -= 1
+        if row != 0 and not _bit(rows, row - 1, col - 1):
+            continue  # an insertion
+        col -= 1
+        i = a0 + col  # a kept pair
+        j = b0 + row
+        if i + 1 < end_i or j + 1 < end_j:
+            blocks[n_blocks, 0] = i + 1
+            blocks[n_blocks, 1] = end_i
+            blocks[n_blocks, 2] = j + 1
+            blocks[n_blocks, 3] = end_j
+            n_blocks += 1
+        end_i = i
+        end_j = j
+    if a0 < end_i or b0 < end_j:
+        blocks[n_blocks, 0] = a0
+        blocks[n_blocks, 1] = end_i
+        blocks[n_blocks, 2] = b0
+        blocks[n_blocks, 3] = end_j
+        n_blocks += 1
+    for k in range(n_blocks // 2):  # read backwards: put them in order
+        for c in range(4):
+            x = blocks[k, c]
+            blocks[k, c] = blocks[n_blocks - 1 - k, c]
+            blocks[n_blocks - 1 - k, c] = x
+    return n_blocks
+
+
+@njit(cache=True)
+def inserted_at(ha, la, hb, lb, k):
+    """Whether ``hb`` has tokens inserted at ``k``: the earlier text's next 6 tokens come later
+    in ``hb`` (within 400) rather than replaced."""
+    probe = 6
+    if la - k < probe:
+        return False
+    first = ha[k]
+    for p in range(k + 1, min(lb - probe, k + 400) + 1):
+        if hb[p] == first:
+            same = True
+            for q in range(probe):
+                if hb[p + q] != ha[k + q]:
+                    same = False
+                    break
+            if same:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def _pair(h1, h2):
+    return fmix64(h1 * np.uint64(0x9E3779B97F4A7C15) + h2) | np.uint64(1)
+
+
+@njit(cache=True)
+def excerpted(ha, la, hb, lb):
+    """The positions of ``ha[:la]`` that the excerpt ``hb[:lb]`` quotes, in its order
+    (``revisions._excerpted``): ``hb`` covered left to right by the longest runs of at least
+    :data:`KEPT_RUN` tokens found anywhere in ``ha`` (a pair of words looked up at most
+    ``2 * RUN_STARTS`` places, nearest where the last run ended), a gap of at most
+    :data:`SMALL_GAP` tokens before a run kept; all of ``ha`` when no run is found."""
+    sp, pos = _pair_places(ha, la, hb, lb)
+    run_p, run_n = _runs(ha, la, hb, lb, sp, pos)
+    if run_p.shape[0] == 0:
+        keep = np.empty(la, dtype=np.int64)
+        for p in range(la):
+            keep[p] = p
+        return keep
+    total = _kept(run_p, run_n, la, np.empty(0, dtype=np.int64))
+    keep = np.empty(total, dtype=np.int64)
+    _kept(run_p, run_n, la, keep)
+    return keep
+
+
+@njit(cache=True)
+def _pair_places(ha, la, hb, lb):
+    """The places in ``ha`` of the pairs of words ``hb`` has, sorted by pair then place."""
+    want = np.zeros(table_size(max(lb - 1, 1)), dtype=np.uint64)
+    for j in range(lb - 1):
+        h = _pair(hb[j], hb[j + 1])
+        want[slot_of(want, h)] = h
+    n_at = 0
+    at_pair = np.empty(max(la - 1, 0), dtype=np.uint64)
+    at_pos = np.empty(max(la - 1, 0), dtype=np.int64)
+    for p in range(la - 1):
+        h = _pair(ha[p], ha[p + 1])
+        if has(want, h):
+            at_pair[n_at] = h
+            at_pos[n_at] = p
+            n_at += 1
+    order = np.argsort(at_pair[:n_at], kind="mergesort")
+    sp = np.empty(n_at, dtype=np.uint64)
+    pos = np.empty(n_at, dtype=np.int64)
+    for q in range(n_at):
+        sp[q] = at_pair[order[q]]
+        pos[q] = at_pos[order[q]]
+    return sp, pos
+
+
+@njit(cache=True)
+def _runs(ha, la, hb, lb, sp, pos):
+    """The runs (start in ``ha``, length) that cover ``hb`` left to right. Work: at most
+    ``2 * RUN_STARTS`` places a step, each run followed no further than the longest, which
+    ``hb`` then skips: linear in ``lb``."""
+    run_p = np.empty(lb, dtype=np.int64)
+    run_n = np.empty(lb, dtype=np.int64)
+    n_runs = 0
+    j = 0
+    end = 0  # where the last run ended in ha: a run that goes on from there wins a tie
+    while j < lb - 1:
+        best = -1
+        most = 0
+        h = _pair(hb[j], hb[j + 1])
+        lo = np.searchsorted(sp, h)
+        hi = lo
+        while hi < sp.shape[0] and sp[hi] == h:
+            hi += 1
+        if hi - lo > 2 * RUN_STARTS:  # a common pair of words: its places nearest the last run
+            k = lo + np.searchsorted(pos[lo:hi], end)
+            lo, hi = max(lo, k - RUN_STARTS), min(hi, k + RUN_STARTS)
+        for q in range(lo, hi):
+            p = pos[q]
+            if ha[p] != hb[j] or ha[p + 1] != hb[j + 1]:
+                continue
+            n = 2
+            while j + n < lb and p + n < la and ha[p + n] == hb[j + n]:
+                n += 1
+            if n > most or n == most and abs(p - end) < abs(best - end):
+                best = p
+                most = n
+        if most >= KEPT_RUN:
+            run_p[n_runs] = best
+            run_n[n_runs] = most
+            n_runs += 1
+            j += most
+            end = best + most
+        else:
+            j += 1
+    return run_p[:n_runs], run_n[:n_runs]
+
+
+@njit(cache=True)
+def _kept(run_p, run_n, la, keep):
+    """The positions the runs keep (into ``keep`` when it is long enough), and their count."""
+    k = 0
+    last = 0
+    write = keep.shape[0] > 0
+    for r in range(run_p.shape[0]):
+        p = run_p[r]
+        lo = last if 0 <= p - last <= SMALL_GAP else p
+        for q in range(lo, p + run_n[r]):
+            if write:
+                keep[k] = q
+            k += 1
+        last = p + run_n[r]
+    if la - last <= SMALL_GAP:
+        for q in range(last, la):
+            if write:
+                keep[k] = q
+            k += 1
+    return k

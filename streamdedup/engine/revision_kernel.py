@@ -1,0 +1,95 @@
+"""The revision test as the engine runs it: the compiled kernel behind :func:`detect`'s face.
+
+:func:`detect` takes and returns what :func:`streamdedup.engine.revisions.detect` (the rules'
+reference, in Python) does; :func:`detect_bytes` takes the canonical texts as the UTF-8 bytes
+the engine holds, so no text is decoded into Python objects. The word lists and the Unicode
+classes the rules read (which characters are digits or spaces, as this Python's ``str``
+methods say) are built into tables once, on the first call.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+
+import numpy as np
+
+from streamdedup._kernels import readonly
+from streamdedup._kernels import revision as K
+from streamdedup._kernels import revitems as I
+from streamdedup._kernels.revtext import (C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_HEAD_MARKER, C_MONTH,
+                                          C_NUMBER_WORD, C_POLARITY, C_STRONG, slot_of, table_size, word_hash)
+from streamdedup.engine.revision_tokens import NUMBER_WORDS, POLARITY_WORDS
+from streamdedup.engine.revisions import (BOILERPLATE_WORDS, CJK_MARKERS, DATE_UNITS, DATELINE_ENDS, HEAD_CHARS,
+                                          HEAD_MARKERS, MONTHS, STRONG_MARKERS, Revision)
+
+#: work units (a word compared, or 32 cells of an edit distance table) the damaged-twin search
+#: spends at most a pair: ~1 ms on one core; linked news pairs spend a few hundred
+WORK_BUDGET = 200_000
+#: what ``Revision.changed`` lists last when the reading was partial
+PARTIAL_ITEM = "(partial reading)"
+_KINDS = ((I.K_MARKER, "marker"), (I.K_FIGURES, "figures"), (I.K_NEGATION, "negation"), (I.K_WORDS, "words"),
+          (I.K_ADDED, "added"))
+
+
+@lru_cache(maxsize=1)
+def _tables():
+    """(spaces, digits, decimals, word keys, word classes, Chinese markers and their offsets)."""
+    spaces, digits, decimals = [], [], []
+    for c in range(0x80, sys.maxunicode + 1):
+        ch = chr(c)
+        if ch.isspace():
+            spaces.append(c)
+        if ch.isdigit():
+            digits.append(c)
+            if ch.isdecimal():
+                decimals.append(c)
+    classes: dict[str, int] = {}
+    for words, cls in ((NUMBER_WORDS, C_NUMBER_WORD), (POLARITY_WORDS, C_POLARITY), (STRONG_MARKERS, C_STRONG),
+                       (HEAD_MARKERS, C_HEAD_MARKER), (BOILERPLATE_WORDS, C_BOILER), (MONTHS, C_MONTH),
+                       (DATE_UNITS, C_DATE_UNIT), (DATELINE_ENDS, C_DATELINE_END)):
+        for w in words:
+            classes[w] = classes.get(w, 0) | cls
+    keys = np.zeros(table_size(len(classes)), dtype=np.uint64)
+    vals = np.zeros(keys.shape[0], dtype=np.int64)
+    for w, cls in classes.items():
+        h = np.uint64(word_hash(_cps(w)))
+        s = slot_of(keys, h)
+        keys[s] = h
+        vals[s] = cls
+    cjk = np.array([ord(c) for m in CJK_MARKERS for c in m], dtype=np.int32)
+    off = np.cumsum([0] + [len(m) for m in CJK_MARKERS]).astype(np.int64)
+    return tuple(readonly(a) for a in (np.array(spaces, dtype=np.int32), np.array(digits, dtype=np.int32),
+                                       np.array(decimals, dtype=np.int32), keys, vals, cjk, off))
+
+
+def _cps(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le"), dtype=np.int32)
+
+
+def _bytes(text) -> np.ndarray:
+    if isinstance(text, np.ndarray):
+        return readonly(text)
+    return readonly(np.frombuffer(text, dtype=np.uint8))
+
+
+def detect_bytes(earlier, later, earlier_head: int = HEAD_CHARS, later_head: int | None = None,
+                 work: int = WORK_BUDGET) -> Revision:
+    """:func:`detect` of two canonical texts as UTF-8 (``bytes`` or ``uint8`` arrays)."""
+    store = np.empty((K.STORE_ROWS, I.ROW), dtype=np.int32)
+    slen = np.empty((K.STORE_ROWS, 2), dtype=np.int64)
+    meta = np.empty(K.META, dtype=np.int64)
+    K.revision(_bytes(earlier), _bytes(later), earlier_head, -1 if later_head is None else later_head, *_tables(),
+               work, store, slen, meta)
+    if not meta[K.M_REVISED]:
+        return Revision(False, (), (), int(meta[K.M_TYPOS]), bool(meta[K.M_PARTIAL]))
+    kinds = meta[K.M_KINDS]
+    changed = tuple(store[q, :slen[q, 0]].tobytes().decode("utf-32-le") for q in range(meta[K.M_ITEMS]))
+    return Revision(True, tuple(name for bit, name in _KINDS if kinds & bit), changed, int(meta[K.M_TYPOS]),
+                    bool(meta[K.M_PARTIAL]))
+
+
+def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int | None = None) -> Revision:
+    """Whether ``later`` revises ``earlier`` (both canonical texts) and what changed: the rules
+    of :func:`streamdedup.engine.revisions.detect`, compiled and bounded."""
+    return detect_bytes(earlier.encode("utf-8"), later.encode("utf-8"), earlier_head, later_head)
