@@ -15,7 +15,7 @@ from rapidfuzz.distance import Levenshtein
 
 from streamdedup import _kernels as K
 from streamdedup._kernels import fingerprint as KF
-from streamdedup.text.canonical import canonicalize, prepare_batch
+from streamdedup.text.canonical import _canonical_unicode, canonicalize, prepare_batch
 from streamdedup.config import CanonicalConfig
 from streamdedup.text.scripts import UNSPACED_SCRIPTS, token_classes
 from streamdedup.text.unicode_map import tables
@@ -47,8 +47,10 @@ def rotl(x: int, r: int) -> int:
 
 
 def canonical_ascii_ref(text: str, lower: bool = True, punct: bool = True) -> str:
+    """The kernel's byte rules: :func:`canonicalize`'s steps after what ``prepare_batch`` does
+    before the kernel (escape sequences and HTML)."""
     cfg = CanonicalConfig(nfkc=False, casefold=lower, strip_html=False, punctuation_to_space=punct)
-    return canonicalize(text, cfg)
+    return _canonical_unicode(text, cfg)
 
 
 def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool = True, size: int = 5,
@@ -311,9 +313,10 @@ def tokens_ref(canonical: bytes) -> list[tuple[bytes, bool]]:
 
 
 def canonical_bytes_ref(text: bytes, lower: bool = True, punct: bool = True) -> bytes:
-    """The canonical form of UTF-8 text (any script) from its definition: :func:`canonicalize`."""
+    """The canonical form of UTF-8 text (any script) from its definition: :func:`canonicalize`'s
+    steps after what ``prepare_batch`` does before the kernel (escape sequences and HTML)."""
     cfg = CanonicalConfig(nfkc=True, casefold=lower, strip_html=False, punctuation_to_space=punct)
-    return canonicalize(text.decode("utf-8"), cfg).encode("utf-8")
+    return _canonical_unicode(text.decode("utf-8"), cfg).encode("utf-8")
 
 
 def shingle_hashes_ref(canonical: bytes, kind_word: bool, size: int, unspaced_size: int = 5) -> list[int]:

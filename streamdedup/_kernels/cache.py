@@ -42,6 +42,7 @@ PIPELINE_KERNELS = (
     "fprecords.encode_batch",
     "fprecords.decode_sources",
     "fprecords.decode_prints",
+    "revision.revisions",
 )
 
 

@@ -9,7 +9,7 @@ tokens; middles longer than ``MAX_ALIGN`` tokens are not aligned, which bounds a
 maximal run of tokens between two kept ones: ``(i1, i2, j1, j2)``.
 
 Reference: :mod:`streamdedup.engine.revision_tokens` (``opcodes``, ``aligned``,
-``common_prefix``, ``common_suffix``, ``inserted_at``) and ``revisions._excerpted``.
+``common_prefix``, ``common_suffix``, ``inserted_at``) and ``revision_tokens.excerpted``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ import numpy as np
 from numba import njit
 
 from streamdedup._kernels.hashing import fmix64
-from streamdedup._kernels.revtext import has, hash_set, slot_of, table_size
+from streamdedup._kernels.revtext import slot_of, table_size
+from streamdedup._kernels.revtypos import joined_equal
 
 #: tokens a side (after the common head and tail) beyond which two texts are not aligned
 MAX_ALIGN = 3000
@@ -185,52 +186,71 @@ def _pair(h1, h2):
 
 
 @njit(cache=True)
-def excerpted(ha, la, hb, lb):
+def excerpted(ca, tka, ha, la, cb, tkb, hb, lb):
     """The positions of ``ha[:la]`` that the excerpt ``hb[:lb]`` quotes, in its order
-    (``revisions._excerpted``): ``hb`` covered left to right by the longest runs of at least
+    (``revision_tokens.excerpted``): ``hb`` covered left to right by the longest runs of at least
     :data:`KEPT_RUN` tokens found anywhere in ``ha`` (a pair of words looked up at most
     ``2 * RUN_STARTS`` places, nearest where the last run ended), a gap of at most
-    :data:`SMALL_GAP` tokens before a run kept; all of ``ha`` when no run is found."""
-    sp, pos = _pair_places(ha, la, hb, lb)
-    run_p, run_n = _runs(ha, la, hb, lb, sp, pos)
+    :data:`SMALL_GAP` tokens before a run kept, and the story's words that a few last words
+    after the last run start (a teaser cut inside a word), with the next; all of ``ha`` when no
+    run is found."""
+    keys, ids, start, pos = _pair_places(ha, la, hb, lb)
+    run_p, run_n, covered = _runs(ha, la, hb, lb, keys, ids, start, pos)
     if run_p.shape[0] == 0:
         keep = np.empty(la, dtype=np.int64)
         for p in range(la):
             keep[p] = p
         return keep
-    total = _kept(run_p, run_n, la, np.empty(0, dtype=np.int64))
+    # a few last words that start the story's words after the last run: a teaser cut inside a
+    # word or a number keeps those and the story's next word
+    last = run_p[-1] + run_n[-1]
+    cut = lb - covered
+    tail = 0
+    if la - last > SMALL_GAP and 0 < cut <= SMALL_GAP and joined_equal(ca, tka, last, min(last + cut, la), cb, tkb, covered,
+                                                                    lb, np.bool_(True)):
+        tail = min(cut + 1, la - last)
+    total = _kept(run_p, run_n, la, tail, np.empty(0, dtype=np.int64))
     keep = np.empty(total, dtype=np.int64)
-    _kept(run_p, run_n, la, keep)
+    _kept(run_p, run_n, la, tail, keep)
     return keep
 
 
 @njit(cache=True)
 def _pair_places(ha, la, hb, lb):
-    """The places in ``ha`` of the pairs of words ``hb`` has, sorted by pair then place."""
-    want = np.zeros(table_size(max(lb - 1, 1)), dtype=np.uint64)
+    """The places in ``ha`` of the pairs of words ``hb`` has: a table of those pairs (``keys``,
+    a dense id each in ``ids``), and by id the places in order, ``pos[start[id]:start[id + 1]]``
+    (a counting sort: linear)."""
+    keys = np.zeros(table_size(max(lb - 1, 1)), dtype=np.uint64)
+    ids = np.empty(keys.shape[0], dtype=np.int64)
+    n_ids = 0
     for j in range(lb - 1):
         h = _pair(hb[j], hb[j + 1])
-        want[slot_of(want, h)] = h
-    n_at = 0
-    at_pair = np.empty(max(la - 1, 0), dtype=np.uint64)
-    at_pos = np.empty(max(la - 1, 0), dtype=np.int64)
+        s = slot_of(keys, h)
+        if keys[s] == 0:
+            keys[s] = h
+            ids[s] = n_ids
+            n_ids += 1
+    start = np.zeros(n_ids + 1, dtype=np.int64)
+    at = np.empty(max(la - 1, 0), dtype=np.int64)
     for p in range(la - 1):
-        h = _pair(ha[p], ha[p + 1])
-        if has(want, h):
-            at_pair[n_at] = h
-            at_pos[n_at] = p
-            n_at += 1
-    order = np.argsort(at_pair[:n_at], kind="mergesort")
-    sp = np.empty(n_at, dtype=np.uint64)
-    pos = np.empty(n_at, dtype=np.int64)
-    for q in range(n_at):
-        sp[q] = at_pair[order[q]]
-        pos[q] = at_pos[order[q]]
-    return sp, pos
+        s = slot_of(keys, _pair(ha[p], ha[p + 1]))
+        at[p] = -1
+        if keys[s] != 0:
+            at[p] = ids[s]
+            start[ids[s] + 1] += 1
+    for i in range(n_ids):
+        start[i + 1] += start[i]
+    fill = start[:n_ids].copy()
+    pos = np.empty(start[n_ids], dtype=np.int64)
+    for p in range(la - 1):
+        if at[p] >= 0:
+            pos[fill[at[p]]] = p
+            fill[at[p]] += 1
+    return keys, ids, start, pos
 
 
 @njit(cache=True)
-def _runs(ha, la, hb, lb, sp, pos):
+def _runs(ha, la, hb, lb, keys, ids, start, pos):
     """The runs (start in ``ha``, length) that cover ``hb`` left to right. Work: at most
     ``2 * RUN_STARTS`` places a step, each run followed no further than the longest, which
     ``hb`` then skips: linear in ``lb``."""
@@ -239,16 +259,21 @@ def _runs(ha, la, hb, lb, sp, pos):
     n_runs = 0
     j = 0
     end = 0  # where the last run ended in ha: a run that goes on from there wins a tie
+    covered = 0  # and in hb
     while j < lb - 1:
         best = -1
         most = 0
-        h = _pair(hb[j], hb[j + 1])
-        lo = np.searchsorted(sp, h)
-        hi = lo
-        while hi < sp.shape[0] and sp[hi] == h:
-            hi += 1
+        pid = ids[slot_of(keys, _pair(hb[j], hb[j + 1]))]
+        lo, hi = start[pid], start[pid + 1]
         if hi - lo > 2 * RUN_STARTS:  # a common pair of words: its places nearest the last run
-            k = lo + np.searchsorted(pos[lo:hi], end)
+            k = lo
+            top = hi
+            while k < top:  # the first place at or after ``end``
+                mid = (k + top) >> 1
+                if pos[mid] < end:
+                    k = mid + 1
+                else:
+                    top = mid
             lo, hi = max(lo, k - RUN_STARTS), min(hi, k + RUN_STARTS)
         for q in range(lo, hi):
             p = pos[q]
@@ -266,14 +291,16 @@ def _runs(ha, la, hb, lb, sp, pos):
             n_runs += 1
             j += most
             end = best + most
+            covered = j
         else:
             j += 1
-    return run_p[:n_runs], run_n[:n_runs]
+    return run_p[:n_runs], run_n[:n_runs], covered
 
 
 @njit(cache=True)
-def _kept(run_p, run_n, la, keep):
-    """The positions the runs keep (into ``keep`` when it is long enough), and their count."""
+def _kept(run_p, run_n, la, tail, keep):
+    """The positions the runs keep (into ``keep`` when it is long enough) and ``tail`` more
+    after the last run, and their count."""
     k = 0
     last = 0
     write = keep.shape[0] > 0
@@ -285,9 +312,9 @@ def _kept(run_p, run_n, la, keep):
                 keep[k] = q
             k += 1
         last = p + run_n[r]
-    if la - last <= SMALL_GAP:
-        for q in range(last, la):
-            if write:
-                keep[k] = q
-            k += 1
+    stop = la if la - last <= SMALL_GAP else last + tail
+    for q in range(last, stop):
+        if write:
+            keep[k] = q
+        k += 1
     return k

@@ -16,7 +16,7 @@ from streamdedup._kernels.revitems import (K_ADDED, K_FIGURES, K_NEGATION, K_WOR
                                            put, show, write_span, write_tokens)
 from streamdedup._kernels.revtext import (C_ASCII, C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_DIGITS, C_FIGURE,
                                           C_MONTH, C_NUMBER, C_POLARITY, count_of, has)
-from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, garbled, joined_equal, noise_block, typo_sized
+from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, garbled, joined_equal, noise_block, same_units, typo_sized
 
 #: a block of at most this many tokens a side is small: what it changes counts only in a pair
 #: without typos
@@ -37,14 +37,18 @@ def in_date(tk, lo, hi, k):
 
 
 @njit(cache=True)
-def cut_here(la, lb, last_len, i1, i2, j1, j2):
-    """Whether a changed block is where a teaser stops (``revisions._cut_here``)."""
+def cut_here(ca, tka, la, cb, tkb, lb, i1, i2, j1, j2):
+    """Whether a changed block is where a teaser stops: the later text ends with it (or one
+    short fragment after it), the earlier goes on or lost more, and the later text from the
+    block on starts the earlier's from there (``revisions._cut_here``)."""
     if j2 == lb - 1:
-        if last_len > 3 or i2 >= la - 1:
+        if tkb[lb - 1, 1] - tkb[lb - 1, 0] > 3 or i2 >= la - 1:
             return False
     elif j2 != lb:
         return False
-    return i2 < la or i2 - i1 > j2 - j1
+    if not (i2 < la or i2 - i1 > j2 - j1):
+        return False
+    return joined_equal(ca, tka, i1, la, cb, tkb, j1, lb, np.bool_(True))
 
 
 @njit(cache=True)
@@ -54,7 +58,7 @@ def head_block(st, store, slen, row, cb, tkb, hb, lo, hi, sa):
     for k in range(lo, hi):
         cls = tkb[k, 2]
         if cls & (C_NUMBER | C_POLARITY) and not has(sa, hb[k]) and not in_date(tkb, lo, hi, k):
-            n = put(row, 0, 43)
+            n = put(row, np.int64(0), 43)
             n = write_span(row, n, cb, tkb[k, 0], tkb[k, 1])
             pending(st, store, slen, K_FIGURES if cls & C_NUMBER else K_NEGATION, row, n)
 
@@ -87,7 +91,7 @@ def _figures(st, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, head, dated, sa, dkey
             d = count_of(dkeys, dval, h)
             if d == 0 or head and (has(sa, h) or has(dated, h)):
                 continue
-            if garbled(st, c, ts, te, cls, -1 if d > 0 else 1, forms, groups, ca, tka, cb, tkb, decimals, scratch,
+            if garbled(st, c, ts, te, cls, np.int64(-1) if d > 0 else np.int64(1), forms, groups, ca, tka, cb, tkb, decimals, scratch,
                        osa_rows):
                 n_garbled += 1
             else:
@@ -122,7 +126,7 @@ def _new_words(st, ca, tka, i1, i2, cb, tkb, hb, j1, j2, sa, forms, groups, deci
     for k in range(j1, j2):
         if n == 3:
             break
-        if _fresh(tkb, hb, k, sa) and not garbled(st, cb, tkb[k, 0], tkb[k, 1], tkb[k, 2], 1, forms, groups, ca, tka,
+        if _fresh(tkb, hb, k, sa) and not garbled(st, cb, tkb[k, 0], tkb[k, 1], tkb[k, 2], np.int64(1), forms, groups, ca, tka,
                                                   cb, tkb, decimals, scratch, osa_rows):
             n += 1
     return n
@@ -136,7 +140,7 @@ def body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, t
     place (``dated``: the numbers of its datelines)."""
     n_old = i2 - i1
     n_new = j2 - j1
-    if tail and joined_equal(ca, tka, i1, i2, cb, tkb, j1, j2, True):
+    if tail:
         return  # a teaser: the later text stops earlier
     boiler = 0
     for k in range(j1, j2):
@@ -144,9 +148,11 @@ def body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, t
             boiler += 1
     if boiler >= 2:
         return  # credits, copyright, subscription lines
-    if joined_equal(ca, tka, i1, i2, cb, tkb, j1, j2, False):
+    if joined_equal(ca, tka, i1, i2, cb, tkb, j1, j2, np.bool_(False)):
         st[S_TYPOS] += 1  # spacing inside a word or a number
         return
+    if same_units(tka, ha, i1, i2, tkb, hb, j1, j2):
+        return  # another spelling of the same units: style
     figures = _figures(st, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, head, dated, sa, dkeys, dval, forms, groups,
                        decimals, scratch, osa_rows)
     polarity = _polarity(tka, ha, i1, i2, tkb, hb, j1, j2, head, sa, dkeys, dval)
@@ -157,21 +163,21 @@ def body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, t
     n = 0
     if figures:
         kinds[n] = K_FIGURES
-        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, C_FIGURE, -1)
+        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, np.int64(C_FIGURE), np.int64(-1))
         n += 1
     if polarity:
         kinds[n] = K_NEGATION
-        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, C_POLARITY, -1)
+        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, np.int64(C_POLARITY), np.int64(-1))
         n += 1
     if n_old and fresh and n == 0:
         kinds[n] = K_WORDS
-        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, 0, 4)
+        lens[n] = show(rows[n], ca, tka, i1, i2, cb, tkb, j1, j2, np.int64(0), np.int64(4))
         n += 1
     elif not n_old and fresh >= 3 and not figures:
         kinds[n] = K_ADDED
-        lens[n] = write_tokens(rows[n], put(rows[n], 0, 43), cb, tkb, j1, j2, 0, 6)
+        lens[n] = write_tokens(rows[n], put(rows[n], np.int64(0), 43), cb, tkb, j1, j2, np.int64(0), np.int64(6))
         n += 1
-    if (typo_sized(ca, tka, i1, i2, cb, tkb, j1, j2, TYPO_MAX_CHARS, scratch, osa_rows)
+    if (typo_sized(ca, tka, i1, i2, cb, tkb, j1, j2, np.int64(TYPO_MAX_CHARS), scratch, osa_rows)
             and noise_block(ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, dkeys, dval, decimals, scratch)):
         st[S_TYPOS] += 1
     elif n_old <= SMALL_BLOCK and n_new <= SMALL_BLOCK or fresh < 3 and not figures and not polarity:

@@ -22,7 +22,7 @@ from streamdedup._kernels.revblocks import body_block, cut_here, head_block, in_
 from streamdedup._kernels.revitems import (K_MARKER, MAX_ITEMS, PENDING, ROW, S_BUDGET, S_ITEMS, S_KINDS, S_PARTIAL,
                                            S_TYPOS, STATE, add, settle, write_span)
 from streamdedup._kernels.revtext import (C_DIGITS, C_HEAD_MARKER, C_NUMBER, C_STRONG, OSA_MAX, decode_utf8, has,
-                                          hash_set, is_space, slot_of, table_size, tokenise)
+                                          ascii_space, hash_set, in_sorted, slot_of, table_size, tokenise)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, noise_block, typo_sized
 
 #: character edits a headline takes as noise; words both texts start with from which the
@@ -38,6 +38,18 @@ M_PARTIAL = 4
 META = 5
 #: rows ``revision``'s ``store`` has
 STORE_ROWS = MAX_ITEMS + PENDING
+
+
+@njit(cache=True, nogil=True)
+def revisions(buf, off, earlier_head, later_head, spaces, digits, decimals, tab_keys, tab_vals, cjk, cjk_off, work,
+              store, slen, meta):
+    """:func:`revision` of every pair of a batch: pair ``i`` is the earlier text
+    ``buf[off[2i]:off[2i + 1]]`` and the later ``buf[off[2i + 1]:off[2i + 2]]``; its result in
+    ``store[i]``, ``slen[i]``, ``meta[i]``. One call a batch: the arguments are unpacked once,
+    not once a pair (~2 us a call), and the GIL is released meanwhile."""
+    for i in range(meta.shape[0]):
+        revision(buf[off[2 * i]:off[2 * i + 1]], buf[off[2 * i + 1]:off[2 * i + 2]], earlier_head, later_head, spaces,
+                 digits, decimals, tab_keys, tab_vals, cjk, cjk_off, work, store[i], slen[i], meta[i])
 
 
 @njit(cache=True)
@@ -56,8 +68,8 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
     cb, nb, tkb, hb, lb = _text(b_buf, spaces, digits, decimals, tab_keys, tab_vals)
     sa = hash_set(ha0, 0, nta)
     head_a = _head_len(ca, na, tka0, nta, earlier_head, spaces)
-    tka, ha, la, head_a = _excerpt(tka0, ha0, nta, hb, lb, head_a)
-    same = common_prefix(ha, 0, la, hb, 0, lb)
+    tka, ha, la, head_a = _excerpt(ca, tka0, ha0, nta, cb, tkb, hb, lb, head_a)
+    same = common_prefix(ha, np.int64(0), la, hb, np.int64(0), lb)
     end = common_suffix(ha, la, hb, lb, min(la, lb) - same)
     head_b = min(head_a, lb) if later_head < 0 else _head_len(cb, nb, tkb, lb, later_head, spaces)
     if later_head < 0 and HEAD_KEPT <= same < head_a and inserted_at(ha, la, hb, lb, same):
@@ -93,8 +105,8 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
             if rewritten:  # the rest of a rewritten headline longer than the region
                 head_block(st, store, slen, row, cb, tkb, hb, j1, j2, sa)
                 continue
-        tail = cut_here(la, lb, tkb[lb - 1, 1] - tkb[lb - 1, 0] if lb else 0, i1, i2, j1, j2)
-        body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, tail, False, no_dates, sa, dkeys,
+        tail = cut_here(ca, tka, la, cb, tkb, lb, i1, i2, j1, j2)
+        body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, tail, np.bool_(False), no_dates, sa, dkeys,
                    dval, forms, groups, decimals, scratch, osa_rows)
         if st[S_ITEMS] == MAX_ITEMS:
             break  # a revision whatever the rest says (no later block takes an item back)
@@ -143,18 +155,21 @@ def _head_len(c, n, tk, nt, head_chars, spaces):
     k = 0
     while k < nt and tk[k, 0] < head_chars:
         k += 1
-    if k and n > head_chars and not is_space(c[head_chars - 1], spaces) and not is_space(c[head_chars], spaces):
-        k -= 1
+    if k and n > head_chars:
+        x, y = c[head_chars - 1], c[head_chars]
+        if not (ascii_space(x) if x < 0x80 else in_sorted(spaces, x)) and not (ascii_space(y) if y < 0x80
+                                                                                else in_sorted(spaces, y)):
+            k -= 1
     return min(k, nt)
 
 
 @njit(cache=True)
-def _excerpt(tka0, ha0, nta, hb, lb, head_a):
+def _excerpt(ca, tka0, ha0, nta, cb, tkb, hb, lb, head_a):
     """The earlier text as the later one is compared with: cut to the runs it quotes when the
     later is an excerpt (at most half its tokens), with the headline it kept."""
     if 0.5 * nta < lb:
         return tka0, ha0, nta, head_a
-    keep = excerpted(ha0, nta, hb, lb)
+    keep = excerpted(ca, tka0, ha0, nta, cb, tkb, hb, lb)
     la = keep.shape[0]
     k = 0
     while k < la and keep[k] < head_a:
@@ -213,8 +228,8 @@ def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, bloc
             marks[n_marks] = k
             n_marks += 1
     if n_blocks < 0:
-        _count(keys, val, src, ha, same, la - end, 0, 1)
-        _count(keys, val, src, hb, same, lb - end, 1, -1)
+        _count(keys, val, src, ha, same, la - end, np.int64(0), np.int64(1))
+        _count(keys, val, src, hb, same, lb - end, np.int64(1), np.int64(-1))
         seen = np.zeros(table_size(max(lb - end - same, 1)), dtype=np.uint64)
         for k in range(same, lb - end):  # the middle's distinct words new to the earlier text
             s = slot_of(seen, hb[k])
@@ -225,11 +240,11 @@ def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, bloc
                     n_marks += 1
     else:
         if not joint:
-            _count(keys, val, src, ha, 0, head_a, 0, 1)
-            _count(keys, val, src, hb, 0, head_b, 1, -1)
+            _count(keys, val, src, ha, np.int64(0), head_a, np.int64(0), np.int64(1))
+            _count(keys, val, src, hb, np.int64(0), head_b, np.int64(1), np.int64(-1))
         for q in range(n_blocks):
-            _count(keys, val, src, ha, blocks[q, 0], blocks[q, 1], 0, 1)
-            _count(keys, val, src, hb, blocks[q, 2], blocks[q, 3], 1, -1)
+            _count(keys, val, src, ha, blocks[q, 0], blocks[q, 1], np.int64(0), np.int64(1))
+            _count(keys, val, src, hb, blocks[q, 2], blocks[q, 3], np.int64(1), np.int64(-1))
             for k in range(blocks[q, 2], blocks[q, 3]):
                 if tkb[k, 2] & C_STRONG:
                     marks[n_marks] = k
@@ -273,10 +288,11 @@ def _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_h
     """The headline regions: noise, changed in place (each block read as a body block is, its
     figures counting when new to the text), or rewritten (returns True: only new numbers and
     polarity words count)."""
+    zero = np.int64(0)
     if head_a == head_b and _equal(ha[:head_a], hb[:head_b]):
         return False
-    if (typo_sized(ca, tka, 0, head_a, cb, tkb, 0, head_b, HEAD_TYPO_EDITS, scratch, osa_rows)
-            and noise_block(ca, tka, ha, 0, head_a, cb, tkb, hb, 0, head_b, dkeys, dval, decimals, scratch)):
+    if (typo_sized(ca, tka, zero, head_a, cb, tkb, zero, head_b, np.int64(HEAD_TYPO_EDITS), scratch, osa_rows)
+            and noise_block(ca, tka, ha, zero, head_a, cb, tkb, hb, zero, head_b, dkeys, dval, decimals, scratch)):
         st[S_TYPOS] += 1
         return False
     longest = max(head_a, head_b)
@@ -289,27 +305,27 @@ def _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_h
             if has(new_head_set, ha[k]):
                 found += 1
         if 3 * found < 2 * longest:
-            head_block(st, store, slen, row, cb, tkb, hb, 0, head_b, sa)
+            head_block(st, store, slen, row, cb, tkb, hb, zero, head_b, sa)
             return True
-    lo = common_prefix(ha, 0, head_a, hb, 0, head_b)
+    lo = common_prefix(ha, zero, head_a, hb, zero, head_b)
     hi = common_suffix(ha, head_a, hb, head_b, min(head_a, head_b) - lo)
     n_h = max(aligned(ha, lo, head_a - hi, hb, lo, head_b - hi, hblocks), 0)
     kept = head_a
     for q in range(n_h):
         kept -= hblocks[q, 1] - hblocks[q, 0]
     if 3 * kept < 2 * longest:
-        head_block(st, store, slen, row, cb, tkb, hb, 0, head_b, sa)
+        head_block(st, store, slen, row, cb, tkb, hb, zero, head_b, sa)
         return True
     dated = np.zeros(table_size(head_a + head_b), dtype=np.uint64)
     for k in range(head_a):
-        if tka[k, 2] & C_NUMBER and in_date(tka, 0, head_a, k):
+        if tka[k, 2] & C_NUMBER and in_date(tka, zero, head_a, k):
             dated[slot_of(dated, ha[k])] = ha[k]
     for k in range(head_b):
-        if tkb[k, 2] & C_NUMBER and in_date(tkb, 0, head_b, k):
+        if tkb[k, 2] & C_NUMBER and in_date(tkb, zero, head_b, k):
             dated[slot_of(dated, hb[k])] = hb[k]
     for q in range(n_h):
         body_block(st, store, slen, row, ca, tka, ha, hblocks[q, 0], hblocks[q, 1], cb, tkb, hb, hblocks[q, 2],
-                   hblocks[q, 3], False, True, dated, sa, dkeys, dval, forms, groups, decimals, scratch, osa_rows)
+                   hblocks[q, 3], np.bool_(False), np.bool_(True), dated, sa, dkeys, dval, forms, groups, decimals, scratch, osa_rows)
     return False
 
 
@@ -318,17 +334,19 @@ def _markers(st, store, slen, row, ca, na, cb, nb, tkb, hb, head_b, later_head, 
     """Markers: strong ones the later text adds, headline ones new to the headline, Chinese ones
     in the later headline (the whole later text when its headline is not known) and not in the
     earlier text."""
+    zero = np.int64(0)
+    marker = np.int64(K_MARKER)
     for q in range(marks.shape[0]):
         k = marks[q]
-        add(st, store, slen, K_MARKER, row, write_span(row, 0, cb, tkb[k, 0], tkb[k, 1]))
+        add(st, store, slen, marker, row, write_span(row, zero, cb, tkb[k, 0], tkb[k, 1]))
     for k in range(head_b):
         if tkb[k, 2] & C_HEAD_MARKER and not has(old_head_set, hb[k]):
-            add(st, store, slen, K_MARKER, row, write_span(row, 0, cb, tkb[k, 0], tkb[k, 1]))
+            add(st, store, slen, marker, row, write_span(row, zero, cb, tkb[k, 0], tkb[k, 1]))
     b_end = nb if later_head < 0 else min(later_head, nb)
     for q in range(cjk_off.shape[0] - 1):
         p0, p1 = cjk_off[q], cjk_off[q + 1]
         if _contains(cb, b_end, cjk, p0, p1) and not _contains(ca, na, cjk, p0, p1):
-            add(st, store, slen, K_MARKER, row, write_span(row, 0, cjk, p0, p1))
+            add(st, store, slen, marker, row, write_span(row, zero, cjk, p0, p1))
 
 
 @njit(cache=True)

@@ -10,6 +10,7 @@ first characters and "..."; an item already kept is not kept twice.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 # kinds (bits), in the order a Revision lists them
@@ -88,7 +89,7 @@ def show(row, ca, tka, i1, i2, cb, tkb, j1, j2, mask, limit):
     """``old -> new``, ``+new`` or ``-old`` of the tokens meeting ``mask`` (``revisions._show``)."""
     has_old = _any_of(tka, i1, i2, mask, limit)
     has_new = _any_of(tkb, j1, j2, mask, limit)
-    n = 0
+    n = np.int64(0)
     if has_old and has_new:
         n = write_tokens(row, n, ca, tka, i1, i2, mask, limit)
         for ch in (32, 45, 62, 32):  # " -> "
@@ -140,14 +141,14 @@ def _keep(store, slen, first, count, cap, kind, row, n):
 def add(st, store, slen, kind, row, n):
     """A change of ``kind`` found: its item kept (``_Found.add``)."""
     st[S_KINDS] |= kind
-    st[S_ITEMS] = _keep(store, slen, 0, st[S_ITEMS], MAX_ITEMS, kind, row, n)
+    st[S_ITEMS] = _keep(store, slen, np.int64(0), st[S_ITEMS], np.int64(MAX_ITEMS), kind, row, n)
 
 
 @njit(cache=True)
 def pending(st, store, slen, kind, row, n):
     """A small change of ``kind``: material only if the pair has no typo (see :func:`settle`)."""
     st[S_PEND_KINDS] |= kind
-    st[S_PEND] = _keep(store, slen, MAX_ITEMS, st[S_PEND], PENDING, kind, row, n)
+    st[S_PEND] = _keep(store, slen, np.int64(MAX_ITEMS), st[S_PEND], np.int64(PENDING), kind, row, n)
 
 
 @njit(cache=True)
@@ -157,4 +158,4 @@ def settle(st, store, slen):
         return
     st[S_KINDS] |= st[S_PEND_KINDS]
     for q in range(MAX_ITEMS, MAX_ITEMS + st[S_PEND]):
-        st[S_ITEMS] = _keep(store, slen, 0, st[S_ITEMS], MAX_ITEMS, slen[q, 1], store[q], slen[q, 0])
+        st[S_ITEMS] = _keep(store, slen, np.int64(0), st[S_ITEMS], np.int64(MAX_ITEMS), slen[q, 1], store[q], slen[q, 0])

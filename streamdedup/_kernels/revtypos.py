@@ -16,10 +16,11 @@ Reference: ``revision_tokens.typo_sized``, ``noise_like``, ``garbled`` and ``wit
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from streamdedup._kernels.revitems import S_BUDGET, S_PARTIAL, S_WORK
-from streamdedup._kernels.revtext import C_DIGITS, C_POLARITY, count_of, is_decimal, ocr, osa_within
+from streamdedup._kernels.revtext import C_DIGITS, C_MAGNITUDE, C_POLARITY, UNIT_SHIFT, ascii_digit, count_of, in_sorted, ocr, osa_within
 
 TYPO_SHARE = 0.34
 #: blocks longer than this (characters) are never typos
@@ -71,10 +72,10 @@ def _joined(out, c, tk, lo, hi, with_ocr):
 def typo_sized(ca, tka, i1, i2, cb, tkb, j1, j2, cap, scratch, osa_rows):
     """Whether a block is within a few character edits of what it replaced (spaces ignored, as
     OCR reads them; ``revision_tokens.typo_sized``)."""
-    ls = _joined(scratch[0], ca, tka, i1, i2, True)
+    ls = _joined(scratch[0], ca, tka, i1, i2, np.bool_(True))
     if ls < 0:
         return False
-    lt = _joined(scratch[1], cb, tkb, j1, j2, True)
+    lt = _joined(scratch[1], cb, tkb, j1, j2, np.bool_(True))
     if lt < 0:
         return False
     longest = max(ls, lt)
@@ -83,50 +84,52 @@ def typo_sized(ca, tka, i1, i2, cb, tkb, j1, j2, cap, scratch, osa_rows):
 
 
 @njit(cache=True)
+def _decimals(c, s, e, decimals):
+    """Which of ``c[s:e]`` are decimal digits (what ``\\d`` matches)."""
+    out = np.empty(e - s, dtype=np.bool_)
+    for p in range(s, e):
+        x = c[p]
+        out[p - s] = ascii_digit(x) if x < 0x80 else in_sorted(decimals, x)
+    return out
+
+
+@njit(cache=True)
 def noise_chars(x, xs, xe, y, ys, ye, decimals):
     """``noise_like``'s test of the characters: letters changed (or digits glued to a word or
     gone from one) is noise, digits alone changed is not."""
-    # letters (all but decimal digits) equal?
-    p, q = xs, ys
-    letters_x = False
-    while True:
-        while p < xe and is_decimal(x[p], decimals):
-            p += 1
-        while q < ye and is_decimal(y[q], decimals):
-            q += 1
-        if p >= xe or q >= ye:
-            if p < xe or q < ye:
-                return True
-            break
-        if x[p] != y[q]:
-            return True
-        letters_x = True
-        p += 1
-        q += 1
+    dx = _decimals(x, xs, xe, decimals)
+    dy = _decimals(y, ys, ye, decimals)
+    nx = xe - xs
+    ny = ye - ys
+    # the letters (all but decimal digits) of both, then their digits, compared in order
+    letters = False
     digits_x = False
     digits_y = False
-    for p in range(xs, xe):
-        if is_decimal(x[p], decimals):
-            digits_x = True
-            break
-    for q in range(ys, ye):
-        if is_decimal(y[q], decimals):
-            digits_y = True
-            break
-    if letters_x and not (digits_x and digits_y):
-        return True
-    p, q = xs, ys
-    while True:
-        while p < xe and not is_decimal(x[p], decimals):
+    for want in range(2):
+        p = 0
+        q = 0
+        while True:
+            while p < nx and dx[p] != (want == 1):
+                p += 1
+            while q < ny and dy[q] != (want == 1):
+                q += 1
+            if p >= nx or q >= ny:
+                if p < nx or q < ny:
+                    return want == 0  # letters differ: noise; digits differ: not
+                break
+            if x[xs + p] != y[ys + q]:
+                return want == 0
+            letters = letters or want == 0
             p += 1
-        while q < ye and not is_decimal(y[q], decimals):
             q += 1
-        if p >= xe or q >= ye:
-            return p >= xe and q >= ye
-        if x[p] != y[q]:
-            return False
-        p += 1
-        q += 1
+        if want == 0:
+            for p in range(nx):
+                digits_x = digits_x or dx[p]
+            for q in range(ny):
+                digits_y = digits_y or dy[q]
+            if letters and not (digits_x and digits_y):
+                return True  # digits glued to a word, or gone from one
+    return True  # the same letters and the same digits
 
 
 @njit(cache=True)
@@ -141,9 +144,54 @@ def noise_block(ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, dkeys, dval, decimals,
         for k in range(i1, i2):
             if tka[k, 2] & C_POLARITY and count_of(dkeys, dval, ha[k]) != 0:
                 return False
-    ls = _joined(scratch[0], ca, tka, i1, i2, False)
-    lt = _joined(scratch[1], cb, tkb, j1, j2, False)
-    return noise_chars(scratch[0], 0, ls, scratch[1], 0, lt, decimals)
+    if not same_magnitudes(tka, i1, i2, tkb, j1, j2):
+        return False  # another magnitude: the figure changed by a factor ("mln" -> "bln")
+    ls = _joined(scratch[0], ca, tka, i1, i2, np.bool_(False))
+    lt = _joined(scratch[1], cb, tkb, j1, j2, np.bool_(False))
+    return noise_chars(scratch[0], np.int64(0), ls, scratch[1], np.int64(0), lt, decimals)
+
+
+@njit(cache=True)
+def same_magnitudes(tka, i1, i2, tkb, j1, j2):
+    """Whether the two blocks name the same magnitudes in the same order, or one names none (a
+    damaged "billion" is no other magnitude; ``noise_like``)."""
+    p, q = i1, j1
+    one = False
+    other = False
+    for k in range(i1, i2):
+        one = one or tka[k, 2] & C_MAGNITUDE != 0
+    for k in range(j1, j2):
+        other = other or tkb[k, 2] & C_MAGNITUDE != 0
+    if not (one and other):
+        return True
+    while True:
+        while p < i2 and not tka[p, 2] & C_MAGNITUDE:
+            p += 1
+        while q < j2 and not tkb[q, 2] & C_MAGNITUDE:
+            q += 1
+        if p >= i2 or q >= j2:
+            return p >= i2 and q >= j2
+        if tka[p, 2] >> UNIT_SHIFT != tkb[q, 2] >> UNIT_SHIFT:
+            return False
+        p += 1
+        q += 1
+
+
+@njit(cache=True)
+def same_units(tka, ha, i1, i2, tkb, hb, j1, j2):
+    """Whether the later block spells the earlier with other spellings of the same units, word
+    for word ("cents" -> "cts"): style, not a change (``revision_tokens.same_units``)."""
+    if i2 - i1 != j2 - j1:
+        return False
+    differ = False
+    for k in range(i2 - i1):
+        if ha[i1 + k] == hb[j1 + k]:
+            continue
+        differ = True
+        unit = tka[i1 + k, 2] >> UNIT_SHIFT
+        if unit == 0 or unit != tkb[j1 + k, 2] >> UNIT_SHIFT:
+            return False
+    return differ
 
 
 @njit(cache=True)
@@ -209,6 +257,8 @@ def garbled(st, c, ts, te, cls, sign, forms, groups, ca, tka, cb, tkb, decimals,
                 continue
         if ucls & C_POLARITY:
             continue  # a polarity word brought in is no noise
+        if cls & ucls & C_MAGNITUDE and (cls ^ ucls) >> UNIT_SHIFT != 0:
+            continue  # another magnitude: the figure changed by a factor
         if noise_chars(c, ts, te, uc, us, ue, decimals):
             return True
     return False

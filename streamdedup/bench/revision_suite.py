@@ -10,7 +10,7 @@ Two streams, each the natural corpus in order with labelled synthetic items plac
 - People's Daily (January 1998) with a figure changed, and character noise as its cosmetic kind.
 
 The engine decides every stream (``verify.revisions`` as configured: the engine runs the revision
-test, :func:`streamdedup.engine.revisions.detect`, on every pair it links). Per kind: the share
+test, :func:`streamdedup.engine.revision_kernel.detect`, on every pair it links). Per kind: the share
 linked (status duplicate or revision), and among the linked the share whose status is the label
 (revision for a revision kind, duplicate for a cosmetic one). The test is also run on every
 (source, item) pair directly, with the headline lengths the corpora give, whether the engine
@@ -32,7 +32,7 @@ from streamdedup.bench.hard_suite import COPY_MIN_CHARS, _Placer, _slug
 from streamdedup.bench.truth import Item
 from streamdedup.config import Config
 from streamdedup.engine.deduplicator import Deduplicator, Document
-from streamdedup.engine.revisions import detect
+from streamdedup.engine.revision_kernel import detect
 from streamdedup.state import MemoryStore
 from streamdedup.text.canonical import canonicalize
 

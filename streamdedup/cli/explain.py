@@ -11,7 +11,7 @@ from rich.table import Table
 from streamdedup._optional import require
 from streamdedup.errors import InputError
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.engine.revisions import detect
+from streamdedup.engine.revision_kernel import detect_bytes
 from streamdedup.engine.verify import exact_grams, judge_pair
 from streamdedup.text.scripts import word_shingles
 from streamdedup.cli._common import config_option, get_config, make_console
@@ -93,8 +93,8 @@ def explain_pair(text_a: str, text_b: str, cfg) -> dict:
 
 
 def _revision(ca: bytes, cb: bytes) -> dict:
-    r = detect(ca.decode("utf-8"), cb.decode("utf-8"))
-    return {"revised": r.revised, "kinds": list(r.kinds), "changed": list(r.changed)}
+    r = detect_bytes(ca, cb)
+    return {"revised": r.revised, "kinds": list(r.kinds), "changed": list(r.changed), "partial": r.partial}
 
 
 @click.command()

@@ -4,7 +4,10 @@ Runs after the decide kernel, before the records are written: a revision's recor
 flag and what changed (``engine_record``), so a replay re-emits the same decision and a
 restarted engine never needs to ask again. The two texts are the canonical texts exact
 evidence reads (this batch, recent batches in memory, else the earlier document's record);
-the test is :func:`streamdedup.engine.revisions.detect` (its cost per pair is stated there).
+the test is :func:`streamdedup.engine.revision_kernel.detect_bytes` (compiled; the rules are
+:func:`streamdedup.engine.revisions.detect`'s, its cost bound in :mod:`streamdedup._kernels.revision`).
+A revision read only in part (texts too long to align, or the work bound met) says so last in
+what it changed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 from streamdedup._kernels.records import F_REVISION
 from streamdedup._kernels.verify import REL_EXACT
 from streamdedup.engine.evidence import BatchTexts, Evidence
-from streamdedup.engine.revisions import detect
+from streamdedup.engine.revision_kernel import PARTIAL_ITEM, detect_bytes, detect_many
 
 
 def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
@@ -23,8 +26,9 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
     returns what each changed, by batch row. An exact copy (same canonical text) is never one,
     nor a duplicate whose match keeps no text, nor one whose changes vanish with the
     boilerplate blocks (``_kernels.blocks``, by the anchor counts each record keeps) left out of
-    both texts: another outlet's disclaimer or newsletter notice is no change to the story."""
-    out: dict[int, tuple[str, ...]] = {}
+    both texts: another outlet's disclaimer or newsletter notice is no change to the story.
+    The batch's pairs are tested in one kernel call, and the few revised ones with blocks again."""
+    rows, pairs, keys = [], [], []
     for i in np.flatnonzero((relations > 0) & (relations != REL_EXACT)).tolist():
         found = evidence.prints_of(texts, i, seqs, int(matched[i]))
         if found is None:
@@ -33,18 +37,23 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
         later = texts.text(i)
         if earlier.shape == later.shape and np.array_equal(earlier, later):
             continue
-        r = detect(earlier.tobytes().decode("utf-8"), later.tobytes().decode("utf-8"))
-        if r.revised:
-            # a difference made of boilerplate blocks only is none: the texts without them are
-            # read again, which only ever clears a revision or names its changes without the
-            # blocks (the blocks are the one difference left out)
-            left = evidence.blocks_left_out(earlier, earlier_keys, later, texts.keys(i))
-            if left is not None:
-                if np.array_equal(*left):
-                    continue
-                r = detect(left[0].tobytes().decode("utf-8"), left[1].tobytes().decode("utf-8"))
-                if not r.revised:
-                    continue
-            flags[i] |= F_REVISION
-            out[i] = r.changed
+        rows.append(i)
+        pairs.append((earlier, later))
+        keys.append(earlier_keys)
+    out: dict[int, tuple[str, ...]] = {}
+    for i, (earlier, later), earlier_keys, r in zip(rows, pairs, keys, detect_many(pairs)):
+        if not r.revised:
+            continue
+        # a difference made of boilerplate blocks only is none: the texts without them are read
+        # again, which only ever clears a revision or names its changes without the blocks (the
+        # blocks are the one difference left out)
+        left = evidence.blocks_left_out(earlier, earlier_keys, later, texts.keys(i))
+        if left is not None:
+            if np.array_equal(*left):
+                continue
+            r = detect_bytes(left[0], left[1])
+            if not r.revised:
+                continue
+        flags[i] |= F_REVISION
+        out[i] = r.changed + (PARTIAL_ITEM,) if r.partial else r.changed
     return out

@@ -1,35 +1,39 @@
 """The revision test as the engine runs it: the compiled kernel behind :func:`detect`'s face.
 
 :func:`detect` takes and returns what :func:`streamdedup.engine.revisions.detect` (the rules'
-reference, in Python) does; :func:`detect_bytes` takes the canonical texts as the UTF-8 bytes
-the engine holds, so no text is decoded into Python objects. The word lists and the Unicode
-classes the rules read (which characters are digits or spaces, as this Python's ``str``
-methods say) are built into tables once, on the first call.
+reference, in Python) does; :func:`detect_many` takes a batch's pairs of canonical texts as the
+UTF-8 bytes the engine holds, so no text is decoded into Python objects and the kernel is
+called once a batch. The word lists and the Unicode classes the rules read (which characters
+are digits or spaces, as this Python's ``str`` methods say) are built into tables once, on the
+first call.
 """
 
 from __future__ import annotations
 
 import sys
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 
 from streamdedup._kernels import readonly
 from streamdedup._kernels import revision as K
 from streamdedup._kernels import revitems as I
-from streamdedup._kernels.revtext import (C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_HEAD_MARKER, C_MONTH,
-                                          C_NUMBER_WORD, C_POLARITY, C_STRONG, slot_of, table_size, word_hash)
-from streamdedup.engine.revision_tokens import NUMBER_WORDS, POLARITY_WORDS
+from streamdedup._kernels.revtext import (C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_HEAD_MARKER, C_MAGNITUDE, C_MONTH,
+                                          C_NUMBER_WORD, C_POLARITY, C_STRONG, UNIT_SHIFT, slot_of, table_size,
+                                          word_hash)
+from streamdedup.engine.revision_tokens import MAGNITUDES, NUMBER_WORDS, POLARITY_WORDS, UNITS
 from streamdedup.engine.revisions import (BOILERPLATE_WORDS, CJK_MARKERS, DATE_UNITS, DATELINE_ENDS, HEAD_CHARS,
                                           HEAD_MARKERS, MONTHS, STRONG_MARKERS, Revision)
 
 #: work units (a word compared, or 32 cells of an edit distance table) the damaged-twin search
 #: spends at most a pair: ~1 ms on one core; linked news pairs spend a few hundred
 WORK_BUDGET = 200_000
-#: what ``Revision.changed`` lists last when the reading was partial
+#: what a revision's changed items end with when the reading was partial
 PARTIAL_ITEM = "(partial reading)"
 _KINDS = ((I.K_MARKER, "marker"), (I.K_FIGURES, "figures"), (I.K_NEGATION, "negation"), (I.K_WORDS, "words"),
           (I.K_ADDED, "added"))
+_NOT_REVISED = Revision(False)
 
 
 @lru_cache(maxsize=1)
@@ -50,10 +54,13 @@ def _tables():
                        (DATE_UNITS, C_DATE_UNIT), (DATELINE_ENDS, C_DATELINE_END)):
         for w in words:
             classes[w] = classes.get(w, 0) | cls
+    names = {name: k + 1 for k, name in enumerate(sorted(set(UNITS.values())))}
+    for w, name in UNITS.items():
+        classes[w] = classes.get(w, 0) | names[name] << UNIT_SHIFT | (C_MAGNITUDE if name in MAGNITUDES else 0)
     keys = np.zeros(table_size(len(classes)), dtype=np.uint64)
     vals = np.zeros(keys.shape[0], dtype=np.int64)
     for w, cls in classes.items():
-        h = np.uint64(word_hash(_cps(w)))
+        h = np.uint64(word_hash(np.frombuffer(w.encode("utf-32-le"), dtype=np.int32)))
         s = slot_of(keys, h)
         keys[s] = h
         vals[s] = cls
@@ -63,30 +70,37 @@ def _tables():
                                        np.array(decimals, dtype=np.int32), keys, vals, cjk, off))
 
 
-def _cps(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le"), dtype=np.int32)
+def detect_many(pairs: Sequence[tuple], earlier_head: int = HEAD_CHARS, later_head: int | None = None,
+                work: int = WORK_BUDGET) -> list[Revision]:
+    """The revision test of each ``(earlier, later)`` pair of canonical texts as UTF-8
+    (``bytes`` or ``uint8`` arrays), in one kernel call."""
+    n = len(pairs)
+    if n == 0:
+        return []
+    parts = [p for pair in pairs for p in pair]
+    buf = np.frombuffer(b"".join(x.tobytes() if isinstance(x, np.ndarray) else x for x in parts), dtype=np.uint8)
+    off = np.zeros(2 * n + 1, dtype=np.int64)
+    np.cumsum([len(x) for x in parts], out=off[1:])
+    store = np.empty((n, K.STORE_ROWS, I.ROW), dtype=np.int32)
+    slen = np.empty((n, K.STORE_ROWS, 2), dtype=np.int64)
+    meta = np.empty((n, K.META), dtype=np.int64)
+    K.revisions(readonly(buf), readonly(off), earlier_head, -1 if later_head is None else later_head, *_tables(),
+                work, store, slen, meta)
+    return [_result(store[i], slen[i], meta[i]) for i in range(n)]
 
 
-def _bytes(text) -> np.ndarray:
-    if isinstance(text, np.ndarray):
-        return readonly(text)
-    return readonly(np.frombuffer(text, dtype=np.uint8))
+def _result(store: np.ndarray, slen: np.ndarray, meta: np.ndarray) -> Revision:
+    revised, kinds, typos, n_items, partial = meta.tolist()
+    if not revised:
+        return Revision(False, (), (), typos, bool(partial)) if typos or partial else _NOT_REVISED
+    changed = tuple(store[q, :slen[q, 0]].tobytes().decode("utf-32-le") for q in range(n_items))
+    return Revision(True, tuple(name for bit, name in _KINDS if kinds & bit), changed, typos, bool(partial))
 
 
 def detect_bytes(earlier, later, earlier_head: int = HEAD_CHARS, later_head: int | None = None,
                  work: int = WORK_BUDGET) -> Revision:
     """:func:`detect` of two canonical texts as UTF-8 (``bytes`` or ``uint8`` arrays)."""
-    store = np.empty((K.STORE_ROWS, I.ROW), dtype=np.int32)
-    slen = np.empty((K.STORE_ROWS, 2), dtype=np.int64)
-    meta = np.empty(K.META, dtype=np.int64)
-    K.revision(_bytes(earlier), _bytes(later), earlier_head, -1 if later_head is None else later_head, *_tables(),
-               work, store, slen, meta)
-    if not meta[K.M_REVISED]:
-        return Revision(False, (), (), int(meta[K.M_TYPOS]), bool(meta[K.M_PARTIAL]))
-    kinds = meta[K.M_KINDS]
-    changed = tuple(store[q, :slen[q, 0]].tobytes().decode("utf-32-le") for q in range(meta[K.M_ITEMS]))
-    return Revision(True, tuple(name for bit, name in _KINDS if kinds & bit), changed, int(meta[K.M_TYPOS]),
-                    bool(meta[K.M_PARTIAL]))
+    return detect_many([(earlier, later)], earlier_head, later_head, work)[0]
 
 
 def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head: int | None = None) -> Revision:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from bisect import bisect_left
 from itertools import compress, count, islice
 from operator import ne
 from typing import Mapping
@@ -25,6 +26,15 @@ TYPO_MAX_CHARS = 48
 MAX_ALIGN_TOKENS = 3000
 #: characters a merged twin may have beyond the word (a neighbour word lost its space)
 MERGE_CHARS = 12
+#: a block of at most this many tokens on each side is small: what it changes counts only in a
+#: pair without letter typos (noise changes digits and short words as well as letters); an
+#: excerpt keeps a gap this small between two runs it quotes
+SMALL_BLOCK = 4
+#: tokens kept on each side of a few missing words of an excerpt for them to count
+KEPT_RUN = 3
+#: places a pair of words is looked up at, each side of where the last run ended (bounds the cost
+#: of a text that repeats itself)
+RUN_STARTS = 16
 #: scripts written without spaces between words, read one character a token: Han, kana, Thai, Lao
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\u0e00-\u0eff"
 _TOKEN = re.compile(rf"[{_HAN}]|[^\s{_HAN}]+")
@@ -45,6 +55,17 @@ POLARITY_WORDS = frozenset(
     "reject rejected rejects accept accepted accepts deny denied denies confirm confirmed confirms win won "
     "lose guilty innocent acquitted convicted buy buys bought sell sells sold raise raised raises cut cuts "
     "positive negative 不 没 未 无 非 否 增 减 升 降 涨 跌 盈 亏".split())
+
+#: units written more than one way (each spelling -> one name): a change between two spellings
+#: of one unit is style ("cents" -> "cts"), between two magnitudes a change of the figure by a
+#: factor ("125 mln" -> "125 bln"), never a typo
+UNITS = {
+    "cents": "cents", "cts": "cents", "percent": "pct", "pct": "pct", "dollars": "dlrs", "dlrs": "dlrs",
+    "dollar": "dlr", "dlr": "dlr", "thousand": "k", "k": "k", "million": "mln", "mln": "mln", "mn": "mln",
+    "m": "mln", "billion": "bln", "bln": "bln", "bn": "bln", "trillion": "tln", "tln": "tln", "tn": "tln",
+    "hundred": "hundred", "百": "百", "千": "千", "万": "万", "亿": "亿",
+}
+MAGNITUDES = frozenset({"k", "mln", "bln", "tln", "hundred", "百", "千", "万", "亿"})
 
 #: letters OCR reads for digits: compared as those digits ("4OO" is a damaged "400")
 _OCR = str.maketrans("olizsb", "011258")
@@ -195,6 +216,9 @@ def noise_like(old: list[str], new: list[str], moved) -> bool:
     "profit") or digits and letters mixed anew ("board2" for "board", "l987" for "1987")."""
     if any(t in POLARITY_WORDS and not moved(t) for t in (new or old)):
         return False
+    before, after = magnitudes(old), magnitudes(new)
+    if before and after and before != after:
+        return False  # another magnitude: the figure changed by a factor ("mln" -> "bln")
     s, t = "".join(old), "".join(new)
     digits_s, digits_t = _DIGITS.sub("", s), _DIGITS.sub("", t)
     letters_s, letters_t = _NON_DIGITS.sub("", s), _NON_DIGITS.sub("", t)
@@ -203,6 +227,18 @@ def noise_like(old: list[str], new: list[str], moved) -> bool:
     if letters_s and not (digits_s and digits_t):
         return True  # digits glued to a word, or gone from one
     return digits_s == digits_t
+
+
+def magnitudes(words: list[str]) -> list[str]:
+    """The magnitudes ``words`` name, in order, each spelling by its unit's name."""
+    return [UNITS[t] for t in words if UNITS.get(t) in MAGNITUDES]
+
+
+def same_units(old: list[str], new: list[str]) -> bool:
+    """Whether ``new`` spells ``old`` with other spellings of the same units, word for word
+    ("cents" -> "cts", "million" -> "mln"): style, not a change."""
+    return len(old) == len(new) and old != new and all(
+        a == b or a in UNITS and UNITS[a] == UNITS.get(b) for a, b in zip(old, new))
 
 
 def opcodes(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) -> list[tuple[str, int, int, int, int]] | None:
@@ -278,3 +314,65 @@ def common_prefix(ta: list[str], tb: list[str], at_a: int = 0, at_b: int = 0) ->
 def common_suffix(ta: list[str], tb: list[str], most: int) -> int:
     """How many tokens (at most ``most``) the lists end with in common."""
     return next(compress(count(), map(ne, islice(reversed(ta), max(most, 0)), reversed(tb))), max(most, 0))
+
+
+def excerpted(ta: list[str], tb: list[str]) -> list[int]:
+    """The positions of ``ta`` that excerpt ``tb`` quotes, in the order it quotes them: ``tb``
+    is covered from left to right by the longest runs (of at least :data:`KEPT_RUN` tokens) that
+    occur anywhere in ``ta`` (an excerpt need not keep the story's order: key points may quote
+    the standfirst last); between two runs, what the story has between them is kept too when it
+    is at most :data:`SMALL_BLOCK` tokens (a word dropped or changed inside a quoted sentence,
+    "did not approve"), else it is what the excerpt left out. Words of ``tb`` in no run read as
+    inserted, except a few last words that start the story's words after the last run (a teaser
+    cut inside a word or a number: "... for 12" of "... for 125 mln"), which keep those and the
+    story's next word. A
+    ``tb`` in no run at all quotes nothing of ``ta``: all of ``ta`` is kept (it is
+    compared with the whole story, as a text that is no excerpt is; cut to nothing, every word
+    of it would read as inserted, an addition).
+
+    (An alignment in order, longest common subsequence or longest blocks first, pairs an
+    excerpt's words with stray copies of them in the runs it left out, or cannot reach a
+    sentence it quotes out of order.)"""
+    # the places in ta of the pairs of words tb has (only those are looked up), found in C: a
+    # loop over every pair of the story in Python was most of an excerpt's cost
+    pairs = list(zip(ta, islice(ta, 1, None)))
+    at: dict[tuple[str, str], list[int]] = {}
+    for p in compress(range(len(pairs)), map(set(zip(tb, islice(tb, 1, None))).__contains__, pairs)):
+        at.setdefault(pairs[p], []).append(p)
+    runs: list[tuple[int, int]] = []  # (start in ta, length), in tb's order
+    j, end = 0, 0  # where the last run ended in ta: a run that goes on from there wins a tie
+    covered = 0  # where the last run ended in tb
+    while j < len(tb) - 1:
+        best, most = -1, 0
+        where = at.get((tb[j], tb[j + 1]), ())
+        if len(where) > 2 * RUN_STARTS:  # a common pair of words: its places nearest the last run
+            k = bisect_left(where, end)
+            where = where[max(0, k - RUN_STARTS):k + RUN_STARTS]
+        for p in where:
+            n = 2
+            while j + n < len(tb) and p + n < len(ta) and ta[p + n] == tb[j + n]:
+                n += 1
+            if n > most or n == most and abs(p - end) < abs(best - end):
+                best, most = p, n
+        if most >= KEPT_RUN:
+            runs.append((best, most))
+            j += most
+            end = best + most
+            covered = j
+        else:
+            j += 1
+    if not runs:
+        return list(range(len(ta)))
+    keep: list[int] = []
+    last = 0  # the story's start: a change before the first run is kept like one between runs
+    for p, n in runs:
+        if 0 <= p - last <= SMALL_BLOCK:
+            keep += range(last, p)
+        keep += range(p, p + n)
+        last = p + n
+    cut = tb[covered:]
+    if len(ta) - last <= SMALL_BLOCK:
+        keep += range(last, len(ta))
+    elif 0 < len(cut) <= SMALL_BLOCK and "".join(ta[last:last + len(cut)]).startswith("".join(cut)):
+        keep += range(last, last + len(cut) + 1)  # and the word after: the story goes on
+    return keep

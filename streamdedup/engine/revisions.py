@@ -33,7 +33,7 @@ changed block is read:
 
 A later text of at most :data:`EXCERPT_SHARE` of the earlier's tokens is an excerpt (a teaser
 after a header block, a paragraph from the middle, key points): before all this, the earlier text
-is cut to the runs the excerpt quotes (:func:`_excerpted`), so what it leaves out changes nothing;
+is cut to the runs the excerpt quotes (:func:`.revision_tokens.excerpted`), so what it leaves out changes nothing;
 a short text that quotes no run of :data:`KEPT_RUN` tokens is compared with the whole story.
 
 Cost: two tokenisations, one alignment of the token lists after their common head and tail are
@@ -57,13 +57,13 @@ False
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import compress, islice
+from itertools import islice
 
-from streamdedup.engine.revision_tokens import (MAX_ALIGN_TOKENS, POLARITY_WORDS, Forms, aligned, common_prefix,
-                                                common_suffix, count_changes, garbled, inserted_at, is_figure, is_number,
-                                                noise_like, opcodes, tokens, typo_sized)
+from streamdedup.engine.revision_tokens import (KEPT_RUN, MAX_ALIGN_TOKENS, POLARITY_WORDS, SMALL_BLOCK,  # noqa: F401
+                                                Forms, aligned, common_prefix, common_suffix, count_changes,
+                                                excerpted, garbled, inserted_at, is_figure, is_number, noise_like,
+                                                opcodes, same_units, tokens, typo_sized)
 
 #: changed items a result lists at most, and characters an item keeps (tags stay small)
 MAX_CHANGED = 8
@@ -74,17 +74,9 @@ HEAD_CHARS = 64
 HEAD_TYPO_EDITS = 3
 #: words both texts start with from which the headline counts as kept (not rewritten)
 HEAD_KEPT = 4
-#: a block of at most this many tokens on each side is small: what it changes counts only in a
-#: pair without letter typos (noise changes digits and short words as well as letters)
-SMALL_BLOCK = 4
 #: a later text of at most this share of the earlier's tokens is read as an excerpt of it: a run
 #: of more than :data:`SMALL_BLOCK` tokens it leaves out is no change (what it keeps or adds is)
 EXCERPT_SHARE = 0.5
-#: tokens kept on each side of a few missing words of an excerpt for them to count
-KEPT_RUN = 3
-#: places a pair of words is looked up at, each side of where the last run ended (bounds the cost
-#: of a text that repeats itself)
-RUN_STARTS = 16
 
 
 #: markers that make a revision wherever they are new
@@ -171,18 +163,21 @@ def _in_date(toks: list[str], k: int) -> bool:
 def _body_block(f: _Found, old: list[str], new: list[str], diff: dict[str, int], sa: set[str], tail: bool,
                 fell: Forms, grew: Forms, head: bool = False,
                 dated: frozenset[str] = frozenset()) -> None:
-    """A changed block outside the headline region (see the module docstring); ``head``: a
-    block of a headline region changed in place, where a figure or polarity word counts only if
-    it is new to the earlier text (a headline made from the lead repeats the lead's figures,
-    and one rewritten drops its own), and not one of ``dated``: the numbers of dates there (a
-    dateline's day and month)."""
-    if tail and "".join(old).startswith("".join(new)):
-        return  # a teaser: the later text stops earlier (perhaps inside a word or a number)
+    """A changed block outside the headline region (see the module docstring); ``tail``: the
+    later text stops here, a prefix of the earlier (a teaser, perhaps cut inside a word or a
+    number: :func:`_cut_here`); ``head``: a block of a headline region changed in place, where a
+    figure or polarity word counts only if it is new to the earlier text (a headline made from
+    the lead repeats the lead's figures, and one rewritten drops its own), and not one of
+    ``dated``: the numbers of dates there (a dateline's day and month)."""
+    if tail:
+        return  # a teaser: the later text stops earlier
     if not BOILERPLATE_WORDS.isdisjoint(new) and sum(t in BOILERPLATE_WORDS for t in new) >= 2:
         return  # credits, copyright, subscription lines (their names and numbers are no news)
     if "".join(old) == "".join(new):
         f.typos += 1  # spacing inside a word or number ("6 316" vs "6 3 16"): transmission noise
         return
+    if same_units(old, new):
+        return  # another spelling of the same units ("cents" -> "cts"): style
     # a word not in diff has the same count in both texts: moved, not changed
     figures = [t for t in (*old, *new) if t in diff and is_figure(t) and not (head and t in sa)]
     if head:
@@ -230,7 +225,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     if EXCERPT_SHARE * len(ta) >= len(tb):
         # an excerpt (a teaser after a header block, a mid-story paragraph, key points): the
         # runs of the story it leaves out change nothing; it is compared with what it keeps
-        keep = _excerpted(ta, tb)
+        keep = excerpted(ta, tb)
         head_a = next((n for n, k in enumerate(keep) if k >= head_a), len(keep))  # the headline it kept
         ta = [ta[k] for k in keep]
     same = common_prefix(ta, tb)
@@ -323,72 +318,24 @@ def _changed_in_place(old_head: list[str], new_head: list[str]) -> list[tuple[st
     return head_ops if 3 * kept >= most else None
 
 
-def _excerpted(ta: list[str], tb: list[str]) -> list[int]:
-    """The positions of ``ta`` that excerpt ``tb`` quotes, in the order it quotes them: ``tb``
-    is covered from left to right by the longest runs (of at least :data:`KEPT_RUN` tokens) that
-    occur anywhere in ``ta`` (an excerpt need not keep the story's order: key points may quote
-    the standfirst last); between two runs, what the story has between them is kept too when it
-    is at most :data:`SMALL_BLOCK` tokens (a word dropped or changed inside a quoted sentence,
-    "did not approve"), else it is what the excerpt left out. Words of ``tb`` in no run read as
-    inserted. A ``tb`` in no run at all quotes nothing of ``ta``: all of ``ta`` is kept (it is
-    compared with the whole story, as a text that is no excerpt is; cut to nothing, every word
-    of it would read as inserted, an addition).
-
-    (An alignment in order, longest common subsequence or longest blocks first, pairs an
-    excerpt's words with stray copies of them in the runs it left out, or cannot reach a
-    sentence it quotes out of order.)"""
-    # the places in ta of the pairs of words tb has (only those are looked up), found in C: a
-    # loop over every pair of the story in Python was most of an excerpt's cost
-    pairs = list(zip(ta, islice(ta, 1, None)))
-    at: dict[tuple[str, str], list[int]] = {}
-    for p in compress(range(len(pairs)), map(set(zip(tb, islice(tb, 1, None))).__contains__, pairs)):
-        at.setdefault(pairs[p], []).append(p)
-    runs: list[tuple[int, int]] = []  # (start in ta, length), in tb's order
-    j, end = 0, 0  # where the last run ended in ta: a run that goes on from there wins a tie
-    while j < len(tb) - 1:
-        best, most = -1, 0
-        where = at.get((tb[j], tb[j + 1]), ())
-        if len(where) > 2 * RUN_STARTS:  # a common pair of words: its places nearest the last run
-            k = bisect_left(where, end)
-            where = where[max(0, k - RUN_STARTS):k + RUN_STARTS]
-        for p in where:
-            n = 2
-            while j + n < len(tb) and p + n < len(ta) and ta[p + n] == tb[j + n]:
-                n += 1
-            if n > most or n == most and abs(p - end) < abs(best - end):
-                best, most = p, n
-        if most >= KEPT_RUN:
-            runs.append((best, most))
-            j += most
-            end = best + most
-        else:
-            j += 1
-    if not runs:
-        return list(range(len(ta)))
-    keep: list[int] = []
-    last = 0  # the story's start: a change before the first run is kept like one between runs
-    for p, n in runs:
-        if 0 <= p - last <= SMALL_BLOCK:
-            keep += range(last, p)
-        keep += range(p, p + n)
-        last = p + n
-    if len(ta) - last <= SMALL_BLOCK:
-        keep += range(last, len(ta))
-    return keep
-
-
 def _cut_here(ta: list[str], tb: list[str], i1: int, i2: int, j1: int, j2: int) -> bool:
     """Whether a changed block is where a teaser stops: the later text ends with it (or one
-    short word fragment after it, which the matcher paired with a later word) and the earlier
-    goes on or lost more here. A block before the last word of both ("125 mln" -> "12 mln") is
-    a changed figure, not a cut."""
+    short word fragment after it, which the matcher paired with a later word), the earlier goes
+    on or lost more here, and the later text from the block on is the start of the earlier's
+    from there, spaces aside (cut inside a word or a number). A block before the last word of
+    both ("125 mln" -> "12 mln") is a changed figure, not a cut; so is a shortened copy that
+    ends "... was 12 mln" where the story says "125 mln dlrs" ("12mln" does not start
+    "125mlndlrs")."""
     if j2 == len(tb) - 1:
         # the fragment's partner in the earlier text is not its last word: the earlier goes on
         if len(tb[-1]) > 3 or i2 >= len(ta) - 1:
             return False
     elif j2 != len(tb):
         return False
-    return i2 < len(ta) or i2 - i1 > j2 - j1
+    if not (i2 < len(ta) or i2 - i1 > j2 - j1):
+        return False
+    rest = "".join(tb[j1:])
+    return "".join(islice(ta, i1, i1 + len(rest))).startswith(rest)
 
 
 def _head_len(text: str, toks: list[str], head_chars: int) -> int:

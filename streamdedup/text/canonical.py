@@ -1,7 +1,9 @@
 """Canonical form of a text (Broder, seed 002): formatting differences must not matter.
 
-Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig`:
+Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig` but the first:
 
+0. Terminal escape sequences go, whole (``ESC [ 5 m``, a window title ``ESC ] 0 ; ... BEL``):
+   their parameters would otherwise read as words glued to the next one ("5mblink").
 1. HTML: comments and tags become spaces, entities are decoded (``&amp;`` -> ``&``).
 2. Unicode NFKC (full-width letters, ligatures, non-breaking spaces fold to their plain forms).
 3. Traditional Chinese folds to Simplified (``fold_traditional``; OpenCC's t2s tables, issue 17):
@@ -52,6 +54,20 @@ _LOOKS_HTML = re.compile(r"</(?:" + _HTML_ELEMENTS + r")\s*>|<br\s*/?>|<!--", re
 
 
 _SPACES = re.compile(r"\s+")
+#: ECMA-48 escape sequences introduced by ESC: a control sequence (ESC [, parameter and
+#: intermediate bytes, a final byte), a string (OSC, DCS, SOS, PM, APC) up to BEL or ST and at
+#: most 512 characters long (an unterminated one loses only its introducer), any other escape
+_ESCAPES = re.compile(r"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?|\x1b[\]PX^_][^\x07\x1b]{0,512}(?:\x07|\x1b\\)"
+                      r"|\x1b[\x20-\x2f]*[\x30-\x7e]?")
+
+
+def strip_escapes(text: str) -> str:
+    """``text`` without terminal escape sequences.
+
+    >>> strip_escapes("red \x1b[1;31malert\x1b[0m over")
+    'red alert over'
+    """
+    return _ESCAPES.sub("", text) if "\x1b" in text else text
 
 
 def _might_be_html(text: str) -> bool:
@@ -78,6 +94,7 @@ def canonicalize(text: str, cfg: CanonicalConfig = CanonicalConfig()) -> str:
     >>> canonicalize("<p>Hello,&nbsp;WORLD!</p>  Caf\\u00e9")
     'hello world café'
     """
+    text = strip_escapes(text)
     if cfg.strip_html:
         text = _strip_html(text)
     return _canonical_unicode(text, cfg)
@@ -160,6 +177,9 @@ def prepare_batch(texts: list[str], cfg: CanonicalConfig) -> tuple[np.ndarray, n
     one join and one encode.
     """
     joined = "".join(texts)
+    if "\x1b" in joined:
+        texts = [strip_escapes(t) for t in texts]
+        joined = "".join(texts)
     ascii_ = joined.isascii()
     if cfg.strip_html and ("<" in joined or "&" in joined):
         texts = [_strip_html(t) if ("<" in t or "&" in t) else t for t in texts]

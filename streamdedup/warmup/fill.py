@@ -13,7 +13,8 @@ that compile independently of each other:
 - ``evidence``: the exact-evidence kernels (a noisy copy's question to the engine, and explain);
 - ``fprecords``: a staged topology's fingerprint records, encoded (worker) and decoded
   (decider); the decider's decide path (``run_fingerprinted``) is the engine's unit;
-- ``explain``: the pair comparison called from Python.
+- ``explain``: the pair comparison called from Python;
+- ``revisions``: the revision test of a linked pair (the largest unit: ~28 s of CPU alone).
 
 Each unit runs a tiny workload through the same Python faces a run uses, so that the kernels
 compile for exactly the argument types the run will pass them (Numba compiles per type, and

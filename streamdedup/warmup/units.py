@@ -148,6 +148,14 @@ def _evidence(cfg: Config) -> None:
     exact_grams(_STORY.encode(), _STORY.encode())
 
 
+def _revisions(cfg: Config) -> None:
+    """The revision test of a linked pair, on canonical bytes as the engine holds them."""
+    from streamdedup.engine.revision_kernel import detect_bytes
+
+    a = np.frombuffer(_STORY.encode(), np.uint8)
+    detect_bytes(a, np.frombuffer(_STORY.replace("twice", "once corrected").encode(), np.uint8))
+
+
 def _growth(cfg: Config) -> None:
     """A long stream rehashes the index and grows the signature ring."""
     from streamdedup.engine.arena import Arena
@@ -209,6 +217,7 @@ UNITS: dict[str, Unit] = {
     "engine": Unit(_engine, _ENGINE, 9.0),
     "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
+    "revisions": Unit(_revisions, ("revision.revisions",), 28.0),
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
     "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask",
@@ -220,18 +229,18 @@ UNITS: dict[str, Unit] = {
 #: is full-size from the start; only a noisy copy asks for exact evidence), and on their first
 #: call they compile in ~0.5 and ~1.6 s, once, instead of lengthening every cold start (issue 10)
 NEEDS: dict[str, tuple[str, ...]] = {
-    "run": ("scan", "fingerprint", "engine"),
-    "run+restore": ("scan", "fingerprint", "engine+restore"),
-    "kafka": ("scan-values", "fingerprint", "engine"),
-    "kafka+restore": ("scan-values", "fingerprint", "engine+restore"),
+    "run": ("scan", "fingerprint", "engine", "revisions"),
+    "run+restore": ("scan", "fingerprint", "engine+restore", "revisions"),
+    "kafka": ("scan-values", "fingerprint", "engine", "revisions"),
+    "kafka+restore": ("scan-values", "fingerprint", "engine+restore", "revisions"),
     # a staged topology's roles; the decider's engine warms up on a text (the fingerprint kernel)
     "worker": ("scan-values", "fingerprint", "fprecords"),
-    "decider": ("fingerprint", "fprecords", "engine"),
-    "decider+restore": ("fingerprint", "fprecords", "engine+restore"),
-    "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence"),
+    "decider": ("fingerprint", "fprecords", "engine", "revisions"),
+    "decider+restore": ("fingerprint", "fprecords", "engine+restore", "revisions"),
+    "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence", "revisions"),
     # the demo's run and the commands it prints next (inspect, ui: explain and evidence;
     # tune --replay: file mode's scan), so that none of them compiles again
-    "demo": ("scan", "fingerprint", "engine", "explain", "evidence"),
+    "demo": ("scan", "fingerprint", "engine", "explain", "evidence", "revisions"),
 }
 
 

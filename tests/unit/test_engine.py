@@ -330,7 +330,7 @@ def test_reported_estimates_are_those_of_the_kept_pair() -> None:
     from streamdedup.sketch import record
     from streamdedup.engine.verify import Fingerprint, compare
 
-    c = cfg()
+    c = cfg(VERIFY__REVISIONS="duplicates")  # a revision is a duplicate here: its estimates are checked too
     ct, bits = c.verify.containment_threshold, c.fingerprint.minhash.storage_bits
     texts: dict[str, str] = {}
     docs = []

@@ -116,6 +116,14 @@ def test_formatting_variants_give_identical_fingerprints(pair: tuple[str, str]) 
     assert not b.empty[0]
 
 
+@pytest.mark.parametrize("junk", ["\x1b[5m", "\x1b[1;31m", "\x1b[0m", "\x1b]0;window title\x07", "\x1b(B", "\x1b[?25l"])
+def test_terminal_escape_sequences_are_no_words(junk: str) -> None:
+    plain = "acme corp said quarterly profit rose 12 pct"
+    b = FP.fingerprint_batch([plain, plain.replace("profit", junk + "profit" + junk)])
+    assert b.canonical[1] == plain.encode()
+    _assert_same_row(b, 0, b, 1)
+
+
 @given(st.lists(st.sampled_from(VOCAB), min_size=2, max_size=40), st.data())
 def test_a_changed_word_changes_the_digest(words: list[str], data: st.DataObject) -> None:
     """Negative control for the test above: equality is not vacuous."""
@@ -128,9 +136,10 @@ def test_a_changed_word_changes_the_digest(words: list[str], data: st.DataObject
 
 _ANY_TEXT = st.one_of(
     st.text(st.characters(blacklist_categories=("Cs",)), max_size=60),
-    st.text(st.sampled_from(list("aZ9 <>/&;p!#\t\n\x1c\x85\u00a0éßİ東Ａǅς_-")), max_size=60),
+    st.text(st.sampled_from(list("aZ9 <>/&;p!#\t\n\x1c\x85\u00a0éßİ東Ａǅς_-\x1b[]m\x07")), max_size=60),
     st.sampled_from(["<p>a b</p>", "&amp;", "a&nbsp;b", "x</b>y<br>", "&#65;b", "<IBM> said", "\u00a0", "ab", "abc",
-                     "Zürich &amp; Genf", "AT&amp;T <b>up</b>", "caf&eacute; au lait", "東京</p>"]),
+                     "Zürich &amp; Genf", "AT&amp;T <b>up</b>", "caf&eacute; au lait", "東京</p>",
+                     "\x1b[5mblink\x1b[0m", "a\x1b]0;title\x07b", "\x1b(B東京", "x\x1b"]),
 )
 
 

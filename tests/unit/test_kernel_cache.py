@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_units_are_shared_longest_first_to_the_process_that_finishes_first() -> None:
     """The first list is this process's, which collects the compile's garbage after its units;
     a worker's start counts: a new interpreter's (~0.8 s), or a fork's."""
-    file = kernel_cache.NEEDS["run"]  # engine 9.0, fingerprint 4.5, scan 4.2
+    file = ("scan", "fingerprint", "engine")  # engine 9.0, fingerprint 4.5, scan 4.2
     assert kernel_cache.plan(file, 2, worker_start=0.8) == [["engine"], ["fingerprint", "scan"]]
     assert kernel_cache.plan(file, 2, worker_start=0.05) == [["fingerprint", "scan"], ["engine"]]
     assert kernel_cache.plan(file, 3, worker_start=0.05) == [["scan"], ["engine"], ["fingerprint"]]

@@ -118,7 +118,7 @@ def test_explain_says_revision_as_the_engine_does(tmp_path) -> None:
     c = cfg()
     rev = explain_pair(SOURCE, CORRECTION, c)["revision"]
     assert rev["revised"] and "400 -> 600" in rev["changed"] and "marker" in rev["kinds"]
-    assert explain_pair(SOURCE, TYPO_COPY, c)["revision"] == {"revised": False, "kinds": [], "changed": []}
+    assert explain_pair(SOURCE, TYPO_COPY, c)["revision"] == {"revised": False, "kinds": [], "changed": [], "partial": False}
     assert explain_pair(SOURCE, CORRECTION, cfg(VERIFY__REVISIONS="off"))["revision"] is None
     (tmp_path / "a.txt").write_text(SOURCE)
     (tmp_path / "b.txt").write_text(CORRECTION)

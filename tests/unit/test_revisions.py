@@ -273,3 +273,63 @@ def test_headline_bound_skips_the_alignment_of_a_rewritten_headline(monkeypatch)
 
     monkeypatch.setattr(R, "opcodes", no_alignment)
     assert R._changed_in_place("acme profit rose in march".split(), "gatt staff strike over pay".split()) is None
+
+
+def _both(earlier: str, later: str) -> R.Revision:
+    """The reference's judgement, which the compiled test must give too."""
+    from streamdedup.engine import revision_kernel as RK
+
+    r = judge(earlier, later)
+    k = RK.detect(canonicalize(earlier), canonicalize(later), headline_chars(earlier), headline_chars(later))
+    assert (k.revised, k.kinds, k.changed, k.typos) == (r.revised, r.kinds, r.changed, r.typos)
+    return r
+
+
+MAGNITUDE_STORY = ("ACME TO BUY BETA\nAcme Corp said it agreed to buy Beta Inc for 125 mln dlrs in cash. The deal, "
+                   "which values Beta at 125 mln dlrs, is expected to close in June, the company said.")
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("125 mln", "125 bln"), ("125 mln", "1.25 bln"), ("125 mln", "125 billion"), ("125 mln", "125 thousand"),
+    ("125 mln", "125 k"), ("125 mln", "125 bn"),
+])
+def test_a_changed_magnitude_is_a_figure_change_never_a_typo(old: str, new: str) -> None:
+    r = _both(MAGNITUDE_STORY, MAGNITUDE_STORY.replace(old, new, 1))
+    assert r.revised and "figures" in r.kinds, r
+
+
+@pytest.mark.parametrize(("old", "new"), [("万", "亿"), ("万", "千")])
+def test_a_changed_chinese_magnitude_is_a_figure_change(old: str, new: str) -> None:
+    story = "新华社北京1月5日电\n今年全国粮食产量达到5万吨，比去年增长百分之三，国家统计局说。各地农业部门表示将继续加强生产。"
+    r = _both(story, story.replace(old, new, 1))
+    assert r.revised and "figures" in r.kinds, r
+
+
+@pytest.mark.parametrize(("old", "new"), [("mln", "million"), ("dlrs", "dollars"), ("mln dlrs", "million dollars")])
+def test_another_spelling_of_the_same_unit_is_style(old: str, new: str) -> None:
+    assert not _both(MAGNITUDE_STORY, MAGNITUDE_STORY.replace(old, new)).revised
+
+
+@pytest.mark.parametrize("pair", [("12 pct", "12 percent"), ("15 cents", "15 cts")])
+def test_unit_abbreviations_are_style(pair: tuple[str, str]) -> None:
+    story = f"ACME RAISES PRICE\nAcme Corp said it raised its price by {pair[0]} a share from Monday, the company said."
+    assert not _both(story, story.replace(pair[0], pair[1])).revised
+
+
+def test_a_figure_changed_at_the_end_of_a_shortened_copy_is_a_revision() -> None:
+    cut = MAGNITUDE_STORY[:MAGNITUDE_STORY.index("125 mln") + len("125 mln")].replace("125 mln", "12 mln")
+    r = _both(MAGNITUDE_STORY, cut)
+    assert r.revised and "figures" in r.kinds, r
+
+
+@pytest.mark.parametrize("end", ["125", "12", "125 ml", "125 mln"])
+def test_a_shortened_copy_cut_inside_a_figure_is_a_teaser(end: str) -> None:
+    at = MAGNITUDE_STORY.index("125 mln")
+    cut = MAGNITUDE_STORY[:at] + end
+    assert not _both(MAGNITUDE_STORY, cut).revised
+
+
+@pytest.mark.parametrize("junk", ["\x1b[5mblink\x1b[0m ", "\x1b[1;31m", "\x1b]0;wire\x07", "\x07\x1b(B"])
+def test_terminal_junk_makes_no_revision(junk: str) -> None:
+    at = SOURCE.index("Acme")
+    assert not _both(SOURCE, SOURCE[:at] + junk + SOURCE[at:].replace("profit", junk + "profit", 1)).revised
