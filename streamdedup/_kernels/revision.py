@@ -83,18 +83,14 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
     dkeys, dval, forms, groups, marks = _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa,
                                                 blocks, n_blocks)
     row = np.empty(ROW, dtype=np.int32)
-    longest = 2 * TYPO_MAX_CHARS
-    for k in range(la):
-        longest = max(longest, tka[k, 1] - tka[k, 0])
-    for k in range(lb):
-        longest = max(longest, tkb[k, 1] - tkb[k, 0])
-    scratch = np.empty((2, longest + 2), dtype=np.int32)
+    scratch = np.empty((2, TYPO_MAX_CHARS + 2), dtype=np.int32)  # the typo rules' strings: at most this long
     osa_rows = np.empty((3, OSA_MAX + 2), dtype=np.int64)
     old_head_set = hash_set(ha, 0, head_a)
     new_head_set = hash_set(hb, 0, head_b)
     rewritten = _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_head_set, sa, dkeys, dval,
                        forms, groups, decimals, scratch, osa_rows)
-    _markers(st, store, slen, row, ca, na, cb, nb, tkb, hb, head_b, later_head, old_head_set, marks, cjk, cjk_off)
+    _markers(st, store, slen, row, ca, na, cb, nb, nb < b_buf.shape[0], tkb, hb, head_b, later_head, old_head_set, marks,
+             cjk, cjk_off)
     no_dates = np.zeros(16, dtype=np.uint64)
     for q in range(max(n_blocks, 0)):
         i1, i2, j1, j2 = blocks[q, 0], blocks[q, 1], blocks[q, 2], blocks[q, 3]
@@ -330,7 +326,8 @@ def _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_h
 
 
 @njit(cache=True)
-def _markers(st, store, slen, row, ca, na, cb, nb, tkb, hb, head_b, later_head, old_head_set, marks, cjk, cjk_off):
+def _markers(st, store, slen, row, ca, na, cb, nb, b_wide, tkb, hb, head_b, later_head, old_head_set, marks, cjk,
+             cjk_off):
     """Markers: strong ones the later text adds, headline ones new to the headline, Chinese ones
     in the later headline (the whole later text when its headline is not known) and not in the
     earlier text."""
@@ -342,6 +339,8 @@ def _markers(st, store, slen, row, ca, na, cb, nb, tkb, hb, head_b, later_head, 
     for k in range(head_b):
         if tkb[k, 2] & C_HEAD_MARKER and not has(old_head_set, hb[k]):
             add(st, store, slen, marker, row, write_span(row, zero, cb, tkb[k, 0], tkb[k, 1]))
+    if not b_wide:
+        return  # Chinese markers need characters beyond ASCII in the later text (``b_wide``)
     b_end = nb if later_head < 0 else min(later_head, nb)
     for q in range(cjk_off.shape[0] - 1):
         p0, p1 = cjk_off[q], cjk_off[q + 1]

@@ -181,21 +181,45 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, th, t
         if ascii_space(c) if c < 0x80 else in_sorted(spaces, c):
             i += 1
             continue
+        # an ASCII word is named and classed in the pass that finds its end (one pass over its
+        # characters); a word with other characters is split and classed apart
         j = i
+        h = FNV_OFFSET
         wide = False
+        all_digits = True
+        lead = 0  # digits the word starts with
         while j < n:
             c = cps[j]
             if c < 0x80:
                 if ascii_space(c):
                     break
+                h ^= np.uint64(c)
+                h *= FNV_PRIME
+                if ascii_digit(c):
+                    if lead == j - i:
+                        lead += 1
+                else:
+                    all_digits = False
             else:
                 if in_sorted(spaces, c):
                     break
                 wide = True
             j += 1
         if not wide:
+            h = fmix64(h ^ np.uint64(j - i))
+            if h == 0:
+                h = np.uint64(1)
+            cls = lookup_class(tab_keys, tab_vals, h) | C_ASCII
+            if all_digits:
+                cls |= C_DIGITS
+            if all_digits or cls & C_NUMBER_WORD or lead and _suffix(cps, i + lead, j):
+                cls |= C_NUMBER | C_FIGURE
+            elif lead or _has_digit(cps, i + lead, j):
+                cls |= C_FIGURE
             ts[k] = i
             te[k] = j
+            th[k] = h
+            tf[k] = cls
             k += 1
         else:  # a character a token in scripts without spaces, split from the rest
             a = i
@@ -204,41 +228,23 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, th, t
                 if not unspaced(cps[a]):
                     while b < j and not unspaced(cps[b]):
                         b += 1
+                h = span_hash(cps, a, b)
                 ts[k] = a
                 te[k] = b
+                th[k] = h
+                tf[k] = _classes(cps, a, b, digits, decimals, lookup_class(tab_keys, tab_vals, h))
                 k += 1
                 a = b
         i = j
-    for q in range(k):
-        a, b = ts[q], te[q]
-        h = span_hash(cps, a, b)
-        th[q] = h
-        cls = lookup_class(tab_keys, tab_vals, h)
-        # ASCII words here, without the tables (see above); others in _classes
-        all_digits = True
-        any_digit = False
-        lead = 0
-        for p in range(a, b):
-            c = cps[p]
-            if c >= 0x80:
-                cls = _classes(cps, a, b, digits, decimals, cls)
-                break
-            if ascii_digit(c):
-                any_digit = True
-                if lead == p - a:
-                    lead += 1
-            else:
-                all_digits = False
-        else:
-            cls |= C_ASCII
-            if all_digits:
-                cls |= C_DIGITS
-            if all_digits or cls & C_NUMBER_WORD or lead and _suffix(cps, a + lead, b):
-                cls |= C_NUMBER | C_FIGURE
-            elif any_digit:
-                cls |= C_FIGURE
-        tf[q] = cls
     return k
+
+
+@njit(cache=True)
+def _has_digit(cps, a, b):
+    for p in range(a, b):
+        if ascii_digit(cps[p]):
+            return True
+    return False
 
 
 @njit(cache=True)
