@@ -20,7 +20,7 @@ from numba import njit
 from streamdedup._kernels.revalign import MAX_ALIGN, aligned, common_prefix, common_suffix, excerpted, inserted_at
 from streamdedup._kernels.revblocks import body_block, cut_here, head_block, in_date
 from streamdedup._kernels.revitems import (K_MARKER, MAX_ITEMS, PENDING, ROW, S_BUDGET, S_ITEMS, S_KINDS, S_PARTIAL,
-                                           S_TYPOS, STATE, add, settle, write_span)
+                                           S_TYPOS, S_WORK, STATE, add, settle, write_span)
 from streamdedup._kernels.revtext import (C_DIGITS, C_HEAD_MARKER, C_NUMBER, C_STRONG, OSA_MAX, decode_utf8, has,
                                           ascii_space, hash_set, in_sorted, slot_of, table_size, tokenise)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, noise_block, typo_sized
@@ -35,7 +35,8 @@ M_KINDS = 1
 M_TYPOS = 2
 M_ITEMS = 3
 M_PARTIAL = 4
-META = 5
+M_WORK = 5  # the damaged-twin search's work spent (its budget's units)
+META = 6
 #: rows ``revision``'s ``store`` has
 STORE_ROWS = MAX_ITEMS + PENDING
 
@@ -112,6 +113,7 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
     meta[M_TYPOS] = st[S_TYPOS]
     meta[M_ITEMS] = st[S_ITEMS]
     meta[M_PARTIAL] = st[S_PARTIAL]
+    meta[M_WORK] = st[S_WORK]
 
 
 @njit(cache=True)
@@ -129,16 +131,11 @@ def _text(buf, spaces, digits, decimals, tab_keys, tab_vals):
     """A text's code points and count, its tokens (start, end, classes), hashes and count."""
     c = np.empty(buf.shape[0], dtype=np.int32)
     n = decode_utf8(buf, c)
-    ts = np.empty(n, dtype=np.int64)
-    te = np.empty(n, dtype=np.int64)
-    tf = np.empty(n, dtype=np.int64)
-    h = np.empty(n, dtype=np.uint64)
-    nt = tokenise(c, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, h, tf)
-    tk = np.empty((nt, 3), dtype=np.int64)
-    for q in range(nt):
-        tk[q, 0] = ts[q]
-        tk[q, 1] = te[q]
-        tk[q, 2] = tf[q]
+    # room for every token: an ASCII text has a space between two words, others may not
+    room = (n + 1) // 2 if n == buf.shape[0] else n
+    tk = np.empty((room, 3), dtype=np.int64)
+    h = np.empty(room, dtype=np.uint64)
+    nt = tokenise(c, n, spaces, digits, decimals, tab_keys, tab_vals, tk, h)
     return c, n, tk, h, nt
 
 

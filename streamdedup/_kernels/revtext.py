@@ -169,9 +169,9 @@ def lookup_class(tab_keys, tab_vals, h):
 
 
 @njit(cache=True)
-def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, th, tf):
-    """The tokens of ``cps[:n]`` (``revision_tokens.tokens``): their spans ``ts``/``te``, hashes
-    ``th`` and classes ``tf`` (arrays at least ``n`` long); returns their count. ``spaces``,
+def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
+    """The tokens of ``cps[:n]`` (``revision_tokens.tokens``): rows of ``tk`` (start, end,
+    classes) and hashes ``th`` (room for every token); returns their count. ``spaces``,
     ``digits``, ``decimals``: the code points beyond ASCII that ``str.isspace``,
     ``str.isdigit`` and ``\\d`` hold for; ``tab_keys``/``tab_vals``: the word lists' classes."""
     k = 0
@@ -216,10 +216,10 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, th, t
                 cls |= C_NUMBER | C_FIGURE
             elif lead or _has_digit(cps, i + lead, j):
                 cls |= C_FIGURE
-            ts[k] = i
-            te[k] = j
+            tk[k, 0] = i
+            tk[k, 1] = j
+            tk[k, 2] = cls
             th[k] = h
-            tf[k] = cls
             k += 1
         else:  # a character a token in scripts without spaces, split from the rest
             a = i
@@ -229,10 +229,10 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, ts, te, th, t
                     while b < j and not unspaced(cps[b]):
                         b += 1
                 h = span_hash(cps, a, b)
-                ts[k] = a
-                te[k] = b
+                tk[k, 0] = a
+                tk[k, 1] = b
+                tk[k, 2] = _classes(cps, a, b, digits, decimals, lookup_class(tab_keys, tab_vals, h))
                 th[k] = h
-                tf[k] = _classes(cps, a, b, digits, decimals, lookup_class(tab_keys, tab_vals, h))
                 k += 1
                 a = b
         i = j

@@ -194,6 +194,15 @@ def same_units(tka, ha, i1, i2, tkb, hb, j1, j2):
     return differ
 
 
+@njit(cache=True, inline="always")
+def _bits(x):
+    """The set bits of ``x`` (a SWAR popcount)."""
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return (x * np.uint64(0x0101010101010101)) >> np.uint64(56)
+
+
 @njit(cache=True)
 def _starts(x, xs, xe, y, ys, ye):
     """Whether the OCR reading of ``x[xs:xe]`` starts with that of ``y[ys:ye]``."""
@@ -219,15 +228,18 @@ def _ends(x, xs, xe, y, ys, ye):
 @njit(cache=True)
 def garbled(st, c, ts, te, cls, sign, forms, groups, ca, tka, cb, tkb, decimals, scratch, osa_rows):
     """Whether the word ``c[ts:te]`` has a damaged (or repaired) twin among the words whose
-    count moved the other way (``forms`` of ``sign``: the rows ``groups`` gives): a typo of it, a merge with a neighbour or
-    a piece of it (``revision_tokens.garbled``). Each word compared spends a unit of the pair's
-    budget; once it is spent the search stops (not damage) and the reading is partial."""
+    count moved the other way (``forms`` of ``sign``: the rows ``groups`` gives): a typo of it, a
+    merge with a neighbour or a piece of it (``revision_tokens.garbled``). Each word compared
+    spends a unit of the pair's budget; once it is spent the search stops (not damage) and the
+    reading is partial."""
     lo = te - ts
     k_lo = max(1, int(TYPO_SHARE * lo))
     long_o = lo > TYPO_MAX_CHARS
     digits_only = cls & C_DIGITS
+    letters = np.uint64(0)
     for p in range(lo if lo <= TYPO_MAX_CHARS else 0):
         scratch[0, p] = ocr(c[ts + p])
+        letters |= np.uint64(1) << np.uint64(scratch[0, p] & 63)
     base = 0 if sign == 1 else 2
     for f in range(groups[base], groups[base + 1] if digits_only else groups[base + 2]):
         if forms[f, 0] == 0:
@@ -248,12 +260,12 @@ def garbled(st, c, ts, te, cls, sign, forms, groups, ca, tka, cb, tkb, decimals,
                 k = max(1, int(TYPO_SHARE * lv))
                 if lv - lo > k or lv > TYPO_MAX_CHARS:
                     continue
-                if not _within(st, scratch, lo, uc, us, ue, k, osa_rows):
+                if not _within(st, scratch, lo, letters, uc, us, ue, k, osa_rows):
                     continue
         elif not (lo > lv > 1 and (_starts(c, ts, te, uc, us, ue) or _ends(c, ts, te, uc, us, ue))):
             if lo - lv > k_lo or long_o:
                 continue
-            if not _within(st, scratch, lo, uc, us, ue, k_lo, osa_rows):
+            if not _within(st, scratch, lo, letters, uc, us, ue, k_lo, osa_rows):
                 continue
         if ucls & C_POLARITY:
             continue  # a polarity word brought in is no noise
@@ -265,9 +277,17 @@ def garbled(st, c, ts, te, cls, sign, forms, groups, ca, tka, cb, tkb, decimals,
 
 
 @njit(cache=True)
-def _within(st, scratch, lo, uc, us, ue, k, osa_rows):
+def _within(st, scratch, lo, letters, uc, us, ue, k, osa_rows):
+    """Whether the word in ``scratch[0, :lo]`` (its characters' set ``letters``, each as a bit of
+    its code point mod 64) is within ``k`` edits of ``uc[us:ue]`` as OCR reads it. An edit adds
+    or removes at most two characters of the set and a swap none, so sets that differ in more
+    than ``2 k`` bits are farther apart: told without the distance table."""
     lv = ue - us
+    other = np.uint64(0)
     for p in range(lv):
         scratch[1, p] = ocr(uc[us + p])
+        other |= np.uint64(1) << np.uint64(scratch[1, p] & 63)
+    if _bits(letters ^ other) > 2 * k:
+        return False
     st[S_WORK] += (max(lo, lv) * (2 * k + 1)) >> 5
     return osa_within(scratch[0], lo, scratch[1], lv, k, osa_rows)
