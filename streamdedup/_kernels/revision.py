@@ -236,6 +236,8 @@ def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, bloc
             _count(keys, val, src, ha, np.int64(0), head_a, np.int64(0), np.int64(1))
             _count(keys, val, src, hb, np.int64(0), head_b, np.int64(1), np.int64(-1))
         for q in range(n_blocks):
+            if blocks[q, 2] == lb and blocks[q, 1] == la:
+                continue  # the rest of the story, which a shortened copy leaves out, is no change
             _count(keys, val, src, ha, blocks[q, 0], blocks[q, 1], np.int64(0), np.int64(1))
             _count(keys, val, src, hb, blocks[q, 2], blocks[q, 3], np.int64(1), np.int64(-1))
             for k in range(blocks[q, 2], blocks[q, 3]):

@@ -125,13 +125,57 @@ def retitled(title: str, body: str, donor: str, rng: random.Random) -> str | Non
     return " ".join(lead[:rng.randint(5, 9)]).upper().rstrip(".,") + "\n" + H.clean_body(body)
 
 
-#: kind -> generator; the first five are revisions, the rest cosmetic copies
+_MAGNITUDE = re.compile(r"\b(mln|bln|billion|million|thousand)\b")
+_OTHER_MAGNITUDE = {"mln": "bln", "bln": "mln", "billion": "million", "million": "billion", "thousand": "mln"}
+_UNIT = re.compile(r"\b(mln|pct|dlrs|cts)\b")
+_RESPELT = {"mln": "million", "pct": "percent", "dlrs": "dollars", "cts": "cents"}
+_FIGURE_UNIT = re.compile(r"(?<![\w.,])(\d{2,})(?:[.,]\d+)? (mln|bln|pct|dlrs|billion|million)\b")
+
+
+def magnitude_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A figure's magnitude corrected ("125 mln" -> "125 bln"): a factor of 1,000, one letter."""
+    body = H.clean_body(body)
+    new = _body_sub(body, _MAGNITUDE, lambda m: _OTHER_MAGNITUDE[m.group(1)], rng)
+    return None if new is None else f"{title}\n{new}"
+
+
+def figure_at_teaser_end(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A shortened copy that ends in a changed figure: the story up to a figure and its unit,
+    the figure's last digit dropped ("... was 125 mln dlrs and ..." -> "... was 12 mln")."""
+    body = H.clean_body(body)
+    matches = [m for m in _FIGURE_UNIT.finditer(body) if m.end() < len(body) - 40]
+    if not matches:
+        return None
+    m = rng.choice(matches)
+    return f"{title}\n{body[:m.start(1)]}{m.group(1)[:-1]} {m.group(2)}"
+
+
+def unit_respelt(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """Units written out by another desk's style ("mln" -> "million", "pct" -> "percent"), the
+    story otherwise as sent (its sign-off kept)."""
+    if not _UNIT.search(body):
+        return None
+    return f"{title}\n{_UNIT.sub(lambda m: _RESPELT[m.group(1)], body)}"
+
+
+def terminal_junk(title: str, body: str, donor: str, rng: random.Random) -> str:
+    """Copy that passed through a terminal: escape sequences around a few words."""
+    words = H.clean_body(body).split(" ")
+    for _ in range(3):
+        k = rng.randrange(len(words))
+        words[k] = rng.choice(("\x1b[1m", "\x1b[5m", "\x1b[31m")) + words[k] + "\x1b[0m"
+    return f"{title}\n" + " ".join(words)
+
+
+#: kind -> generator; revisions first, then cosmetic copies
 REVISION_KINDS = {
     "number changed": number_changed,
     "negation flipped": negation_flipped,
     "name changed": name_changed,
     "corrected slug + one word": corrected_one_word,
     "update paragraph with figures": update_paragraph,
+    "magnitude changed": magnitude_changed,
+    "figure changed at a teaser's end": figure_at_teaser_end,
 }
 COSMETIC_KINDS = {
     "typos": S.typos,
@@ -143,6 +187,8 @@ COSMETIC_KINDS = {
     "retitled": retitled,
     "teaser": S.teaser,
     "teaser 1 sentence": lambda t, b, d, rng: H.teaser(t, b, 1),
+    "units respelt": unit_respelt,
+    "terminal junk": terminal_junk,
 }
 
 _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
@@ -150,6 +196,15 @@ _FULL_WIDTH = str.maketrans("0123456789", "０１２３４５６７８９")
 
 #: what follows a figure of an agency line's date: 月 / 日, up to a few more characters, then 电 or 讯
 _DATELINE = re.compile(r"[月日][^。，\n]{0,4}?[电讯]")
+
+
+def zh_magnitude_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:
+    """A People's Daily figure's magnitude corrected: 万 (10^4) <-> 亿 (10^8) after a number."""
+    matches = list(re.finditer(r"(?<=[\d０-９])[万亿]", body))
+    if not matches:
+        return None
+    m = rng.choice(matches)
+    return f"{title}\n{body[:m.start()]}{'亿' if m.group(0) == '万' else '万'}{body[m.end():]}"
 
 
 def zh_figures_changed(title: str, body: str, donor: str, rng: random.Random) -> str | None:

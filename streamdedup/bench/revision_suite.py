@@ -38,9 +38,10 @@ from streamdedup.text.canonical import canonicalize
 
 ZH_KINDS = {
     "zh figures changed": R.zh_figures_changed,
+    "zh magnitude changed": R.zh_magnitude_changed,
     "zh noise 1%": lambda t, b, d, rng: R.H.char_noise(f"{t}\n{b}", 0.01, rng),
 }
-ZH_REVISIONS = ("zh figures changed",)
+ZH_REVISIONS = ("zh figures changed", "zh magnitude changed")
 
 
 def run_engine(cfg: Config, stream: list[Item]) -> tuple[dict, float]:

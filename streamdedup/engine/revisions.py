@@ -297,6 +297,8 @@ def _changes(ta: list[str], tb: list[str], sa: set[str], head_a: int, head_b: in
     # keeps adds the same to both texts (a fraction of counting the texts)
     lost, gained = ([], []) if head_a == head_b <= same else (old_head, new_head)  # this function's own copies
     for _, i1, i2, j1, j2 in ops:
+        if j1 == len(tb) and i2 == len(ta):
+            continue  # the rest of the story, which a shortened copy leaves out, is no change
         lost += ta[i1:i2]
         gained += tb[j1:j2]
     return ops, count_changes(lost, gained), head_added + [t for _, _, _, j1, j2 in ops for t in tb[j1:j2]]

@@ -19,6 +19,17 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.integration)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _kernels_in_the_cache():
+    """Every kernel compiled once, up front, as ``streamdedup warm-up`` does (a fresh clone has
+    none): the processes these tests start load them instead of each paying a cold start inside
+    a test's deadlines. Cold starts have tests of their own (marker ``cold_cache``)."""
+    from streamdedup.config import load_config
+    from streamdedup.warmup import fill
+
+    fill.fill(load_config(environ={}), fill.NEEDS["all"])
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap():
     given = os.environ.get("STREAMDEDUP_TEST_BOOTSTRAP")
