@@ -38,6 +38,11 @@ class Cluster:
     partitions: dict[str, int]
 
 
+#: reads of the metadata, this far apart, that a topic just created may take to appear in it
+_CREATED_ATTEMPTS = 50
+_CREATED_WAIT_S = 0.1
+
+
 def topic_settings(kcfg: KafkaConfig, staged: bool = False, revisions: bool = False) -> dict[str, str]:
     """Each topic the processor uses -> the setting that names it (an input topic may also be an output: first wins).
     ``staged`` adds the staged topology's fingerprints and decisions topics, ``revisions`` the
@@ -75,12 +80,19 @@ def check_cluster(kcfg: KafkaConfig, new_admin: Callable[[dict], object] | None 
     if missing and kcfg.create_topics:
         from streamdedup.runtime.kafka.admin import create_topics
 
+        made = []
         for topic, outcome in create_topics(kcfg, admin=admin, staged=staged, revisions=revisions).items():
             if outcome == "created":
+                made.append(topic)
                 log.warning("created topic %s (%s was missing; kafka.create_topics is on)", topic,
                             topic_settings(kcfg, staged, revisions)[topic])
-        metadata = _metadata(admin, kcfg, errors, clock)
-        missing = _missing(metadata, kcfg, staged, revisions)
+        # a topic just created reaches the metadata the brokers serve a moment later
+        for _ in range(_CREATED_ATTEMPTS):
+            metadata = _metadata(admin, kcfg, errors, clock)
+            missing = _missing(metadata, kcfg, staged, revisions)
+            if not set(missing) & set(made):
+                break
+            time.sleep(_CREATED_WAIT_S)
     if missing:
         raise StartupError(_missing_message(missing, metadata, kcfg, staged, revisions))
     return Cluster({t: len(metadata.topics[t].partitions) for t in topic_settings(kcfg, staged, revisions)})
