@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from streamdedup.config import Config
 
 COMPILE_NOTICE = (
-    "compiling the Numba kernels into their on-disk cache (once after an install or upgrade, ~10-20 s; "
+    "compiling the Numba kernels into their on-disk cache (once after an install or upgrade, ~40 s on two cores; "
     "'streamdedup warm-up' does it ahead of time)"
 )
 _notice = {"said": False}
