@@ -18,7 +18,7 @@ import numpy as np
 from numba import njit
 
 from streamdedup._kernels.hashing import fmix64
-from streamdedup._kernels.revtext import slot_of, table_size
+from streamdedup._kernels.revtext import same_run, slot_of, table_size
 from streamdedup._kernels.revtypos import joined_equal
 
 #: tokens a side (after the common head and tail) beyond which two texts are not aligned
@@ -167,16 +167,9 @@ def inserted_at(ha, la, hb, lb, k):
     probe = 6
     if la - k < probe:
         return False
-    first = ha[k]
     for p in range(k + 1, min(lb - probe, k + 400) + 1):
-        if hb[p] == first:
-            same = True
-            for q in range(probe):
-                if hb[p + q] != ha[k + q]:
-                    same = False
-                    break
-            if same:
-                return True
+        if same_run(hb, p, ha, k, probe):
+            return True
     return False
 
 

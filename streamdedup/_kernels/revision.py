@@ -22,7 +22,8 @@ from streamdedup._kernels.revblocks import body_block, cut_here, head_block, in_
 from streamdedup._kernels.revitems import (K_MARKER, MAX_ITEMS, PENDING, ROW, S_BUDGET, S_ITEMS, S_KINDS, S_PARTIAL,
                                            S_TYPOS, S_WORK, STATE, add, settle, write_span)
 from streamdedup._kernels.revtext import (C_DIGITS, C_HEAD_MARKER, C_NUMBER, C_STRONG, OSA_MAX, decode_utf8, has,
-                                          ascii_space, hash_set, in_sorted, slot_of, table_size, tokenise)
+                                          ascii_space, hash_set, in_sorted, same_run, slot_of, table_size,
+                                          tokenise)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, noise_block, typo_sized
 
 #: character edits a headline takes as noise; words both texts start with from which the
@@ -81,13 +82,13 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
     blocks, n_blocks = _blocks(ha, la, hb, lb, head_a, head_b, same, end, joint)
     if n_blocks < 0:
         st[S_PARTIAL] = 1
+    old_head_set = hash_set(ha, 0, head_a)
+    new_head_set = hash_set(hb, 0, head_b)
     dkeys, dval, forms, groups, marks = _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa,
-                                                blocks, n_blocks)
+                                                old_head_set, blocks, n_blocks)
     row = np.empty(ROW, dtype=np.int32)
     scratch = np.empty((2, TYPO_MAX_CHARS + 2), dtype=np.int32)  # the typo rules' strings: at most this long
     osa_rows = np.empty((3, OSA_MAX + 2), dtype=np.int64)
-    old_head_set = hash_set(ha, 0, head_a)
-    new_head_set = hash_set(hb, 0, head_b)
     rewritten = _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_head_set, sa, dkeys, dval,
                        forms, groups, decimals, scratch, osa_rows)
     _markers(st, store, slen, row, ca, na, cb, nb, nb < b_buf.shape[0], tkb, hb, head_b, later_head, old_head_set, marks,
@@ -200,10 +201,11 @@ def _count(keys, val, src, h, lo, hi, text, delta):
 
 
 @njit(cache=True)
-def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, blocks, n_blocks):
+def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, old_head, blocks, n_blocks):
     """Each word's count change (what the alignment keeps adds the same to both texts, so the
     changed blocks and the headline regions aligned apart tell it), the words whose count
-    changed (:func:`_forms`) and the strong markers among the words the later text adds."""
+    changed (:func:`_forms`) and the strong markers among the words the later text adds
+    (``old_head``: the earlier headline region's words)."""
     if n_blocks < 0:
         n_count = (la - end - same) + (lb - end - same)
     else:
@@ -214,7 +216,6 @@ def _counts(ha, tka, la, hb, tkb, lb, head_a, head_b, same, end, joint, sa, bloc
     val = np.zeros(keys.shape[0], dtype=np.int64)
     src = np.empty((keys.shape[0], 2), dtype=np.int64)
     marks = np.empty(n_count + head_b + 1, dtype=np.int64)
-    old_head = hash_set(ha, 0, head_a)
     n_marks = 0
     for k in range(head_b):
         if tkb[k, 2] & C_STRONG and not has(old_head, hb[k]):
@@ -291,8 +292,6 @@ def _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_h
         st[S_TYPOS] += 1
         return False
     longest = max(head_a, head_b)
-    hblocks = np.empty((head_a + head_b + 2, 4), dtype=np.int64)
-    n_h = 0
     if longest <= MAX_ALIGN:
         # the earlier region's words found anywhere in the later bound what an alignment keeps
         found = 0
@@ -304,6 +303,7 @@ def _heads(st, store, slen, row, ca, tka, ha, head_a, cb, tkb, hb, head_b, new_h
             return True
     lo = common_prefix(ha, zero, head_a, hb, zero, head_b)
     hi = common_suffix(ha, head_a, hb, head_b, min(head_a, head_b) - lo)
+    hblocks = np.empty((head_a + head_b + 2, 4), dtype=np.int64)
     n_h = max(aligned(ha, lo, head_a - hi, hb, lo, head_b - hi, hblocks), 0)
     kept = head_a
     for q in range(n_h):
@@ -358,13 +358,7 @@ def _all_in(h, lo, hi, table):
 @njit(cache=True)
 def _contains(c, hi, pat, p0, p1):
     """Whether ``c[:hi]`` contains ``pat[p0:p1]``."""
-    m = p1 - p0
-    for i in range(hi - m + 1):
-        ok = True
-        for q in range(m):
-            if c[i + q] != pat[p0 + q]:
-                ok = False
-                break
-        if ok:
+    for i in range(hi - (p1 - p0) + 1):
+        if same_run(c, i, pat, p0, p1 - p0):
             return True
     return False

@@ -187,6 +187,7 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
         h = FNV_OFFSET
         wide = False
         all_digits = True
+        any_digit = False
         lead = 0  # digits the word starts with
         while j < n:
             c = cps[j]
@@ -196,6 +197,7 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
                 h ^= np.uint64(c)
                 h *= FNV_PRIME
                 if ascii_digit(c):
+                    any_digit = True
                     if lead == j - i:
                         lead += 1
                 else:
@@ -209,13 +211,8 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
             h = fmix64(h ^ np.uint64(j - i))
             if h == 0:
                 h = np.uint64(1)
-            cls = lookup_class(tab_keys, tab_vals, h) | C_ASCII
-            if all_digits:
-                cls |= C_DIGITS
-            if all_digits or cls & C_NUMBER_WORD or lead and _suffix(cps, i + lead, j):
-                cls |= C_NUMBER | C_FIGURE
-            elif lead or _has_digit(cps, i + lead, j):
-                cls |= C_FIGURE
+            cls = _number_classes(lookup_class(tab_keys, tab_vals, h) | C_ASCII, all_digits, any_digit,
+                                  lead > 0 and _suffix(cps, i + lead, j))
             tk[k, 0] = i
             tk[k, 1] = j
             tk[k, 2] = cls
@@ -240,14 +237,6 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
 
 
 @njit(cache=True)
-def _has_digit(cps, a, b):
-    for p in range(a, b):
-        if ascii_digit(cps[p]):
-            return True
-    return False
-
-
-@njit(cache=True)
 def _classes(cps, a, b, digits, decimals, cls):
     all_digits = True
     any_digit = False
@@ -268,11 +257,18 @@ def _classes(cps, a, b, digits, decimals, cls):
             all_digits = False
         if dec and lead == p - a:
             lead += 1
-    if all_digits:
-        cls |= C_DIGITS
     if ascii_:
         cls |= C_ASCII
-    if all_digits or cls & C_NUMBER_WORD or lead and _suffix(cps, a + lead, b):
+    return _number_classes(cls, all_digits, any_digit, lead > 0 and _suffix(cps, a + lead, b))
+
+
+@njit(cache=True, inline="always")
+def _number_classes(cls, all_digits, any_digit, ordinal):
+    """A word's classes with what its digits make of it: all digits, a number (all digits, a
+    number word, or an ordinal such as "4th"), a figure (a number, or a word with a digit)."""
+    if all_digits:
+        cls |= C_DIGITS
+    if all_digits or cls & C_NUMBER_WORD or ordinal:
         cls |= C_NUMBER | C_FIGURE
     elif any_digit:
         cls |= C_FIGURE
@@ -355,6 +351,15 @@ def osa_within(s, ls, t, lt, k, rows):
             return False
         r2, r1, r0 = r1, r0, r2
     return r1[lt] <= k
+
+
+@njit(cache=True)
+def same_run(x, p, y, q, m):
+    """Whether ``x[p:p + m]`` equals ``y[q:q + m]`` (both in range)."""
+    for r in range(m):
+        if x[p + r] != y[q + r]:
+            return False
+    return True
 
 
 @njit(cache=True, inline="always")
