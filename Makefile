@@ -19,15 +19,15 @@ PYVER := $(call pyver,$(PYTHON))
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(PYVER)
-# `make test` also runs the unit tier on the oldest supported version, in its own venv, when
-# that interpreter exists and PYTHON is another version.
-OLDEST_PYTHON := $(if $(filter $(OLDEST),$(PYVER)),,$(call find_python,$(OLDEST)))
+# `make test` also runs the unit tier on every other supported version found here, each in its
+# own venv (.venv-3.X), as version=interpreter pairs.
+OTHER_PYTHONS := $(foreach v,$(filter-out $(PYVER),$(SUPPORTED)),$(if $(call find_python,$(v)),$(v)=$(call find_python,$(v))))
 
 .PHONY: help venv system-deps test test-unit test-integration test-browser screenshots docs reference demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
-	@echo "make test   - run the whole test suite (and the unit tier on Python $(OLDEST) too)"
+	@echo "make test   - run the whole test suite (and the unit tier on every other Python $(SUPPORTED) found)"
 	@echo "make docs   - serve the documentation site on http://127.0.0.1:8000 (make test builds it strictly)"
 	@echo "make reference - regenerate docs/reference/ from the config model and the commands"
 	@echo "make screenshots - regenerate the web inspector's screenshots in docs/screenshots"
@@ -53,9 +53,15 @@ system-deps:
 	@command -v kcat >/dev/null || { apt-get update -qq && apt-get install -y -qq kcat >/dev/null; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; }
 
+# Every tier runs whatever an earlier one did; the failed ones are named at the end.
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest tests streamdedup
-	$(if $(OLDEST_PYTHON),$(MAKE) test-unit PYTHON=$(OLDEST_PYTHON) VENV=.venv-$(OLDEST) UNIT_ARGS='-m "not cold_cache"')
+	@failed=""; \
+	$(BIN)/python -m pytest tests streamdedup || failed="$$failed python$(PYVER)"; \
+	for pair in $(OTHER_PYTHONS); do \
+	  v=$${pair%%=*}; \
+	  $(MAKE) --no-print-directory test-unit PYTHON=$${pair#*=} VENV=.venv-$$v UNIT_ARGS='-m "not cold_cache"' || failed="$$failed unit-tier-python$$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
 
 # UNIT_ARGS: the oldest version's pass leaves out the cold-cache tests (the kernel cache's
 # machinery, ~2.5 min there; the main pass runs them)
@@ -116,4 +122,4 @@ clean-cache:
 	find streamdedup -name '*.nbi' -delete -o -name '*.nbc' -delete -o -name 'unicode-tables-*.npz' -delete
 
 clean: clean-cache
-	rm -rf $(VENV) .venv-$(OLDEST) build *.egg-info
+	rm -rf $(VENV) $(foreach v,$(SUPPORTED),.venv-$(v)) build *.egg-info

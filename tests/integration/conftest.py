@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from .kafka_helpers import Topics, broker_running, start_broker, stop_broker
+from .kafka_helpers import Topics, free_ports, start_broker, stop_broker
 
 
 def pytest_collection_modifyitems(items):
@@ -32,16 +32,19 @@ def _kernels_in_the_cache():
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap():
+    """A broker of the tests' own on free ports (never one that happens to listen on 9092: its
+    settings and topics are not the tests'), or the one ``STREAMDEDUP_TEST_BOOTSTRAP`` names."""
     given = os.environ.get("STREAMDEDUP_TEST_BOOTSTRAP")
     if given:
         yield given
         return
-    # a broker someone else started (make demo, scripts/kafka-local start) is reused and left running
-    ours = not broker_running()
-    address = start_broker()
+    port, controller = free_ports(2)
+    address = start_broker(port, controller)
     yield address
-    if ours and os.environ.get("STREAMDEDUP_KEEP_BROKER") != "1":
-        stop_broker()
+    if os.environ.get("STREAMDEDUP_KEEP_BROKER") == "1":
+        print(f"\nthe tests' broker is left running at {address} (scripts/kafka-local stop with KAFKA_PORT={port})")
+    else:
+        stop_broker(port)
 
 
 @pytest.fixture

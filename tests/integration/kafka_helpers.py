@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 KAFKA_LOCAL = REPO / "scripts" / "kafka-local"
 
 
-def start_broker(port: int = 9092, controller_port: int = 9093, data_dir: str | None = None) -> str:
+def start_broker(port: int, controller_port: int, data_dir: str | None = None) -> str:
     """Start (or reuse) a local broker with scripts/kafka-local; returns the bootstrap address."""
     env = dict(os.environ, KAFKA_PORT=str(port), KAFKA_CONTROLLER_PORT=str(controller_port))
     cmd = [str(KAFKA_LOCAL), "start"] + (["--data-dir", data_dir] if data_dir else [])
@@ -32,17 +32,17 @@ def start_broker(port: int = 9092, controller_port: int = 9093, data_dir: str | 
     return proc.stdout.strip().splitlines()[-1]
 
 
-def broker_running(port: int = 9092) -> bool:
+def broker_running(port: int) -> bool:
     env = dict(os.environ, KAFKA_PORT=str(port))
     return subprocess.run([str(KAFKA_LOCAL), "status"], env=env, capture_output=True, timeout=60).returncode == 0
 
 
-def stop_broker(port: int = 9092, keep_data: bool = False) -> None:
+def stop_broker(port: int, keep_data: bool = False) -> None:
     env = dict(os.environ, KAFKA_PORT=str(port))
     subprocess.run([str(KAFKA_LOCAL), "stop"] + (["--keep-data"] if keep_data else []), env=env, capture_output=True, timeout=120)
 
 
-def broker_data_dir(port: int = 9092) -> str:
+def broker_data_dir(port: int) -> str:
     return Path(f"/tmp/streamdedup-kafka-{port}/data_dir").read_text().strip()
 
 

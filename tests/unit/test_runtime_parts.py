@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -11,6 +12,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from streamdedup.errors import StateLockedError
+from streamdedup.runtime.kafka.batch import describe
 from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.state.rocks import RocksStore, open_waiting
@@ -73,6 +75,46 @@ def test_watchdog_restarts_when_a_bounded_call_hangs_past_its_timeout() -> None:
     Watchdog(0, restart=off.set, check_every_s=0.02, grace_s=0.1).start().bounded("commit_transaction", 0.01,
                                                                                     lambda: time.sleep(0.3))
     assert not off.is_set()
+
+
+def test_watchdog_names_a_long_decide_step_and_does_not_restart_for_it(caplog) -> None:
+    """Deciding a batch of long records is work on input, not a stall: restarting would read the
+    same records and overrun again. Past the limit it is named, with its records, each limit it
+    runs on; once it ends, a loop that stalls is restarted as before."""
+    fired = threading.Event()
+    asked = []
+    dog = Watchdog(0.2, restart=fired.set, check_every_s=0.02).start()
+    with caplog.at_level(logging.WARNING, logger="streamdedup.runtime.kafka"):
+        with dog.working(lambda: asked.append(1) or "deciding a batch of 3 records (in:0 offsets 7-9)"):
+            time.sleep(0.7)
+    assert not fired.is_set()
+    warned = [r.getMessage() for r in caplog.records if "deciding a batch" in r.getMessage()]
+    assert 2 <= len(warned) <= 4 and len(asked) == len(warned)
+    assert "in:0 offsets 7-9" in warned[0] and "not restarting" in warned[0]
+    assert fired.wait(2)  # nothing runs and nothing touches it: a stall
+    dog.stop()
+
+
+def test_a_batch_is_described_by_its_positions_and_longest_record() -> None:
+    class Msg:
+        def __init__(self, topic, part, offset, value):
+            self._t, self._p, self._o, self._v = topic, part, offset, value
+
+        def topic(self):
+            return self._t
+
+        def partition(self):
+            return self._p
+
+        def offset(self):
+            return self._o
+
+        def value(self):
+            return self._v
+
+    msgs = [Msg("news", 0, 12, b"ab"), Msg("news", 1, 5, None), Msg("news", 0, 10, b"x" * 2000)]
+    assert describe("deciding", msgs) == ("deciding a batch of 3 records (news:0 offsets 10-12, news:1 offsets 5-5; "
+                                          "longest record 2,000 bytes at news:0:10)")
 
 
 def test_a_state_held_by_another_process_is_a_standby_not_an_error(tmp_path) -> None:

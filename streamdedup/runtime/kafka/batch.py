@@ -83,6 +83,20 @@ def consume_good(consumer, n: int, timeout: float) -> list:
     return good
 
 
+def describe(doing: str, msgs: list) -> str:
+    """A step on a batch of records, for an operator: the records' positions and the longest."""
+    spans: dict[tuple[str, int], list[int]] = {}
+    for m in msgs:
+        span = spans.setdefault((m.topic(), m.partition()), [m.offset(), m.offset()])
+        span[0], span[1] = min(span[0], m.offset()), max(span[1], m.offset())
+    sizes = [len(m.value() or b"") for m in msgs]
+    where = ", ".join(f"{t}:{p} offsets {lo}-{hi}" for (t, p), (lo, hi) in spans.items())
+    if sizes:
+        k = max(range(len(sizes)), key=sizes.__getitem__)
+        where += f"; longest record {sizes[k]:,} bytes at {source_name(msgs[k])}"
+    return f"{doing} a batch of {len(msgs)} records ({where})"
+
+
 def source_name(m) -> str:
     return f"{m.topic()}:{m.partition()}:{m.offset()}"
 

@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaException, TopicPartition
 
 from streamdedup.config import Config
-from streamdedup.engine.deduplicator import Deduplicator
+from streamdedup.engine.deduplicator import Checkpoint, Deduplicator
 from streamdedup.engine.stored import unconfirmed_decisions
 from streamdedup.pipeline.decide import warm_up
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
-from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good
+from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good, describe
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.delivery import Delivery
@@ -244,6 +244,11 @@ class _Loop:
         self.delivery.decided(out)
         return out
 
+    def _decide(self, batch: KafkaBatch) -> Checkpoint:
+        """Decide thread: the main loop waiting for this is not stalled (``Watchdog.working``)."""
+        with self.proc.watchdog.working(lambda: describe("deciding", batch.msgs)):
+            return self.pipeline.decide(batch)
+
     def on_revoke(self, consumer, partitions) -> None:
         """Partitions are taken away (inside consume()): the transaction in flight settles while
         they are still ours; the batch being decided is not emitted. It is in the state, and
@@ -301,7 +306,7 @@ class _Loop:
                     continue
                 idle.reset()
                 batch = self.pipeline.prepare(msgs, self.replay)
-                fut = self.decider.submit(self.pipeline.decide, batch)
+                fut = self.decider.submit(self._decide, batch)
                 if not self.emit_pending():
                     # rewound: the batch being decided is in the state as well (it joins the
                     # unconfirmed ones), and everything since the last commit is replayed

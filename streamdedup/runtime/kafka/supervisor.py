@@ -8,6 +8,11 @@ A call made through :meth:`Watchdog.bounded` restarts the process :data:`CALL_GR
 timeout; the main loop's own limit (``kafka.stall_restart_s``) catches the rest. Nothing is lost
 by starting over: the state is committed and the open transaction is aborted by the next
 producer (same transactional id), so the restarted process replays it.
+
+Deciding a batch is not a stall: its time is set by what the records carry (each record's steps
+are bounded, a batch of the longest texts takes tens of seconds), and restarting would read the
+same records again and overrun again. A step run inside :meth:`Watchdog.working` holds the
+restart off; past the limit it is named in a warning, with its records, each limit it runs on.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 log = logging.getLogger("streamdedup.runtime.kafka")
@@ -46,6 +52,7 @@ class Watchdog:
         self._grace = grace_s
         self._alive = time.monotonic()
         self._calls: dict[int, tuple[str, float, float]] = {}  # by thread: (what, timeout, deadline)
+        self._work: dict[int, tuple[Callable[[], str], float]] = {}  # by thread: (what, since)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -63,6 +70,19 @@ class Watchdog:
             return call()
         finally:
             del self._calls[me]
+
+    @contextmanager
+    def working(self, what: Callable[[], str]) -> Iterator[None]:
+        """A step of work on input (deciding a batch) runs inside: the loop waiting for it is not
+        stalled. ``what()`` names the step and its records in the warning of one that runs past
+        the limit; it is called only then."""
+        me = threading.get_ident()
+        self._work[me] = (what, time.monotonic())
+        try:
+            yield
+        finally:
+            del self._work[me]
+            self.touch()
 
     def start(self) -> "Watchdog":
         if self.limit_s > 0:
@@ -83,7 +103,16 @@ class Watchdog:
                 self._restart()
                 return
             stalled = now - self._alive
-            if stalled > self.limit_s:
-                log.error("main loop stalled for %.0f s (a Kafka client call did not return); restarting the process", stalled)
-                self._restart()
-                return
+            if stalled <= self.limit_s:
+                continue
+            work = list(self._work.values())
+            if work:
+                what, since = work[0]
+                log.warning("%s has run for %.0f s (kafka.stall_restart_s %.0f); not restarting: the same records "
+                            "would be read again", what(), now - since, self.limit_s)
+                self._alive = now  # warn again one limit later
+                continue
+            log.error("main loop stalled for %.0f s outside the decide step (in a Kafka client call or the state "
+                      "store); restarting the process", stalled)
+            self._restart()
+            return

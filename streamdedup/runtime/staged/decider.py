@@ -35,7 +35,7 @@ from streamdedup.pipeline.route import duplicate_tags, rejected_tags
 from streamdedup.pipeline.tags import DeadLetterTags
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
-from streamdedup.runtime.kafka.batch import consume_good
+from streamdedup.runtime.kafka.batch import consume_good, describe
 from streamdedup.runtime.kafka.transactions import produce_waiting
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
@@ -143,7 +143,8 @@ class Decider:
                 continue
             idle_since = time.monotonic()
             started = time.perf_counter()
-            self._decide([m.value() for m in msgs], msgs[-1].offset() + 1)
+            with self.watchdog.working(lambda: describe("deciding", msgs)):
+                self._decide([m.value() for m in msgs], msgs[-1].offset() + 1)
             self.metrics.batch(len(msgs), {}, time.perf_counter() - started, self.engine.indexed_documents,
                                self.engine.evidence_counts)
             self.metrics.observe_lag(consumer)

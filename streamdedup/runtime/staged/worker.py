@@ -27,7 +27,7 @@ from streamdedup.pipeline import (DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import DuplicateTags, with_tags
-from streamdedup.runtime.kafka.batch import consume_good
+from streamdedup.runtime.kafka.batch import consume_good, describe
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
@@ -193,7 +193,8 @@ class Worker:
             self._backpressure(batch)
             msgs = consume_good(self.input, batch, linger)
             if msgs:
-                self._fingerprint(msgs)
+                with self.watchdog.working(lambda: describe("fingerprinting", msgs)):
+                    self._fingerprint(msgs)
             decided = consume_good(self.decisions, 4 * batch, 0 if msgs else linger)
             self._offer(decided)
             emitted = self._emit()
