@@ -52,6 +52,8 @@ class _Out:
         self.cfg, self.as_json, self.context = cfg, as_json, context
         self.console = make_console()
         self.fp = None
+        self.undecodable = 0  # duplicates whose text these input settings could not decode
+        self.hinted = False
 
     def pairs(self, source: DuplicateSource, entries: list[Entry]) -> int:
         if not entries:
@@ -62,10 +64,19 @@ class _Out:
 
             fill(self.cfg, _UNITS, announce=compile_notice)
             self.fp = Fingerprinter(self.cfg.fingerprint)
+        bad = 0
         for e in entries:
             if not isinstance(e.doc, str):
                 continue
+            bad += 1
             self._say(safe(f"undecodable duplicate at {e.partition}:{e.offset}: {e.doc}"))
+        self.undecodable += bad
+        if bad and not self.hinted:
+            self.hinted = True
+            inp = self.cfg.input
+            self._say(safe(f"{bad} of {len(entries)} duplicates could not be decoded with these input settings "
+                           f"(input.format {inp.format}, input.text_fields {list(inp.text_fields)}, input.id_field "
+                           f"{inp.id_field!r}): give inspect the configuration the run used, --config FILE"))
         for p in pairs(source, entries, self.cfg, self.fp):
             if self.as_json:
                 click.echo(orjson.dumps(p.to_json()).decode())
@@ -145,6 +156,9 @@ def _inspect(source, cfg, filt, since, limit, max_scan, follow_, as_json, show_c
     else:
         page = source.latest(limit, filt, max_scan)
     shown = out.pairs(source, page.entries)
+    if shown and out.undecodable == shown:
+        raise InspectError(f"none of the {shown} duplicates read could be decoded: they need the input settings "
+                           "of the run that decided them (--config FILE)")
     if not follow_:
         if not shown and not as_json:
             out.console.print(f"no duplicates matched among {page.scanned:,} records read", style="yellow")

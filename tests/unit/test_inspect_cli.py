@@ -113,6 +113,28 @@ def test_cli_refusals_are_one_line(tmp_path) -> None:
         assert "Traceback" not in res.output
 
 
+def test_a_run_with_other_field_names_needs_its_config_and_inspect_says_so(tmp_path) -> None:
+    from streamdedup.runtime.filemode import run_file
+
+    records = []
+    for k in range(4):
+        records.append({"key": f"s{k}", "body": story(300 + k, 200)})
+        records.append({"key": f"c{k}", "body": records[-1]["body"] + " extra tail"})
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"\n".join(orjson.dumps(r) for r in records) + b"\n")
+    cfg_file = tmp_path / "feed.yaml"
+    cfg_file.write_text("input:\n  id_field: key\n  text_fields: [body]\n")
+    out = tmp_path / "out"
+    run_file(load_config(str(cfg_file), environ={}), str(inp), str(out))
+    bare = _invoke(["--dir", str(out), "--since", "0"])
+    assert bare.exit_code != 0, bare.output
+    assert "could not be decoded with these input settings" in bare.output and "['text']" in bare.output
+    assert "none of the 4 duplicates read could be decoded" in bare.output and "--config FILE" in bare.output
+    given = _invoke(["--config", str(cfg_file), "--dir", str(out), "--since", "0", "--json"])
+    assert given.exit_code == 0, given.output
+    assert sorted(orjson.loads(x)["copy"]["id"] for x in given.output.splitlines()) == ["c0", "c1", "c2", "c3"]
+
+
 def test_control_characters_in_ids_and_texts_reach_the_terminal_escaped() -> None:
     """A clear-screen, a window title, a hyperlink, a bidi override in a record: shown, not run."""
     hostile = ["\x1b[2J", "\x1b]0;owned\x07", "\x1b]8;;http://evil.example\x1b\\link", "\u202e", "\x9b31m"]
