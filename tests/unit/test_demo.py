@@ -61,7 +61,7 @@ def _tune(feed, conf, *settings: str) -> dict:
         args += ["--set", s]
     res = CliRunner().invoke(main, args, prog_name="streamdedup")
     assert res.exit_code == 0, res.output
-    return orjson.loads(res.output)
+    return orjson.loads(res.stdout)
 
 
 def _some(n: int, one: str, many: str) -> str:

@@ -88,13 +88,13 @@ def test_cli_json_and_clusters_on_a_file_output(tmp_path) -> None:
     inp, out, records = _run(tmp_path)
     res = _invoke(["--dir", str(out), "--json", "--since", "0", "--limit", "3"])
     assert res.exit_code == 0, res.output
-    shown = [orjson.loads(line) for line in res.output.splitlines()]
+    shown = [orjson.loads(line) for line in res.stdout.splitlines()]
     assert [p["copy"]["id"] for p in shown] == ["c1", "c4", "c7"]
     assert all(" ".join(s["text"] for s in p["diff"] if s["op"] == "insert").count("q ") >= 2 for p in shown)
     latest = _invoke(["--dir", str(out), "--json", "--limit", "1", "--input", str(inp)])
-    assert [orjson.loads(x)["original"]["id"] for x in latest.output.splitlines()] == ["s10"]
+    assert [orjson.loads(x)["original"]["id"] for x in latest.stdout.splitlines()] == ["s10"]
     res = _invoke(["--dir", str(out), "--json", "--clusters"])
-    assert sorted(orjson.loads(x)["root"] for x in res.output.splitlines()) == ["s1", "s10", "s4", "s7"]
+    assert sorted(orjson.loads(x)["root"] for x in res.stdout.splitlines()) == ["s1", "s10", "s4", "s7"]
     table = _invoke(["--dir", str(out), "--limit", "1"])
     assert table.exit_code == 0 and "copy c10" in table.output and "original s10" in table.output
     none = _invoke(["--dir", str(out), "--min-similarity", "1.0", "--max-similarity", "1.0"])
@@ -132,7 +132,7 @@ def test_a_run_with_other_field_names_needs_its_config_and_inspect_says_so(tmp_p
     assert "none of the 4 duplicates read could be decoded" in bare.output and "--config FILE" in bare.output
     given = _invoke(["--config", str(cfg_file), "--dir", str(out), "--since", "0", "--json"])
     assert given.exit_code == 0, given.output
-    assert sorted(orjson.loads(x)["copy"]["id"] for x in given.output.splitlines()) == ["c0", "c1", "c2", "c3"]
+    assert sorted(orjson.loads(x)["copy"]["id"] for x in given.stdout.splitlines()) == ["c0", "c1", "c2", "c3"]
 
 
 def test_control_characters_in_ids_and_texts_reach_the_terminal_escaped() -> None:
