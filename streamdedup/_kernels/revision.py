@@ -20,7 +20,7 @@ from numba import njit
 from streamdedup._kernels.revalign import MAX_ALIGN, aligned, common_prefix, common_suffix, excerpted, inserted_at
 from streamdedup._kernels.revblocks import body_block, cut_here, head_block, in_date
 from streamdedup._kernels.revitems import (K_MARKER, MAX_ITEMS, PENDING, ROW, S_BUDGET, S_ITEMS, S_KINDS, S_PARTIAL,
-                                           S_TYPOS, S_WORK, STATE, add, settle, write_span)
+                                           S_STRONG, S_TYPOS, S_WORK, STATE, add, settle, write_span)
 from streamdedup._kernels.revtext import (C_DIGITS, C_HEAD_MARKER, C_NUMBER, C_STRONG, OSA_MAX, decode_utf8, has,
                                           ascii_space, hash_set, in_sorted, same_run, slot_of, table_size,
                                           tokenise)
@@ -109,6 +109,9 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
         if st[S_ITEMS] == MAX_ITEMS:
             break  # a revision whatever the rest says (no later block takes an item back)
     settle(st, store, slen)
+    if st[S_KINDS] == K_MARKER and st[S_STRONG] == 0:
+        st[S_KINDS] = 0  # a slug alone ("UPDATE 1-", "REFILE-") on a copy: a copy
+        st[S_ITEMS] = 0
     meta[M_REVISED] = 1 if st[S_KINDS] != 0 else 0
     meta[M_KINDS] = st[S_KINDS]
     meta[M_TYPOS] = st[S_TYPOS]
@@ -329,12 +332,13 @@ def _markers(st, store, slen, row, ca, na, cb, nb, b_wide, tkb, hb, head_b, late
              cjk_off):
     """Markers: strong ones the later text adds, headline ones new to the headline, Chinese ones
     in the later headline (the whole later text when its headline is not known) and not in the
-    earlier text."""
+    earlier text. A headline one alone makes no revision (``S_STRONG`` tells the others)."""
     zero = np.int64(0)
     marker = np.int64(K_MARKER)
     for q in range(marks.shape[0]):
         k = marks[q]
         add(st, store, slen, marker, row, write_span(row, zero, cb, tkb[k, 0], tkb[k, 1]))
+        st[S_STRONG] = 1
     for k in range(head_b):
         if tkb[k, 2] & C_HEAD_MARKER and not has(old_head_set, hb[k]):
             add(st, store, slen, marker, row, write_span(row, zero, cb, tkb[k, 0], tkb[k, 1]))
@@ -345,6 +349,7 @@ def _markers(st, store, slen, row, ca, na, cb, nb, b_wide, tkb, hb, head_b, late
         p0, p1 = cjk_off[q], cjk_off[q + 1]
         if _contains(cb, b_end, cjk, p0, p1) and not _contains(ca, na, cjk, p0, p1):
             add(st, store, slen, marker, row, write_span(row, zero, cjk, p0, p1))
+            st[S_STRONG] = 1
 
 
 @njit(cache=True)

@@ -35,7 +35,8 @@ S_PEND_KINDS = 4
 S_PARTIAL = 5
 S_WORK = 6
 S_BUDGET = 7
-STATE = 8
+S_STRONG = 8  # a marker that makes a revision alone was found (a strong or a Chinese one)
+STATE = 9
 
 
 @njit(cache=True)

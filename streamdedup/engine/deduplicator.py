@@ -256,7 +256,8 @@ class Deduplicator:
         sources = np.ascontiguousarray(sources, dtype=np.int64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store)
-        changed = {} if self.cfg.verify.revisions == "off" else revised.mark(self.evidence, texts, seqs, matched, relations, flags)
+        changed = {} if self.cfg.verify.revisions == "off" else revised.mark(
+            self.evidence, texts, seqs, matched, relations, flags, roots)
         roots_buf, roots_off = sparse_utf8(found.root_ids, n)
         matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
         changed_buf, changed_off = sparse_utf8({i: engine_record.CHANGED_SEP.join(c) for i, c in changed.items()}, n)

@@ -21,13 +21,18 @@ from streamdedup.engine.revision_kernel import PARTIAL_ITEM, detect_bytes, detec
 
 
 def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
-         flags: np.ndarray) -> dict[int, tuple[str, ...]]:
+         flags: np.ndarray, roots: np.ndarray | None = None) -> dict[int, tuple[str, ...]]:
     """Flag ``F_REVISION`` in ``flags`` for every duplicate of the batch that revises its match;
     returns what each changed, by batch row. An exact copy (same canonical text) is never one,
     nor a duplicate whose match keeps no text, nor one whose changes vanish with the
     boilerplate blocks (``_kernels.blocks``, by the anchor counts each record keeps) left out of
     both texts: another outlet's disclaimer or newsletter notice is no change to the story.
-    The batch's pairs are tested in one kernel call, and the few revised ones with blocks again."""
+
+    A duplicate that does not revise its match, when that match is a copy of another story
+    (``roots``), is compared with that story too: the match may be a copy under a footer or a
+    slug, and the update is of the story. It revises the story when the match does not (a copy
+    of a revision is a copy of the revision, not one itself). The batch's pairs are tested in one
+    kernel call, the second readings in another, and the few revised ones with blocks again."""
     rows, pairs, keys = [], [], []
     for i in np.flatnonzero((relations > 0) & (relations != REL_EXACT)).tolist():
         found = evidence.prints_of(texts, i, seqs, int(matched[i]))
@@ -40,8 +45,11 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
         rows.append(i)
         pairs.append((earlier, later))
         keys.append(earlier_keys)
+    results = detect_many(pairs)
+    if roots is not None:
+        _of_the_story(evidence, texts, seqs, matched, roots, rows, pairs, keys, results)
     out: dict[int, tuple[str, ...]] = {}
-    for i, (earlier, later), earlier_keys, r in zip(rows, pairs, keys, detect_many(pairs)):
+    for i, (earlier, later), earlier_keys, r in zip(rows, pairs, keys, results):
         if not r.revised:
             continue
         # a difference made of boilerplate blocks only is none: the texts without them are read
@@ -57,3 +65,30 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
         flags[i] |= F_REVISION
         out[i] = r.changed + (PARTIAL_ITEM,) if r.partial else r.changed
     return out
+
+
+def _of_the_story(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, roots: np.ndarray,
+                  rows: list, pairs: list, keys: list, results: list) -> None:
+    """The second reading of :func:`mark`: each pair not revised whose match is a copy of a
+    story (its root) is read against the story, and so is the match; where the match does not
+    revise the story and the later text does, the pair becomes (story, later text)."""
+    asked, second = [], []
+    for q, (i, r) in enumerate(zip(rows, results)):
+        root = int(roots[i])
+        if r.revised or root < 0 or root == int(matched[i]):
+            continue
+        found = evidence.prints_of(texts, i, seqs, root)
+        if found is None:
+            continue
+        story = found[0]
+        asked.append((q, found))
+        second += [(story, pairs[q][0]), (story, pairs[q][1])]
+    if not asked:
+        return
+    got = detect_many(second)
+    for k, (q, (story, story_keys)) in enumerate(asked):
+        match_revises, later_revises = got[2 * k], got[2 * k + 1]
+        if later_revises.revised and not match_revises.revised:
+            pairs[q] = (story, pairs[q][1])
+            keys[q] = story_keys
+            results[q] = later_revises

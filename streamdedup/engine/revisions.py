@@ -14,7 +14,10 @@ aligned on their longest common subsequence (:func:`.revision_tokens.opcodes`), 
 changed block is read:
 
 - wire markers count where they are new: "corrected", "corrects" anywhere, "refile", "update",
-  "adds" in the headline, 更正 / 订正 / 更新 in Chinese;
+  "adds" in the headline, 更正 / 订正 / 更新 in Chinese; a headline marker alone makes no
+  revision: a slug ("UPDATE 1-", "REFILE-") on a text that is otherwise the same, or changed
+  only as copies change, is a copy re-sent under it (a correction's marker counts alone: what it
+  corrected may read as noise);
 - a block within a few character edits of what it replaced (a third of its characters, spaces
   ignored, OCR letters read as the digits they resemble, adjacent swaps as one edit) is a typo
   when it leaves no new number or polarity word ("proft" for "profit") or puts letters where
@@ -97,7 +100,7 @@ MONTHS = frozenset("jan january feb february mar march apr april may jun june ju
 BOILERPLATE_WORDS = frozenset(
     "reporting editing writing copyright rights reserved disclaimer subscribe subscription newsletter "
     "republication redistribution prohibited inbox alerts follow sign newsroom email www http https com "
-    "example desk 责任编辑 记者 摄".split())
+    "example desk website visit 责任编辑 记者 摄".split())
 
 
 @dataclass(frozen=True)
@@ -254,7 +257,8 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             else:  # a headline rewritten
                 rewritten = True
                 _head_block(f, new_head, sa)
-    for m in _markers(old_head, new_head, added, later[:later_head], earlier):
+    markers = _markers(old_head, new_head, added, later[:later_head], earlier)
+    for m in markers:
         f.add("marker", m)
     for _, i1, i2, j1, j2 in ops:
         old, new = ta[i1:i2], tb[j1:j2]
@@ -270,6 +274,8 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         for kind, item in f.pending:
             f.add(kind, item)
     kinds = tuple(k for k in ("marker", "figures", "negation", "words", "added") if k in f.kinds)
+    if kinds == ("marker",) and all(m in HEAD_MARKERS for m in markers):
+        return Revision(False, typos=f.typos)  # a slug alone ("UPDATE 1-", "REFILE-") on a copy: a copy
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
 
 

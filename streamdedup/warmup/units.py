@@ -227,7 +227,7 @@ UNITS: dict[str, Unit] = {
 #: also restoring its state first, a staged topology's roles (the decider likewise),
 #: everything (warm-up). Not ``growth`` nor ``evidence``: a run may never call them (a Kafka index
 #: is full-size from the start; only a noisy copy asks for exact evidence), and on their first
-#: call they compile in ~0.5 and ~1.6 s, once, instead of lengthening every cold start (issue 10)
+#: call they compile in ~0.5 and ~1.6 s, once, instead of lengthening every cold start
 NEEDS: dict[str, tuple[str, ...]] = {
     "run": ("scan", "fingerprint", "engine", "revisions"),
     "run+restore": ("scan", "fingerprint", "engine+restore", "revisions"),

@@ -54,6 +54,26 @@ def test_a_correction_goes_where_the_policy_says_with_its_tags(tmp_path, policy,
     assert (summary.unique, summary.duplicates) == ((2, 1) if policy == "unique" else (1, 2))
 
 
+def test_an_update_that_matched_a_copy_of_its_story_is_read_against_the_story(tmp_path) -> None:
+    """The update matched a noisy copy of the story that shares its footer (the copy is closer to
+    it than the story is): against the copy, its one changed figure reads as noise; against the
+    story it is a revision. A copy of that copy is still a copy."""
+    credits = ("\n(Reporting by Anna Keller in Frankfurt, additional reporting by Tom Becker in London and Maria "
+               "Rossi in Rome; Editing by the markets desk; newsroom@wire.example; +44 20 7542 1234)")
+    noisy = SOURCE.replace("industrial", "indusrial").replace("expectations", "expectatoins") + credits
+    lines = [{"id": "story", "text": SOURCE}, {"id": "copy", "text": noisy},
+             {"id": "fix", "text": SOURCE.replace("400 people", "600 people") + credits},
+             {"id": "copy2", "text": noisy.replace("Ohio", "Ohio ")}]
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
+    run_file(cfg(), str(path), str(tmp_path / "out"))
+    got = _outputs(tmp_path / "out")
+    name, tags = got["fix"]
+    assert tags.matched == "copy" and tags.duplicate_of == "story"  # the case: linked to the copy
+    assert name == "unique" and tags.status == "revision" and "400 -> 600" in tags.changed
+    assert got["copy"][1].status == "duplicate" and got["copy2"][1].status == "duplicate"
+
+
 def test_with_revisions_off_a_correction_is_a_duplicate(tmp_path) -> None:
     run_file(cfg(VERIFY__REVISIONS="off"), str(_feed(tmp_path)), str(tmp_path / "out"))
     name, tags = _outputs(tmp_path / "out")["fix"]

@@ -40,7 +40,8 @@ def body(text: str) -> str:
     (SOURCE + "\nIt said it would not sell.", "added", None),
     (body(BODY.replace("John Smith", "John Okafor")), "words", "smith -> okafor"),
     ("CORRECTED-" + SOURCE.replace("Ohio", "Iowa"), "marker", "corrected"),
-    ("UPDATE 2-" + SOURCE, "marker", "update"),
+    ("UPDATE 2-" + SOURCE + "\nIt said it would not sell.", "marker", "update"),
+    ("REFILE-" + SOURCE.replace("400 people", "600 people"), "figures", "400 -> 600"),
     (SOURCE + "\nThe company later said it expects 1988 sales of 2.1 billion dlrs.", "figures", None),
 ])
 def test_revisions_are_recognised(later: str, kind: str, item: str | None) -> None:
@@ -54,6 +55,9 @@ def test_revisions_are_recognised(later: str, kind: str, item: str | None) -> No
     SOURCE.replace("first quarter net", "first quarter nte").replace("400", "4OO"),  # OCR letters in a number
     SOURCE.replace("Acme Corp said", "Acme Corp sa id"),  # a word split
     SOURCE + "\n(Reporting by Anna Keller; Editing by Tom Becker)\n((newsroom@wire.example; +44 20 7542 1234))",
+    SOURCE + "\nFor more news visit our website",  # a web footer
+    "UPDATE 1-" + SOURCE,  # a slug alone: the text is the story's
+    "REFILE-" + SOURCE.replace("industrial", "industrail"),  # a slug on a copy with a typo
     "ACME PROFIT ROSE 12 PCT IN FIRST QUARTER\n" + BODY,  # retitled from the lead
     SOURCE[:SOURCE.index("The company's shares")],  # a teaser
     SOURCE[:SOURCE.index("The company's shares") + 9],  # a teaser cut inside a word
