@@ -1,4 +1,4 @@
-"""Fault injection for the failed-batch rule (issue 26): one stage of the pipeline raises once.
+"""Fault injection for the failed-batch rule: one stage of the pipeline raises once.
 
 Each stage is the function a runtime calls for it; ``arm`` replaces it (with pytest's
 monkeypatch) by a wrapper that raises :class:`InjectedFault` on its ``at``-th call and passes

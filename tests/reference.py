@@ -784,7 +784,7 @@ def compare_ref(a, b, verify, sig, informative=None, full=False, shared_boilerpl
         relation = "related"
     else:
         relation = "unrelated"
-    # exact character evidence (issue 11): texts known, nothing else made a duplicate
+    # exact character evidence: texts known, nothing else made a duplicate
     if (verify.exact_evidence and "near_duplicate" in verify.duplicate_relations and a.text and b.text
             and relation not in verify.duplicate_relations and j < verify.ld_min_jaccard and not shared_boilerplate
             and ld is not None and ld.similarity >= verify.exact_min_ld

@@ -1,4 +1,4 @@
-"""faust topology: the staged topology's fingerprint/route stage as a faust agent (issue 14).
+"""faust topology: the staged topology's fingerprint/route stage as a faust agent.
 
     from topologies.faust_app import create_app
     app = create_app(load_config("config/default.yaml"))   # a faust.App with the agent attached

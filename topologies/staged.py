@@ -1,4 +1,4 @@
-"""Staged topology: fingerprint/route workers and one sequenced decider (issue 13).
+"""Staged topology: fingerprint/route workers and one sequenced decider.
 
     from topologies.staged import build_decider, build_worker
     decider = build_decider(load_config("config/default.yaml"), "state")   # one (a second one waits as standby)

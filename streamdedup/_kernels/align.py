@@ -135,7 +135,7 @@ def _match_masks(a, words):
 def _start_deltas(words):
     """Column 0's vertical deltas: all +1 (``vp``), none -1 (``vn``). Filled by loops on empty
     arrays: ``np.full`` and ``np.zeros`` would each compile their own implementation into
-    every cold start (~0.3 s with their helpers, issue 10)."""
+    every cold start (~0.3 s with their helpers)."""
     vp = np.empty(words, dtype=np.uint64)
     vn = np.empty(words, dtype=np.uint64)
     for w in range(words):

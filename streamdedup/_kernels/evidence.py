@@ -1,4 +1,4 @@
-"""Exact character evidence for a pair the sketches cannot settle (issue 11).
+"""Exact character evidence for a pair the sketches cannot settle.
 
 A copy with 2-3% character noise keeps a byte 8-gram Jaccard of 0.6-0.75 with its original
 while its word 5-shingle Jaccard falls to 0.1-0.4, where templates and shared footers sit too

@@ -482,7 +482,7 @@ def _words_and_signature(canon, lo, hi, n_hood, fine_lo, fine_w, coarse_w, sig_s
 @njit(cache=True)
 def _unicode_tokens(canon, lo, hi, classes, words, counts):
     """Token hashes of a text with non-ASCII bytes, over the word hashes of
-    :func:`_words_and_signature` (issue 17): words end at spaces, and a character of a script
+    :func:`_words_and_signature`: words end at spaces, and a character of a script
     written without spaces (``classes``, :mod:`streamdedup.text.scripts`) is a token of its own; a
     combining mark stays in the token before it, and the first character after such a token
     starts a new one ("2月3日" is four tokens). A hash is the word hash of the token's bytes.

@@ -38,7 +38,7 @@ _VARINT_MAX = 10
 
 
 # The writers have one signature each (compiled at import): called with int32, int64 and uint64
-# values they compiled once per type, ~0.4 s of every cold start (issue 10). Every value they
+# values they compiled once per type, ~0.4 s of every cold start. Every value they
 # write is non-negative, so its conversion to uint64 keeps it.
 @njit(void(uint8[::1], int64, uint64, int64), cache=True)
 def _put_uint(buf, pos, value, nbytes):

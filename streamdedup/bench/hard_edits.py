@@ -1,4 +1,4 @@
-"""Harder copy kinds and near-miss negatives for ``streamdedup bench accuracy --suite hard`` (issue 11).
+"""Harder copy kinds and near-miss negatives for ``streamdedup bench accuracy --suite hard``.
 
 Every generator is deterministic given its ``random.Random`` and returns the new text, or None when
 the story does not suit the edit (the harness then picks another story). Copies:

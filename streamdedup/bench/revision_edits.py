@@ -1,4 +1,4 @@
-"""Revisions and cosmetic copies for ``streamdedup bench accuracy --suite revisions`` (issue 31).
+"""Revisions and cosmetic copies for ``streamdedup bench accuracy --suite revisions``.
 
 Every generator takes a story's title and body, a donor story's body and a seeded
 ``random.Random``, and returns the new text, or None when the story does not suit the edit (the

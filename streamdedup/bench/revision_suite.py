@@ -1,4 +1,4 @@
-"""``streamdedup bench accuracy --suite revisions`` (issue 31): are revisions told from copies?
+"""``streamdedup bench accuracy --suite revisions``: are revisions told from copies?
 
 Two streams, each the natural corpus in order with labelled synthetic items placed 1 minute to
 6 hours after their source (:class:`.hard_suite._Placer`):

@@ -1,4 +1,4 @@
-"""Copy kinds and near-miss negatives for Chinese, Japanese and Thai news (issue 17).
+"""Copy kinds and near-miss negatives for Chinese, Japanese and Thai news.
 
 Used by :mod:`.lang_suite` (``streamdedup bench accuracy --suite zh|ja|th``). Every generator
 is deterministic given its ``random.Random`` and returns the new text, or None when the story does

@@ -1,7 +1,7 @@
 """One line for an error that ends a command: what happened and, where we know it, what to do.
 
 Operators read it in a pod's last log lines: a 90-line traceback with "No space left on device"
-in its middle (issue 15) hides the one fact they need. The traceback is for ``--debug``.
+in its middle hides the one fact they need. The traceback is for ``--debug``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``streamdedup run``: file mode (``--input``) or the Kafka processor (issue #4)."""
+"""``streamdedup run``: file mode (``--input``) or the Kafka processor."""
 
 from __future__ import annotations
 

@@ -93,7 +93,7 @@ class StateMeta:
 class StopsOnFailure:
     """``with guard():`` around a batch. A batch that raises leaves the engine's in-memory
     index, arena and metadata part-way through it, and a later batch decided on them would
-    commit input positions past records that have no decision (issue 26: a restart then
+    commit input positions past records that have no decision (a restart then
     dead-lettered 512 good records as empty). So the first failure stops the engine: every
     later batch raises before it commits anything; a restart rebuilds from the last commit."""
 

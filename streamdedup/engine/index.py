@@ -76,7 +76,7 @@ def _prefault(arrays: tuple[np.ndarray, ...]) -> threading.Thread | None:
 
     In a background thread (returned) where the kernel can fault pages in without writing them
     (MADV_POPULATE_WRITE): the index is in use meanwhile, and the faults of ~0.5 GB took up to
-    1.5 s of a processor's start-up (on a VM right after the kernel compile, issue 10).
+    1.5 s of a processor's start-up (on a VM right after the kernel compile).
     Elsewhere at once, by writing a zero to every page.
     """
     madvise = _madvise_populate()

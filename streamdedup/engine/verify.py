@@ -14,7 +14,7 @@ view of the *new* document ``b`` against the earlier ``a``:
   shingle counts, and the shorter signature must embed in the longer (seed 001);
 - ``related`` / ``unrelated``: neither, with Coates' expected-LD test telling them apart.
 
-Exact character evidence (issue 11): a pair that is none of these, below ``ld_min_jaccard``,
+Exact character evidence: a pair that is none of these, below ``ld_min_jaccard``,
 whose LD similarity reaches ``verify.exact_min_ld`` (both texts of ``verify.exact_min_bytes``
 or more), is a near-duplicate when the exact byte 8-gram Jaccard of the canonical texts reaches
 ``verify.exact_gram_jaccard``, reading digits as 0 does not raise it by more than

@@ -23,7 +23,7 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
     ..     the canonical text (canonical length bytes: the decider's exact evidence compares
-           texts, issue 11)
+           texts)
     -- kind 1, dead letter (prepare refused the input record; the router emits it)
     var    stage length, stage, reason length, reason (UTF-8)
     -- kind 2, params announcement (a worker's settings, so a mismatch can be named)

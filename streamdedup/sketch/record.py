@@ -1,4 +1,4 @@
-"""Issue 2's fingerprint record format: one document's fingerprint (and source position) as
+"""The fingerprint record format: one document's fingerprint (and source position) as
 bytes, sized by ``streamdedup bench fingerprint`` and used by ``verify.Fingerprint.from_record``.
 It is not what the engine stores: the engine's per-document value in the state store is
 :mod:`streamdedup.engine.record`.

@@ -6,7 +6,7 @@ Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig` but the f
    their parameters would otherwise read as words glued to the next one ("5mblink").
 1. HTML: comments and tags become spaces, entities are decoded (``&amp;`` -> ``&``).
 2. Unicode NFKC (full-width letters, ligatures, non-breaking spaces fold to their plain forms).
-3. Traditional Chinese folds to Simplified (``fold_traditional``; OpenCC's t2s tables, issue 17):
+3. Traditional Chinese folds to Simplified (``fold_traditional``; OpenCC's t2s tables):
    ``國務院發表賀詞`` -> ``国务院发表贺词``.
 4. Case folding (``str.casefold``: ``Straße`` -> ``strasse``).
 5. Punctuation and symbols become spaces (anything that is not a letter, digit or combining mark).

@@ -3,7 +3,7 @@
 Shared by file mode and the Kafka runtime, so a record is judged the same way everywhere.
 Stages named in dead-letter output: ``size``, ``utf8``, ``json``, ``fields``, ``text``, ``time``.
 
-Event times (issue 26): the index forgets documents by event time, relative to the latest
+Event times: the index forgets documents by event time, relative to the latest
 event time it has seen, so one far-future time would expire the whole index and keep detection
 off until the clock caught up; and a time beyond 64 bits stopped the pipeline. A time that is
 not finite, before 1970, out of range or more than ``input.max_future_skew_hours`` past the

@@ -2,7 +2,7 @@
 
 In Chinese, Japanese and Thai a "word" of the canonical text (the run between two spaces) is a
 whole clause, 10-25 characters: a word 5-shingle spans five clauses and one changed character
-breaks five of a story's ~40 shingles (issue 17). So in those scripts every character is a
+breaks five of a story's ~40 shingles. So in those scripts every character is a
 token, while scripts with spaces keep words. The fingerprint kernel reads the class of each
 code point from :func:`token_classes`:
 

@@ -1,4 +1,4 @@
-"""Hostile event times on the real broker (issue 26, items 2 and 3), the issue's own feed: 300
+"""Hostile event times on the real broker, the feed that found the faults: 300
 stories, one record with an unusable ``ts``, the 300 stories again.
 
 Before: ``1e30`` stopped the processor with OverflowError at every restart; ``9999-12-31``

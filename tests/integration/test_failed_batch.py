@@ -1,4 +1,4 @@
-"""A failed batch is never skipped (issue 26, item 1) on the real broker: the single processor
+"""A failed batch is never skipped on the real broker: the single processor
 and the staged decider run in this process with an exception injected into one stage
 (``tests.faults``); the restart runs without it.
 

@@ -1,6 +1,6 @@
 """The faust topology (the staged worker as a faust agent + the staged decider) on a real broker.
 
-What must hold (issue 14): records routed unchanged with the same tags as the single-index
+What must hold: records routed unchanged with the same tags as the single-index
 processor, malformed records in dead-letter with their reasons, copies on different partitions
 read by different faust workers caught, and SIGKILLs of the faust worker measured against an
 uninterrupted run.

@@ -1,4 +1,4 @@
-"""Hostile conditions on the real broker (issue 15): bad settings fail fast with one line naming
+"""Hostile conditions on the real broker: bad settings fail fast with one line naming
 the setting, secrets reach librdkafka unaltered and appear nowhere else, a lost state is noticed,
 fatal errors are one line (a traceback only with --debug), spoofed tags do not survive.
 
@@ -200,7 +200,7 @@ def test_lost_state_is_refused_then_rebuilt_from_the_input(topics, tmp_path) -> 
     keys = [k for _, k, _, _ in out]
     assert len(keys) == len(set(keys)) == 2 * len(stories)  # the rebuild emitted nothing again
     resent = [h["dedup.status"] for _, k, _, h in out if k.startswith(b"re-")]
-    assert resent == [b"duplicate"] * len(stories)  # without the rebuild most came out unique (issue 15: 959 of 1,000)
+    assert resent == [b"duplicate"] * len(stories)  # without the rebuild most came out unique (959 of 1,000)
 
 
 # -- 6: fatal errors are one line; --debug shows the traceback ---------------------------------------

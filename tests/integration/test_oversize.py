@@ -1,4 +1,4 @@
-"""A poison record must never stop the pipeline (issue 15, case 1), on the real broker.
+"""A poison record must never stop the pipeline, on the real broker.
 
 A record inside ``input.max_record_bytes`` whose output cannot be produced (over the
 producer's ``message.max.bytes``, over a topic's ``max.message.bytes``, or refused by the

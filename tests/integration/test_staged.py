@@ -1,6 +1,6 @@
 """The staged topology (workers + one decider) against a real broker.
 
-What must hold (issue 13): every record in exactly one output, decisions equal to the
+What must hold: every record in exactly one output, decisions equal to the
 single-index processor's on a one-partition input, simultaneous copies on different
 partitions caught, SIGKILLs of either role and a worker joining mid-stream change nothing.
 """

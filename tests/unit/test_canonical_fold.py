@@ -1,4 +1,4 @@
-"""The Traditional -> Simplified Chinese fold of the canonical form (issue 17, step 3)."""
+"""The Traditional -> Simplified Chinese fold of the canonical form."""
 
 from __future__ import annotations
 

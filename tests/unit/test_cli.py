@@ -98,7 +98,7 @@ def test_bench_accuracy_hard_suite_prints_every_kind(kernels_cached) -> None:
 
 
 def test_bench_accuracy_zh_suite_runs_through_the_command(kernels_cached) -> None:
-    """A small real run of the Chinese suite (issue 17): both systems score every kind, datasketch on character 3-grams."""
+    """A small real run of the Chinese suite: both systems score every kind, datasketch on character 3-grams."""
     import json
 
     from streamdedup.bench.lang_suite import FOOTER_NEGATIVE, copy_kinds, related_negatives
@@ -113,7 +113,7 @@ def test_bench_accuracy_zh_suite_runs_through_the_command(kernels_cached) -> Non
 
 
 def test_bench_accuracy_revisions_suite_runs_through_the_command(kernels_cached) -> None:
-    """A small real run of the revisions suite (issue 31): every kind has a row, and the table of
+    """A small real run of the revisions suite: every kind has a row, and the table of
     Reuters' CORRECTED stories is there."""
     from streamdedup.bench.revision_edits import COSMETIC_KINDS, REVISION_KINDS
     from streamdedup.bench.revision_suite import ZH_KINDS
@@ -133,7 +133,7 @@ def test_bench_decider_decides_every_record(kernels_cached) -> None:
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)["reuters"]
     assert sum(r["counts"].values()) == r["documents"] == 1000 and r["counts"]["duplicate"] > 50
-    # a fingerprint record carries the canonical text (the decider's exact evidence, issue 11):
+    # a fingerprint record carries the canonical text (the decider's exact evidence):
     # about the input's text plus ~370 bytes of fingerprint
     assert r["decider_fingerprints_per_s"] > 0 and r["value_bytes_mean"] < r["record_bytes_mean"] < r["value_bytes_mean"] + 600
 

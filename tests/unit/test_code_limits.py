@@ -1,4 +1,4 @@
-"""Small modules and short functions (issue 10): no module of ``streamdedup/`` or ``topologies/``
+"""Small modules and short functions: no module of ``streamdedup/`` or ``topologies/``
 over 400 lines, no function over 80, except the allow-list below, each entry with its reason.
 
 Function entries must be Numba kernels (an ``@njit`` decorator), so the list cannot become a

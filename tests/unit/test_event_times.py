@@ -1,4 +1,4 @@
-"""Hostile event times (issue 26, items 2 and 3): never an exception, never a window that
+"""Hostile event times: never an exception, never a window that
 expires the whole index.
 
 A time beyond 64 bits stopped every runtime with OverflowError; one far-future time expired

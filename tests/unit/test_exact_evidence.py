@@ -1,4 +1,4 @@
-"""Exact character evidence (issue 11): noisy copies below ld_min_jaccard, decided on the exact
+"""Exact character evidence: noisy copies below ld_min_jaccard, decided on the exact
 byte 8-grams of both canonical texts, the same in any batch, after a restart and when off."""
 
 from __future__ import annotations

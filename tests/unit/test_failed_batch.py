@@ -1,4 +1,4 @@
-"""A failed batch is never skipped (issue 26, item 1), in-process: the single processor on the
+"""A failed batch is never skipped, in-process: the single processor on the
 fake client and file mode, with an exception injected into each stage (``tests.faults``).
 
 What must hold: the run stops with the injected error; nothing after the failed batch was

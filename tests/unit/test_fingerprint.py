@@ -562,7 +562,7 @@ def test_every_accepted_text_encodes_into_a_record() -> None:
 
 def test_records_of_typical_3kb_texts_fit_600_bytes_plus_character_bands() -> None:
     """README budget: ~412 fixed bytes plus ~len/16 * 1.125 signature symbols. The character
-    bands (issue 11) added 64 bytes (16 keys): the issue-2 budget of 600 bytes no longer holds
+    bands added 64 bytes (16 keys): the first budget of 600 bytes no longer holds
     for 3 KB texts (mean ~633), the bound below is that budget plus those 64 bytes."""
     rng = random.Random(2024)
     sizes = []

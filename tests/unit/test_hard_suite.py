@@ -1,4 +1,4 @@
-"""The hard accuracy suite (issue 11): its generators do what they claim, and a small run scores every kind."""
+"""The hard accuracy suite: its generators do what they claim, and a small run scores every kind."""
 
 from __future__ import annotations
 

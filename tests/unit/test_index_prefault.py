@@ -1,4 +1,4 @@
-"""A full-size index faults its tables in (issue 10: in the background where the kernel can do it
+"""A full-size index faults its tables in (in the background where the kernel can do it
 without writing, so start-up does not wait for ~0.5 GB of page faults): every page ends up
 resident, and what the index wrote meanwhile stays."""
 

@@ -113,7 +113,7 @@ def test_edge_cases() -> None:
         b'{"id":"a","text":"x \\u003cbr>"}': "slow",
         b'{"id":"a","text":"ok","ts":"2024-01-01"}': "slow",
         b'{"id":"a","text":"ok","ts":1.5}': "slow",
-        # event times the decoder does not use (issue 26): never fast, whatever their form
+        # event times the decoder does not use: never fast, whatever their form
         b'{"id":"a","text":"ok","ts":1700000000000}': "fast",
         b'{"id":"a","text":"ok","ts":999999999999999999}': "slow",  # 18 digits: parsed, too far in the future
         b'{"id":"a","text":"ok","ts":18446744073709551615}': "slow",

@@ -205,7 +205,7 @@ def test_at_least_once_delivers_every_record(reference, tmp_path) -> None:
     assert s.reconciles() and decisions(b) == want
 
 
-# -- outputs that cannot be produced (issue 15, case 1) -------------------------------------
+# -- outputs that cannot be produced -------------------------------------
 
 
 def sized(i: int, size: int, seed: int) -> bytes:

@@ -172,7 +172,7 @@ def _file_mode_outcomes(out_dir) -> tuple[dict[str, tuple], int]:
 
 
 def test_tune_replay_agrees_with_two_file_mode_runs(tmp_path, monkeypatch) -> None:
-    """The issue's check: on the demo feed, verify.jaccard_threshold 0.45 (the current config,
+    """The check of a replay: on the demo feed, verify.jaccard_threshold 0.45 (the current config,
     from --config) against 0.7 (--set) flips exactly the records that two ``run --input`` runs
     with those settings decide differently."""
     from click.testing import CliRunner

@@ -1,4 +1,4 @@
-"""The revision test (issue 31): revisions of a story are told from cosmetic copies of it."""
+"""The revision test: revisions of a story are told from cosmetic copies of it."""
 
 from __future__ import annotations
 

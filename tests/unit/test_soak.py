@@ -56,7 +56,7 @@ def test_rss_levelled_when_growth_stops_once_the_index_is_full() -> None:
 
 
 def test_rss_not_levelled_when_it_keeps_growing() -> None:
-    # the figure: 793 -> 1018 MB over 330 s, steadily
+    # a growth once measured: 793 -> 1018 MB over 330 s, steadily
     t, rss = _samples(lambda x: 793 + 225 * x / 330, seconds=330)
     trend = rss_trend(t, rss)
     assert trend.levelled is False

@@ -1,4 +1,4 @@
-"""The Chinese, Japanese and Thai accuracy suites (issue 17, step 4): the corpus is grouped into
+"""The Chinese, Japanese and Thai accuracy suites: the corpus is grouped into
 articles as documented, the generators do what they claim, and a small run scores every kind.
 
 The last tests check the harness (every kind present, scores well formed), not detection targets.
@@ -198,7 +198,7 @@ def test_udhr_suites_build(lang: str) -> None:
 
 
 def test_chinese_copies_are_caught_with_the_default_config() -> None:
-    """Detection, not the harness (issue 17's targets, on a quarter of the bench's stream; the
+    """Detection, not the harness (the targets, on a quarter of the bench's stream; the
     figures are ``streamdedup bench accuracy --suite zh``): noisy, teaser and Traditional-script
     copies are caught, near misses stay unique. Floors sit below the bench's figures (1.00,
     0.93-0.96, 1.00, 0 flagged) by the spread of 25 copies a kind."""

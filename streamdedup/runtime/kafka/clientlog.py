@@ -1,7 +1,7 @@
 """librdkafka's own log lines through our JSON logger, rate-limited.
 
 Without a ``logger`` librdkafka writes to stderr itself: an unreachable bootstrap address gave
-1,269 lines in a minute (issue 15), each the same connection refusal with another retry time.
+1,269 lines in a minute, each the same connection refusal with another retry time.
 Every client we make gets :func:`client_logger` instead: its lines become JSON log records
 (``logger: streamdedup.librdkafka``, with ``facility`` and ``client`` fields) and a line that
 repeats (the same facility and text up to its numbers) passes once per ``period_s``; the next

@@ -3,7 +3,7 @@
 The state always lands before the offsets that cover it (exactly-once and at-least-once
 alike), so a partition whose committed offset is beyond the state's position for it means the
 state is not the one that made those commits: a new, emptied or lost directory, or an older
-copy. Going on would index only what comes next; in the run that found this (issue 15) 959 of
+copy. Going on would index only what comes next; in the run that found this 959 of
 1,000 resends of stories already seen came out unique, silently. The processor refuses by
 default; the operator rebuilds the index from the input (``--rebuild-from-input SINCE``) or
 goes on knowingly (``--accept-empty-state``).

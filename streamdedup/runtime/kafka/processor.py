@@ -7,7 +7,7 @@ replay). Three batches are in flight: batch k + 1 is consumed and decoded on thi
 while k is decided on the decide thread (the engine's kernels release the GIL) and k - 1's
 transaction commits on the delivery's worker.
 
-The rule of a failed batch (issue 26), for every runtime (this one, the staged worker and
+The rule of a failed batch, for every runtime (this one, the staged worker and
 decider, file mode): a batch is committed (state or outputs) only after every earlier batch of
 the same partitions was decided and committed; an exception in any stage (prepare,
 fingerprint, decide, state encode, route) stops the pipeline with its one-line error before

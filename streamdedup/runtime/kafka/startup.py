@@ -2,7 +2,7 @@
 
 Without them a processor with an unreachable bootstrap address, a failed SASL login or a
 misspelt input topic waited forever (its idle clock starts with the first assignment), and
-missing output topics gave a traceback after 64 s that did not name them (issue 15). All of it
+missing output topics gave a traceback after 64 s that did not name them. All of it
 is decided within ``kafka.startup_timeout_s``.
 """
 

@@ -1,4 +1,4 @@
-"""The staged topology (issue 13): parallel fingerprint workers, one sequenced decider, routers.
+"""The staged topology: parallel fingerprint workers, one sequenced decider, routers.
 
 Status: being built. This docstring is the design. Built: ``worker`` and ``decider`` (run with
 ``streamdedup run --topology staged --role worker|decider``), ``decision_record`` (what the
@@ -47,5 +47,5 @@ the log; that order is fixed once written, so every replay and every router agre
 each pair gives exactly one unique and one duplicate.
 
 Sharding the index (when one decider's memory is not enough) is a design with a simulation,
-not built yet: see the closing note of issue 13.
+not built yet: see ``benchmarks/SHARDING.md``.
 """
