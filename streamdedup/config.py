@@ -24,7 +24,7 @@ from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, r
 from streamdedup.config_sources import is_secret_property  # noqa: F401 (re-exported)
 from streamdedup.errors import ConfigError
 
-#: Coates' 62-symbol printable alphabet (seed 001): readable in logs and `explain` output.
+#: Coates' 62-symbol printable alphabet (Coates' Levenshtein estimates): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 

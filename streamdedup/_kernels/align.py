@@ -67,7 +67,7 @@ def semi_global(a, b):
     """Best edit distance of ``a`` against any substring of ``b`` (free end gaps in ``b``).
 
     Returns ``(distance, start, end)`` with ``b[start:end]`` the best-matching region: the
-    embedding test of seed 001 (a text contained in another keeps its signature except at the
+    embedding test of Coates' Levenshtein estimates (a text contained in another keeps its signature except at the
     ends). O(len(a) * len(b)); signatures are short.
     """
     n = a.shape[0]

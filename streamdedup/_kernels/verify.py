@@ -200,7 +200,7 @@ def short_copy(n_sh_a, n_sh_b, len_a, len_b, sig_b_len, params):
 @njit(cache=True)
 def embedding_similarity(sig_a, sig_b):
     """1 - semi-global distance of the shorter signature inside the longer / its length (0.0
-    for an empty shorter one): how well one text sits inside the other (seed 001)."""
+    for an empty shorter one): how well one text sits inside the other (Coates' Levenshtein estimates)."""
     if sig_b.shape[0] <= sig_a.shape[0]:
         inner, outer = sig_b, sig_a
     else:

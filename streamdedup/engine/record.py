@@ -26,7 +26,7 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
            signature embedding, exact 8-gram Jaccard, the same with digits read as 0, share of
            the copy's own words one edit from the earlier's; NaN = not computed)
     ..     n hot-count entries: band (varint), count (1 byte)
-    K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
+    K*b/8  MinHash slots, low b bits each (b-bit minwise hashing, Manasse)
     4*bands  the low half of each band key (what the index uses), main then lead
     ..     fine LD signature
     var    m, the number of anchor keys (``_kernels.anchors``), then m keys (4 bytes each), then

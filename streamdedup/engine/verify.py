@@ -11,7 +11,7 @@ view of the *new* document ``b`` against the earlier ``a``:
   shingles: either is evidence, but the signature alone is not);
 - ``contained_in``: ``b`` is mostly inside ``a`` (a truncated teaser); ``contains``: ``a`` is
   mostly inside ``b`` (an update appended). Containment is estimated from Jaccard and the
-  shingle counts, and the shorter signature must embed in the longer (seed 001);
+  shingle counts, and the shorter signature must embed in the longer (Coates' Levenshtein estimates);
 - ``related`` / ``unrelated``: neither, with Coates' expected-LD test telling them apart.
 
 Exact character evidence: a pair that is none of these, below ``ld_min_jaccard``,

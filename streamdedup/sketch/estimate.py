@@ -49,7 +49,7 @@ def containment(j: float, n_a: int, n_b: int) -> float:
 
 
 def pack_bbit(slots: np.ndarray, bits: int) -> bytes:
-    """Keep the low ``bits`` of each 32-bit slot (b-bit minwise hashing, seed 004), packed.
+    """Keep the low ``bits`` of each 32-bit slot (b-bit minwise hashing, Manasse), packed.
 
     Slot values are low bits of a mixed 64-bit hash, so any ``bits`` of them are uniform.
     """

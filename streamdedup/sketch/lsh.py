@@ -1,4 +1,4 @@
-"""Choosing LSH bands and rows (seed 003): the S-curve ``P(s) = 1 - (1 - s**r)**b``.
+"""Choosing LSH bands and rows (the MinHash and LSH tutorial): the S-curve ``P(s) = 1 - (1 - s**r)**b``.
 
 (b, r) minimise ``w_fp * FP + w_fn * FN`` where FP is the area under the S-curve below the
 threshold (pairs less similar than wanted that still become candidates) and FN the area above

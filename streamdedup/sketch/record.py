@@ -20,7 +20,7 @@ Layout, version 2, little-endian (the document id is not part of it)::
     40      8              event time, ms since the epoch
     48      4              source partition (-1 for none)
     52      8              source offset / line number (-1 for none)
-    60      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, seed 004)
+    60      K * b / 8      MinHash slots, low b bits each (b-bit minwise hashing, Manasse)
     ..      4 * bands      band keys then lead and character band keys, low 32 bits each (enough to rebuild the
                            in-memory index; a 32-bit collision only costs one extra verification)
     ..      2 + n          fine LD signature, length-prefixed

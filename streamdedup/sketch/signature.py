@@ -53,7 +53,7 @@ class Embedding:
 
 
 def embedding(inner: bytes, outer: bytes) -> Embedding:
-    """Where ``inner`` best fits inside ``outer``: the containment test of seed 001.
+    """Where ``inner`` best fits inside ``outer``: the containment test of Coates' Levenshtein estimates.
 
     >>> e = embedding(b"bcd", b"xxabcdyy"); (e.distance, e.start, e.end)
     (0, 3, 6)

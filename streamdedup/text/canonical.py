@@ -1,4 +1,4 @@
-"""Canonical form of a text (Broder, seed 002): formatting differences must not matter.
+"""Canonical form of a text (Broder 1997): formatting differences must not matter.
 
 Steps, each switchable in :class:`~streamdedup.config.CanonicalConfig` but the first:
 

@@ -216,7 +216,7 @@ _JOINERS = [" ", ", ", ". ", "\n\n", " \u2014 ", " &amp; ", "<br>", "! "]
     st.booleans(),
 )
 def test_embedded_text_keeps_its_signature(seed: int, pre: list[str], post: list[str], j1: str, j2: str, shout: bool) -> None:
-    """A canonical text T inside P + T + S keeps its whole signature (Coates, seed 000, property 3).
+    """A canonical text T inside P + T + S keeps its whole signature (Coates 2011, property 3).
 
     Coates allows a few differing symbols at either end. Here the bound is exact: symbols come from
     N-byte windows in text order, every window wholly inside T hashes the same in both texts, and

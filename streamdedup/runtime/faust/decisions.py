@@ -23,7 +23,7 @@ from typing import Any
 
 from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, decode
 
-log = logging.getLogger("streamdedup.runtime.kafka.faust")
+log = logging.getLogger("streamdedup.runtime.faust")
 
 InputPart = tuple[str, int]
 

@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-log = logging.getLogger("streamdedup.runtime.kafka.faust")
+log = logging.getLogger("streamdedup.runtime.faust")
 
 InputPart = tuple[str, int]
 
