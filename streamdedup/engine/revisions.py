@@ -39,16 +39,14 @@ after a header block, a paragraph from the middle, key points): before all this,
 is cut to the runs the excerpt quotes (:func:`.revision_tokens.excerpted`), so what it leaves out changes nothing;
 a short text that quotes no run of :data:`KEPT_RUN` tokens is compared with the whole story.
 
-Cost: two tokenisations, one alignment of the token lists after their common head and tail are
-cut off, and a count of the words it changed (the words' count changes are read off the
-alignment: what it keeps adds the same to both texts), in CPython, per linked pair on one core:
-the wire feed's linked pairs (``bench kafka``'s feed, ~900 characters) 0.10 ms mean (best of
-three runs over 34,449 pairs); measured by ``bench accuracy --suite revisions`` (best of three)
-when the test cost ~1.4x more, the suite's Reuters edits mean 0.36 ms (a one-figure change 0.15
-ms, a 3% noise copy 1 ms: one matcher search per changed block), People's Daily 0.6 ms median,
-1.2-1.5 ms mean (one token per Han character). Texts whose differing middle is longer than
-:data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned (a stated limit: of such a pair only the
-markers are read), which bounds a pair at ~50-100 ms however long the texts.
+This module is the reference: the engine runs the same rules compiled and bounded
+(:mod:`streamdedup._kernels.revision`, through :mod:`.revision_kernel`), held to these in the
+tests. Here in CPython the test costs two tokenisations, one alignment of the token lists after
+their common head and tail are cut off, and a count of the words it changed, ~0.1 ms a wire-feed
+pair; the search for damaged twins is quadratic in a long changed block (a crafted pair of
+100,000-word texts takes seconds), which the compiled test bounds with a work budget. Texts whose
+differing middle is longer than :data:`.revision_tokens.MAX_ALIGN_TOKENS` are not aligned (of
+such a pair only the markers are read).
 
 >>> story = "acme profit rose acme corp said its first quarter profit was 600 mln dlrs"
 >>> r = detect(story, story.replace("600", "500"), earlier_head=16, later_head=16)
@@ -163,9 +161,8 @@ def _in_date(toks: list[str], k: int) -> bool:
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])
 
 
-def _body_block(f: _Found, old: list[str], new: list[str], diff: dict[str, int], sa: set[str], tail: bool,
-                fell: Forms, grew: Forms, head: bool = False,
-                dated: frozenset[str] = frozenset()) -> None:
+def _body_block(f: _Found, old: list[str], new: list[str], diff: dict[str, int], sa: set[str], fell: Forms,
+                grew: Forms, *, tail: bool = False, head: bool = False, dated: frozenset[str] = frozenset()) -> None:
     """A changed block outside the headline region (see the module docstring); ``tail``: the
     later text stops here, a prefix of the earlier (a teaser, perhaps cut inside a word or a
     number: :func:`_cut_here`); ``head``: a block of a headline region changed in place, where a
@@ -253,7 +250,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
                 # words changed in place (the region may reach into the lead: a name, a figure)
                 dated = frozenset(t for h in (old_head, new_head) for k, t in enumerate(h) if is_number(t) and _in_date(h, k))
                 for _, i1, i2, j1, j2 in head_ops:
-                    _body_block(f, old_head[i1:i2], new_head[j1:j2], diff, sa, False, fell, grew, True, dated)
+                    _body_block(f, old_head[i1:i2], new_head[j1:j2], diff, sa, fell, grew, head=True, dated=dated)
             else:  # a headline rewritten
                 rewritten = True
                 _head_block(f, new_head, sa)
@@ -267,7 +264,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
         if rewritten and i1 == head_a and j1 == head_b:
             _head_block(f, new, sa)  # the rest of a rewritten headline longer than the region
             continue
-        _body_block(f, old, new, diff, sa, _cut_here(ta, tb, i1, i2, j1, j2), fell, grew)
+        _body_block(f, old, new, diff, sa, fell, grew, tail=_cut_here(ta, tb, i1, i2, j1, j2))
         if len(f.changed) == MAX_CHANGED:
             break  # a revision whatever the rest says (no later block takes an item back)
     if f.typos == 0:
