@@ -125,6 +125,19 @@ def test_aborted_transaction_is_rewound_and_replayed(reference, tmp_path) -> Non
     assert decisions(b) == want
 
 
+def test_an_abort_that_times_out_gets_a_new_producer(reference, tmp_path) -> None:
+    """Seen on the real broker restarting under load: commit_transaction failed (abortable), then
+    abort_transaction timed out too, and the processor exited fatally. A new producer's
+    init_transactions fences the old one; the batch is replayed."""
+    records, want = reference
+    b = broker(records)
+    b.fail("commit_transaction", kafka_error(KafkaError._STATE, "abortable", txn_requires_abort=True), after=3)
+    b.fail("abort_transaction", kafka_error(KafkaError._TIMED_OUT, "Timed out waiting for operation to finish"))
+    s = run(b, str(tmp_path / "s"))
+    assert s.aborted_batches == 1 and b.calls["abort_transaction"] == 1 and b.calls["init_transactions"] == 2
+    assert s.replayed > 0 and decisions(b) == want
+
+
 def test_a_timed_out_send_offsets_is_retried(reference, tmp_path) -> None:
     """Seen on the real broker after a restart: send_offsets_to_transaction timed out, the error
     was neither abortable nor fatal, and the processor exited."""

@@ -166,8 +166,14 @@ class Delivery:
         self.aborted += 1
         if err.txn_requires_abort():
             log.warning("transaction aborted (%s); rewinding the batch", err)
-            self.producer.abort_transaction(60)  # serves the delivery reports: the guard learns what was refused
-            self._refresh_limits()
+            try:
+                self.producer.abort_transaction(60)  # serves the delivery reports: the guard learns what was refused
+                self._refresh_limits()
+            except KafkaException as again:
+                # the abort timed out too (a broker restarting under load): a new producer's
+                # init_transactions aborts what this one left open
+                log.warning("abort_transaction failed (%s); new producer, rewinding the batch", again.args[0])
+                self.producer = self._start_producer()
         elif err.fatal():
             # e.g. fenced after a broker restart aborted the open transaction: the batch's
             # outputs never became visible; a new producer, and the batch is replayed

@@ -104,12 +104,9 @@ class Worker:
         self.preparer = Preparer(self.cfg)
         self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
         self.fp_producer = self.clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
-        self.out = self.clients.producer({**client_settings(k, {
-            "linger.ms": 5, "enable.idempotence": True, "transactional.id": self.name}),
-            **self.guard.producer_conf()})
         self.watchdog.start()
         try:
-            init_transactions(self.out, self.watchdog.touch)
+            self.out = self._transactional_producer()
             # static membership: a restarted worker (same --instance) gets its partitions back at
             # once instead of after the dead member's session and a rebalance
             self.input = self.clients.consumer(client_settings(k, {
@@ -300,14 +297,31 @@ class Worker:
             commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch, bounded=self.watchdog.bounded)
             return True
         except KafkaException as exc:
-            if not requires_abort(exc):
-                raise
-            log.warning("worker %s: transaction aborted (%s); re-reading from the committed offsets", self.instance,
+            log.warning("worker %s: transaction failed (%s); re-reading from the committed offsets", self.instance,
                         exc.args[0])
-            p.abort_transaction(60)
+            aborted = False
+            if requires_abort(exc):
+                try:
+                    p.abort_transaction(60)
+                    aborted = True
+                except KafkaException as again:
+                    log.warning("worker %s: abort_transaction failed (%s)", self.instance, again.args[0])
+            if not aborted:
+                # fatal, not abortable, or the abort timed out too (a broker restarting under
+                # load): a new producer's init_transactions fences this one and aborts its transaction
+                log.warning("worker %s: new transactional producer", self.instance)
+                self.out = self._transactional_producer()
             self.summary.rewinds += 1
             self._rewind()
             return False
+
+    def _transactional_producer(self):
+        """The outputs' producer, its transactional id registered (fencing an older one)."""
+        out = self.clients.producer({**client_settings(self.kcfg, {
+            "linger.ms": 5, "enable.idempotence": True, "transactional.id": self.name}),
+            **self.guard.producer_conf()})
+        init_transactions(out, self.watchdog.touch)
+        return out
 
     def _rewind(self) -> None:
         """After an aborted transaction: every lane again from its committed offsets."""
