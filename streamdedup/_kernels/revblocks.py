@@ -14,7 +14,7 @@ from numba import njit
 
 from streamdedup._kernels.revitems import (K_ADDED, K_FIGURES, K_NEGATION, K_WORDS, ROW, S_TYPOS, add, pending,
                                            put, show, write_span, write_tokens)
-from streamdedup._kernels.revtext import (C_ASCII, C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_DIGITS, C_FIGURE,
+from streamdedup._kernels.revtext import (C_ASCII, C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_DIGITS, C_FIGURE, C_HEAD_MARKER,
                                           C_MONTH, C_NUMBER, C_POLARITY, count_of, has)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, garbled, joined_equal, noise_block, same_units, typo_sized
 
@@ -25,9 +25,12 @@ SMALL_BLOCK = 4
 
 @njit(cache=True)
 def in_date(tk, lo, hi, k):
-    """Whether number ``k`` (of the tokens ``lo:hi``) is the day or month of a dateline."""
+    """Whether number ``k`` (of the tokens ``lo:hi``) is no figure of a headline: the day or
+    month of a dateline, or a slug's version ("update 2")."""
     after = tk[k + 1, 2] if k + 1 < hi else np.int64(0)
     before = tk[k - 1, 2] if k > lo else np.int64(0)
+    if before & C_HEAD_MARKER:
+        return True
     if not (after & (C_DATE_UNIT | C_MONTH) or before & C_MONTH):
         return False
     for q in range(k + 1, min(k + 5, hi)):

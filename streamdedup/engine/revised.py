@@ -71,7 +71,8 @@ def _of_the_story(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, match
                   rows: list, pairs: list, keys: list, results: list) -> None:
     """The second reading of :func:`mark`: each pair not revised whose match is a copy of a
     story (its root) is read against the story, and so is the match; where the match does not
-    revise the story and the later text does, the pair becomes (story, later text)."""
+    revise the story and the later text does without a typo-like block, the pair becomes
+    (story, later text)."""
     asked, second = [], []
     for q, (i, r) in enumerate(zip(rows, results)):
         root = int(roots[i])
@@ -88,7 +89,9 @@ def _of_the_story(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, match
     got = detect_many(second)
     for k, (q, (story, story_keys)) in enumerate(asked):
         match_revises, later_revises = got[2 * k], got[2 * k + 1]
-        if later_revises.revised and not match_revises.revised:
+        # only a clean reading (no typo-like blocks against the story) overrules the match's:
+        # the match's noise is what hid the change, not the later text's own
+        if later_revises.revised and not later_revises.typos and not match_revises.revised:
             pairs[q] = (story, pairs[q][1])
             keys[q] = story_keys
             results[q] = later_revises

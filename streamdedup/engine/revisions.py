@@ -151,11 +151,14 @@ def _head_block(f: _Found, new: list[str], a_set: set[str]) -> None:
 
 
 def _in_date(toks: list[str], k: int) -> bool:
-    """Whether number ``toks[k]`` is the day or month of a dateline: a date ("4月22日", "march
-    3") that an agency's name or its cable mark follows within a few words ("日电", "日讯",
-    "reuters"). A date elsewhere is a figure like any other."""
+    """Whether number ``toks[k]`` of a headline is no figure: a slug's version ("update 2"), or
+    the day or month of a dateline: a date ("4月22日", "march 3") that an agency's name or its
+    cable mark follows within a few words ("日电", "日讯", "reuters"). A date elsewhere is a
+    figure like any other."""
     after = toks[k + 1] if k + 1 < len(toks) else ""
     before = toks[k - 1] if k else ""
+    if before in HEAD_MARKERS:
+        return True
     if not (after in DATE_UNITS or after in MONTHS or before in MONTHS):
         return False
     return any(t in DATELINE_ENDS for t in toks[k + 1:k + 5])

@@ -57,6 +57,7 @@ def test_revisions_are_recognised(later: str, kind: str, item: str | None) -> No
     SOURCE + "\n(Reporting by Anna Keller; Editing by Tom Becker)\n((newsroom@wire.example; +44 20 7542 1234))",
     SOURCE + "\nFor more news visit our website",  # a web footer
     "UPDATE 1-" + SOURCE,  # a slug alone: the text is the story's
+    "UPDATE 3-" + SOURCE,  # its version number is no figure, though the story has no 3
     "REFILE-" + SOURCE.replace("industrial", "industrail"),  # a slug on a copy with a typo
     "ACME PROFIT ROSE 12 PCT IN FIRST QUARTER\n" + BODY,  # retitled from the lead
     SOURCE[:SOURCE.index("The company's shares")],  # a teaser
