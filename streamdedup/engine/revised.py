@@ -4,7 +4,7 @@ Runs after the decide kernel, before the records are written: a revision's recor
 flag and what changed (``engine_record``), so a replay re-emits the same decision and a
 restarted engine never needs to ask again. The two texts are the canonical texts exact
 evidence reads (this batch, recent batches in memory, else the earlier document's record);
-the test is :func:`streamdedup.engine.revision_kernel.detect_bytes` (compiled; the rules are
+the test is :func:`streamdedup.engine.revision_kernel.detect_many`, once a batch (compiled; the rules are
 :func:`streamdedup.engine.revisions.detect`'s, its cost bound in :mod:`streamdedup._kernels.revision`).
 A revision read only in part (texts too long to align, or the work bound met) says so last in
 what it changed.
@@ -17,7 +17,7 @@ import numpy as np
 from streamdedup._kernels.records import F_REVISION
 from streamdedup._kernels.verify import REL_EXACT
 from streamdedup.engine.evidence import BatchTexts, Evidence
-from streamdedup.engine.revision_kernel import PARTIAL_ITEM, detect_bytes, detect_many
+from streamdedup.engine.revision_kernel import PARTIAL_ITEM, detect_many
 
 
 def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
@@ -48,20 +48,22 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
     results = detect_many(pairs)
     if roots is not None:
         _of_the_story(evidence, texts, seqs, matched, roots, rows, pairs, keys, results)
-    out: dict[int, tuple[str, ...]] = {}
+    revised, again, lefts = [], [], []
     for i, (earlier, later), earlier_keys, r in zip(rows, pairs, keys, results):
         if not r.revised:
             continue
         # a difference made of boilerplate blocks only is none: the texts without them are read
-        # again, which only ever clears a revision or names its changes without the blocks (the
-        # blocks are the one difference left out)
+        # again (in one more kernel call), which only ever clears a revision or names its
+        # changes without the blocks (the blocks are the one difference left out)
         left = evidence.blocks_left_out(earlier, earlier_keys, later, texts.keys(i))
-        if left is not None:
-            if np.array_equal(*left):
-                continue
-            r = detect_bytes(left[0], left[1])
-            if not r.revised:
-                continue
+        if left is None:
+            revised.append((i, r))
+        elif not np.array_equal(*left):
+            again.append(i)
+            lefts.append(left)
+    revised += [(i, r) for i, r in zip(again, detect_many(lefts)) if r.revised]
+    out: dict[int, tuple[str, ...]] = {}
+    for i, r in revised:
         flags[i] |= F_REVISION
         out[i] = r.changed + (PARTIAL_ITEM,) if r.partial else r.changed
     return out
