@@ -24,6 +24,9 @@ from streamdedup.config_sources import AutoOnOff, env_overrides, format_error, r
 from streamdedup.config_sources import is_secret_property  # noqa: F401 (re-exported)
 from streamdedup.errors import ConfigError
 
+#: the most bytes a record, a text or a byte count may be set to (Kafka's own records stop well
+#: below; every size in the pipeline stays far from an int32 or int64 overflow)
+MAX_BYTES = 256_000_000
 #: Coates' 62-symbol printable alphabet (Coates' Levenshtein estimates): readable in logs and `explain` output.
 DEFAULT_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -80,8 +83,8 @@ class LSHConfig(Frozen):
         0.2, "weight of the S-curve's area below the threshold (a false candidate costs one verification)", ge=0.0, le=1.0)
     false_negative_weight: float = setting(
         0.8, "weight of the area above it (a missed candidate lets a duplicate through)", ge=0.0, le=1.0)
-    bands: int | None = setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1)
-    rows: int | None = setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1)
+    bands: int | None = setting(None, "explicit override of the bands (with rows): bands * rows <= num_perm", "bands", ge=1, le=1024)
+    rows: int | None = setting(None, "explicit override of the rows per band (with bands)", "slots", ge=1, le=1024)
 
     @model_validator(mode="after")
     def _both_or_neither(self) -> "LSHConfig":
@@ -98,8 +101,8 @@ class LeadConfig(Frozen):
     shingles: int = setting(48, "shingles from the start of the canonical text that make the lead; 0 disables the lead",
                              "shingles", ge=0, le=100_000)
     num_perm: int = setting(32, "slots of the lead MinHash (a power of two)", "slots", ge=4, le=256)
-    bands: int = setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1)
-    rows: int = setting(3, "slots per lead band", "slots", ge=1)
+    bands: int = setting(10, "lead LSH bands, indexed beside the main bands", "bands", ge=1, le=256)
+    rows: int = setting(3, "slots per lead band", "slots", ge=1, le=256)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
@@ -125,7 +128,7 @@ class CharsConfig(Frozen):
         "bits", ge=0, le=6)
     num_perm: int = setting(64, "slots of the character MinHash (a power of two)", "slots", ge=8, le=1024)
     bands: int = setting(16, "character LSH bands, indexed after the lead bands; 0 disables them", "bands", ge=0, le=255)
-    rows: int = setting(4, "slots per character band", "slots", ge=1)
+    rows: int = setting(4, "slots per character band", "slots", ge=1, le=1024)
 
     _fit = model_validator(mode="after")(lambda self: _sketch_fits(self))
 
@@ -140,7 +143,8 @@ class SignatureConfig(Frozen):
     # At most 8: the window is then one exact 64-bit value, and a larger N only spreads each
     # edit over more windows (measured: worse estimates).
     neighbourhood: int = setting(4, "N, bytes in each hashed window", "bytes", ge=2, le=8)
-    residue: int = setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0)
+    residue: int = setting(0, "k, which 1/C of the window hashes emit a symbol; 0 <= k < compression", ge=0,
+                           le=4095)
     alphabet: str = setting(DEFAULT_ALPHABET, "the signature's output symbols (distinct ASCII characters)",
                              min_length=2, max_length=256)
     seed: int = setting(7, "window-hash seed", ge=0, lt=2**63)
@@ -165,7 +169,7 @@ class FingerprintConfig(Frozen):
     chars: CharsConfig = CharsConfig()
     signature: SignatureConfig = SignatureConfig()
     max_text_bytes: int = setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
-                                   "bytes of UTF-8", ge=1)
+                                   "bytes of UTF-8", ge=1, le=MAX_BYTES)
 
     @model_validator(mode="after")
     def _bands_fit(self) -> "FingerprintConfig":
@@ -194,13 +198,15 @@ class VerifyConfig(Frozen):
     # 1.0; the exact embedding of its whole signature is the evidence there
     short_copy_ratio: int = setting(
         8, "a text with at most 1/N of the earlier text's shingles is contained_in it when its whole signature "
-        "(at least 4 symbols) embeds exactly, whatever its containment estimate; 0 turns this off", "times", ge=0)
+        "(at least 4 symbols) embeds exactly, whatever its containment estimate; 0 turns this off", "times", ge=0,
+        le=1_000_000)
     # a shared footer or a fixed template (earnings tables) aligns well in signatures but
     # carries no shared story
     ld_min_jaccard: float = setting(0.4, "the LD similarity counts only for a pair with at least this Jaccard",
                                      ge=0.0, le=1.0)
     min_informative_slots: int = setting(
-        16, "MinHash slots left outside boilerplate bands below which a pair is not judged by its Jaccard", "slots", ge=1)
+        16, "MinHash slots left outside boilerplate bands below which a pair is not judged by its Jaccard", "slots", ge=1,
+        le=1024)
     # exact character evidence (``_kernels.evidence``): the best pair below ld_min_jaccard of a
     # document nothing else decided, if its LD similarity reaches exact_min_ld, is a
     # near-duplicate at exact byte 8-gram Jaccard >= exact_gram_jaccard, unless digits read as 0
@@ -218,7 +224,8 @@ class VerifyConfig(Frozen):
     exact_min_near_words: float = setting(
         0.3, "or fewer than this share of the copy's own words are one edit from a word of the other", ge=0.0, le=1.0)
     # a shorter text's signature (~1 symbol per 16 bytes) is too coarse for exact_min_ld
-    exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0)
+    exact_min_bytes: int = setting(300, "canonical text both texts need for the exact path", "bytes", ge=0,
+                                  le=MAX_BYTES)
     # a short copy (at most half the earlier text's bytes: a teaser after a header block, a
     # "key points" box) that its estimates cannot settle: a handful of MinHash slots, and a
     # signature embedding broken where the copy skipped text. Its 8-grams are looked up in the
@@ -244,7 +251,8 @@ class VerifyConfig(Frozen):
 class EngineConfig(Frozen):
     """The dedup engine: window, bounds and candidate handling."""
 
-    window_hours: float = setting(72.0, "event time a document stays a possible original", "hours", gt=0.0)
+    window_hours: float = setting(72.0, "event time a document stays a possible original", "hours", gt=0.0,
+                                 le=87_600.0)
     max_documents: int = setting(1_000_000, "documents kept in the index at most (oldest evicted first); memory is sized from it",
                                   "documents", ge=16, le=2**31 - 1)
     hot_bucket_clusters: int = setting(3, "a band key written by this many different clusters in a row is boilerplate (hot)",
@@ -271,7 +279,7 @@ class InputConfig(Frozen):
         min_length=1)
     text_separator: str = setting("\n", "what joins the text fields")
     time_field: str | None = setting(None, "event time field: epoch milliseconds or ISO-8601; null = processing time")
-    max_record_bytes: int = setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16)
+    max_record_bytes: int = setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16, le=MAX_BYTES)
     max_future_skew_hours: float = setting(24.0, "how far an event time may lie past the wall clock", "hours",
                                             gt=0.0, le=87_600.0)
     invalid_time: Literal["arrival", "dead_letter"] = setting(

@@ -19,7 +19,7 @@ class StagedConfig(Frozen):
     decisions_topic: str = setting("news.decisions", "at least as many partitions as the input topics have together")
     recent_positions: int = setting(
         200_000, "decided input positions remembered per partition: a re-sent fingerprint gets its first decision",
-        "positions", ge=1_000)
+        "positions", ge=1_000, le=100_000_000)
 
 
 class KafkaConfig(Frozen):
@@ -38,15 +38,18 @@ class KafkaConfig(Frozen):
     delivery: Literal["exactly_once", "at_least_once"] = setting(
         "exactly_once", "exactly_once = outputs and offsets in one transaction; at_least_once = flush, then commit")
     linger_ms: int = setting(50, "time to wait for a micro-batch (engine.batch_size records) to fill", "ms", ge=0, le=60_000)
-    partitions: int = setting(3, "partitions of the topics `streamdedup topics create` makes", "partitions", ge=1)
-    replication_factor: int = setting(1, "replication factor of the topics it makes", "replicas", ge=1)
+    partitions: int = setting(3, "partitions of the topics `streamdedup topics create` makes", "partitions", ge=1,
+                             le=100_000)
+    replication_factor: int = setting(1, "replication factor of the topics it makes", "replicas", ge=1, le=32_767)
     metrics_port: int = setting(0, "Prometheus metrics port; 0 = off", "TCP port", ge=0, le=65535)
     metrics_host: str = setting("127.0.0.1", "address the metrics server binds; 0.0.0.0 = every interface (containers)",
                                  min_length=1)
     stall_restart_s: float = setting(
-        180.0, "time without main-loop progress after which the processor restarts itself; 0 = never", "seconds", ge=0.0)
+        180.0, "time without main-loop progress after which the processor restarts itself; 0 = never", "seconds", ge=0.0,
+        le=86_400.0)
     startup_timeout_s: float = setting(
-        30.0, "time allowed for the start-up checks (broker reachable, authentication, topics exist)", "seconds", gt=0.0)
+        30.0, "time allowed for the start-up checks (broker reachable, authentication, topics exist)", "seconds", gt=0.0,
+        le=86_400.0)
     create_topics: bool = setting(False, "create missing input and output topics at start-up instead of failing")
     staged: StagedConfig = StagedConfig()
     librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(
