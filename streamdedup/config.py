@@ -282,9 +282,10 @@ class InputConfig(Frozen):
     max_record_bytes: int = setting(1_000_000, "larger records go to dead-letter", "bytes", ge=16, le=MAX_BYTES)
     max_future_skew_hours: float = setting(24.0, "how far an event time may lie past the wall clock", "hours",
                                             gt=0.0, le=87_600.0)
-    invalid_time: Literal["arrival", "dead_letter"] = setting(
-        "arrival", "an invalid event time: arrival = decide with the arrival time, tagged dedup.time_invalid; "
-        "dead_letter = a dead letter of stage time")
+    invalid_time: Literal["stream", "arrival", "dead_letter"] = setting(
+        "stream", "an invalid event time (or Kafka timestamp): stream = decide at the stream's time (the latest "
+        "event time seen; the arrival time before any), tagged dedup.time_invalid; arrival = decide with the "
+        "arrival time, tagged; dead_letter = a dead letter of stage time")
 
 
 class StateConfig(Frozen):

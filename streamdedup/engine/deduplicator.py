@@ -34,6 +34,7 @@ from streamdedup.engine.arena import Arena
 from streamdedup.config import Config
 from streamdedup.engine.decisions import BatchDecisions, Decision
 from streamdedup.engine.evidence import BatchTexts, Evidence
+from streamdedup.text.decode import stream_times
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
 from streamdedup.errors import EngineStoppedError
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
@@ -221,6 +222,7 @@ class Deduplicator:
         if n == 0:
             return self.commit_positions(positions, before_commit)
         meta = self.meta
+        times = stream_times(np.asarray(times, dtype=np.int64), meta.watermark)
         ids_buf, ids_off = id_arrays(ids)
         keys32 = batch.index_keys
         first_seq = meta.next_seq

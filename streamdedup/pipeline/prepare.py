@@ -65,7 +65,7 @@ class Preparer:
         if not bad.any():
             return times
         times = times.copy()
-        times[bad] = now
+        times[bad] = now if self.decoder.invalid_time_at is None else self.decoder.invalid_time_at
         return times
 
     def scan_values(self, values: list[bytes]) -> tuple[bytes, Scanned]:

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import NamedTuple
 
+import numpy as np
+
 from orjson import JSONDecodeError, loads
 
 from streamdedup.config import InputConfig
@@ -50,10 +52,30 @@ _ID_LIMIT = f"{MAX_ID_BYTES} bytes"
 
 
 HOUR_MS = 3_600_000
+#: the event time of a record decided at the stream's time (its own, or its Kafka timestamp, is
+#: unusable): the engine puts the latest event time it has seen there (:func:`stream_times`).
+#: Below any real time (negative times are unusable), above the engine's "nothing seen yet"
+#: watermark, and within the zigzag varints that carry times in fingerprint records.
+STREAM_TIME = -(2 ** 61)
 
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
+
+
+def stream_times(times: np.ndarray, watermark: int) -> np.ndarray:
+    """``times`` with each :data:`STREAM_TIME` replaced by the stream's time there: the latest
+    event time seen before it (the engine's ``watermark``, then the batch's own times in
+    order), or the wall clock while no time has been seen. A record whose time is unusable so
+    neither moves the index's window nor falls out of it: a replay of week-old input goes on
+    detecting past one bad time."""
+    at = times == STREAM_TIME
+    if not at.any():
+        return times
+    seen = np.maximum.accumulate(np.where(at, watermark, np.maximum(times, watermark)))
+    out = times.copy()
+    out[at] = np.where(seen[at] > -(2 ** 62), seen[at], wall_clock_ms())
+    return out
 
 
 def _event_time(value: object, field: str) -> int | float | Rejected:
@@ -129,6 +151,7 @@ class RecordDecoder:
         self.time_field = cfg.time_field
         self.max_future_skew_ms = int(cfg.max_future_skew_hours * HOUR_MS)
         self.invalid_time_dead = cfg.invalid_time == "dead_letter"
+        self.invalid_time_at = STREAM_TIME if cfg.invalid_time == "stream" else None
 
     def blank(self) -> Rejected:
         """Why an empty or whitespace-only record is a dead letter (the same in every runtime)."""
@@ -203,6 +226,8 @@ class RecordDecoder:
         reason = f"{self.time_field} {shown!r} {problem}"
         if self.invalid_time_dead:
             return Rejected("time", reason)
+        if self.invalid_time_at is not None:
+            return Decoded(doc_id, text, self.invalid_time_at, obj, reason + ": decided at the stream's time")
         return Decoded(doc_id, text, now_ms, obj, reason + ": decided with its arrival time")
 
     def _check_text(self, text: str) -> Rejected | None:

@@ -1,10 +1,12 @@
-"""Hostile event times on the real broker, the feed that found the faults: 300
-stories, one record with an unusable ``ts``, the 300 stories again.
+"""Hostile event times on the real broker, the feed that found the faults, replayed ten days
+late: 300 stories with ten-day-old times, one record with an unusable ``ts``, the 300 stories
+again.
 
 Before: ``1e30`` stopped the processor with OverflowError at every restart; ``9999-12-31``
-left 6 duplicates where the control has 300. Now the record is decided with its arrival time
-and tagged ``dedup.time_invalid``, and every resend is a duplicate, in the single processor and
-the staged topology alike.
+left 6 duplicates where the control has 300; a record decided with the wall clock moved the
+window ten days ahead and every resend came out unique. Now the record is decided at the
+stream's time and tagged ``dedup.time_invalid``, and every resend is a duplicate, in the single
+processor and the staged topology alike.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def _no_processor_left_running():
 
 
 def _feed(bad_ts: bytes) -> list[tuple[bytes, bytes]]:
-    now = int(time.time() * 1000) - 3_600_000
+    now = int(time.time() * 1000) - 10 * 86_400_000  # a replay of old input
     stories = []
     for i, (k, v) in enumerate(news_records(300, seed=261, variant_every=10**9)):  # no variants: 300 distinct stories
         obj = orjson.loads(v)

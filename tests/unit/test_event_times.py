@@ -3,8 +3,10 @@ expires the whole index.
 
 A time beyond 64 bits stopped every runtime with OverflowError; one far-future time expired
 every document (the window follows the latest event time) and kept detection off after a
-restart. Now such a record is decided with its arrival time and tagged ``time_invalid``, or is
-a dead letter of stage ``time`` by policy, on both decode paths alike.
+restart. A record decided with the wall clock instead moved the window ten days ahead in a
+replay of ten-day-old input, and every resend after it came out unique. Now such a record is
+decided at the stream's time (the latest event time seen) and tagged ``time_invalid``, or with
+its arrival time, or is a dead letter of stage ``time``, by policy, on both decode paths alike.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import orjson
 import pytest
 
 from streamdedup import ConfigError, load_config
-from streamdedup.text.decode import Decoded, RecordDecoder, Rejected
+from streamdedup.text.decode import STREAM_TIME, Decoded, RecordDecoder, Rejected, stream_times
 from streamdedup.runtime.filemode import run_file
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.tags import parse_file_tags, parse_headers
@@ -41,11 +43,36 @@ def _record(ts: bytes, k: int = 0) -> bytes:
 
 
 @pytest.mark.parametrize("ts", HOSTILE)
-def test_the_decoder_uses_the_arrival_time_and_says_why(ts) -> None:
+def test_the_decoder_leaves_the_time_to_the_stream_and_says_why(ts) -> None:
     cfg = load_config(environ=_env())
     res = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)(_record(ts), "f", NOW)
-    assert isinstance(res, Decoded) and res.event_time_ms == NOW
-    assert res.time_invalid.startswith("ts ") and "arrival time" in res.time_invalid
+    assert isinstance(res, Decoded) and res.event_time_ms == STREAM_TIME
+    assert res.time_invalid.startswith("ts ") and "the stream's time" in res.time_invalid
+    cfg = load_config(environ=_env(STREAMDEDUP_INPUT__INVALID_TIME="arrival"))
+    res = RecordDecoder(cfg.input, cfg.fingerprint.max_text_bytes)(_record(ts), "f", NOW)
+    assert isinstance(res, Decoded) and res.event_time_ms == NOW and "arrival time" in res.time_invalid
+
+
+def _stream_times_reference(times: list[int], watermark: int, wall: int) -> list[int]:
+    out, seen = [], watermark
+    for t in times:
+        if t == STREAM_TIME:
+            out.append(seen if seen > -(2 ** 62) else wall)
+        else:
+            seen = max(seen, t)
+            out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("watermark", [-(2 ** 62), 500, 5_000])
+def test_stream_times_are_the_latest_time_seen_before(watermark) -> None:
+    times = [STREAM_TIME, 1_000, 3_000, STREAM_TIME, 2_000, STREAM_TIME, 4_000, STREAM_TIME]
+    got = stream_times(np.array(times, np.int64), watermark).tolist()
+    wall = got[0] if watermark == -(2 ** 62) else 0
+    assert got == _stream_times_reference(times, watermark, wall)
+    if watermark == -(2 ** 62):
+        assert abs(got[0] - int(time.time() * 1000)) < 60_000  # nothing seen yet: the wall clock
+    assert stream_times(np.array([1, 2], np.int64), watermark).tolist() == [1, 2]
 
 
 @pytest.mark.parametrize("ts", HOSTILE)
@@ -73,7 +100,7 @@ def test_both_decode_paths_give_every_record_an_int64_time() -> None:
     p = prep.prepare(data, scan, 0, len(values), str, NOW)
     assert not p.dead
     ids, _, times = p.gather()
-    assert times.dtype == np.int64 and times.tolist() == [1_700_000_000_000] + [NOW] * len(HOSTILE)
+    assert times.dtype == np.int64 and times.tolist() == [1_700_000_000_000] + [STREAM_TIME] * len(HOSTILE)
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "87601", "soon"])
@@ -149,8 +176,9 @@ def test_kafka_a_producer_timestamp_far_in_the_future_does_not_blind_detection(t
     assert run(b, str(tmp_path / "s")).duplicates == 20  # after a restart too
 
 
-def test_prepare_replaces_unusable_default_times() -> None:
-    cfg = load_config(environ={})
+@pytest.mark.parametrize("policy", ["stream", "arrival"])
+def test_prepare_replaces_unusable_default_times(policy) -> None:
+    cfg = load_config(environ={"STREAMDEDUP_INPUT__INVALID_TIME": policy})
     prep = Preparer(cfg)
     values = [_record(b"0", k).replace(b',"ts":0', b"") for k in range(4)]
     data, scan = prep.scan_values(values)
@@ -158,4 +186,42 @@ def test_prepare_replaces_unusable_default_times() -> None:
     times = np.array([NOW, 2**62, -1, now + 3_600_000], np.int64)
     _, _, got = prep.prepare(data, scan, 0, 4, str, times).gather()
     assert got[0] == NOW and got[3] == now + 3_600_000  # within the skew (24 h) is kept
-    assert all(now <= t <= int(time.time() * 1000) for t in got[1:3].tolist())
+    if policy == "stream":
+        assert got[1:3].tolist() == [STREAM_TIME, STREAM_TIME]  # the engine puts the stream's time there
+    else:
+        assert all(now <= t <= int(time.time() * 1000) for t in got[1:3].tolist())
+
+
+def _replay(bad: bytes, n: int = 200) -> list[bytes]:
+    """The replay of ten-day-old input: stories, one record with an unusable time, the stories again."""
+    old = int(time.time() * 1000) - 10 * 86_400_000
+    out = [orjson.dumps({"id": f"s{k}", "text": story(4000 + k), "ts": old + k * 1000}) for k in range(n)]
+    out.append(b'{"id":"bad","text":"' + story(3999).encode() + b'","ts":' + bad + b"}")
+    return out + [orjson.dumps({"id": f"r{k}", "text": story(4000 + k), "ts": old + 600_000 + k}) for k in range(n)]
+
+
+@pytest.mark.parametrize("ts", HOSTILE)
+def test_file_mode_a_replay_of_old_input_goes_on_detecting_past_a_bad_time(ts, tmp_path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"\n".join(_replay(ts, 60)) + b"\n")
+    s = run_file(load_config(environ=_env(STREAMDEDUP_ENGINE__BATCH_SIZE="16")), str(inp), str(tmp_path / "out"))
+    assert s.reconciles() and s.duplicates == 60, s
+    bad = {d["id"]: d for d in _read(tmp_path / "out" / "unique.jsonl")}["bad"]
+    assert "the stream's time" in parse_file_tags(bad).time_invalid
+
+
+def test_kafka_a_replay_of_old_input_goes_on_detecting_past_a_bad_time_or_timestamp(tmp_path) -> None:
+    """The processor on the same replay, with a record's own bad time, and (without
+    ``input.time_field``) with a producer's bad message timestamp."""
+    values = _replay(b"1e30", 40)
+    b = broker([(f"k{i}".encode(), v) for i, v in enumerate(values)])
+    s = run(b, str(tmp_path / "s"), STREAMDEDUP_INPUT__TIME_FIELD="ts")
+    assert s.reconciles() and s.duplicates == 40, s
+    old = int(time.time() * 1000) - 10 * 86_400_000
+    b2 = broker([(f"k{i}".encode(), v) for i, v in enumerate(values)])
+    log = b2.logs[("in", 0)]
+    for k, rec in enumerate(log):
+        rec.ts = old + k * 1000
+    log[40].ts = -5
+    s2 = run(b2, str(tmp_path / "s2"))
+    assert s2.reconciles() and s2.duplicates == 40, s2
