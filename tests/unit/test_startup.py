@@ -99,6 +99,15 @@ def test_librdkafka_lines_that_repeat_pass_once_per_period() -> None:
     assert limit.filter(late) and late.suppressed == 999
 
 
+def test_a_starting_broker_s_retried_answers_are_debug_lines() -> None:
+    limit = RateLimit(period_s=60, clock=Clock())
+    rec = _record("[thrd:main]: Failed to acquire idempotence PID from broker 127.0.0.1:9092/1: Broker: "
+                  "Coordinator load in progress: retrying")
+    assert limit.filter(rec) and rec.levelno == logging.DEBUG and rec.levelname == "DEBUG"
+    other = _record("Group coordinator lost")
+    assert limit.filter(other) and other.levelno == logging.ERROR
+
+
 def test_fatal_messages_are_one_line_naming_the_cause() -> None:
     assert fatal_message(StateError("state directory /s: the disk is full")) == "state directory /s: the disk is full"
     full = Exception("IO error: No space left on device: While appending to file: /s/000009.sst: No space left on device")

@@ -5,7 +5,8 @@ Without a ``logger`` librdkafka writes to stderr itself: an unreachable bootstra
 Every client we make gets :func:`client_logger` instead: its lines become JSON log records
 (``logger: streamdedup.librdkafka``, with ``facility`` and ``client`` fields) and a line that
 repeats (the same facility and text up to its numbers) passes once per ``period_s``; the next
-one to pass says how many were held back.
+one to pass says how many were held back. What a broker answers while it starts (its
+coordinators loading), which the client retries by itself, is logged at debug level.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 
 LOGGER_NAME = "streamdedup.librdkafka"
 _NUMBERS = re.compile(r"\d+")
+#: a broker that has just started answers with these while it loads its coordinators; the
+#: client retries by itself, so they are debug lines, not warnings a user has to read
+_TRANSIENT = re.compile(r"Coordinator load in progress|COORDINATOR_LOAD_IN_PROGRESS|Coordinator not available")
 
 
 class RateLimit(logging.Filter):
@@ -42,6 +46,8 @@ class RateLimit(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         _shape(record)
+        if record.levelno > logging.DEBUG and _TRANSIENT.search(record.msg):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         key = (record.facility, _NUMBERS.sub("#", record.msg))
         now = self.clock()
         with self._lock:
