@@ -70,6 +70,20 @@ def test_the_summary_and_its_charts_escape_every_record_text() -> None:
     assert "&lt;script&gt;" in str(charts["clusters"]) and "&lt;script&gt;" in str(charts["dead"])
 
 
+def test_the_containment_histogram_counts_every_contained_duplicate() -> None:
+    """A short copy decided by its exact 8-grams or whole signature states no containment: it is
+    counted beside the bins, so the chart's count agrees with the relation tiles."""
+    dups = Recent("duplicate", [
+        (1000, _dup("a", "contained_in", 0.3, "containment of new in earlier 0.912, signature embeds at 0.850")),
+        (2000, _dup("b", "contained_in", 0.1, "short text: its whole signature embeds exactly in the earlier one's")),
+        (3000, _dup("c", "contained_in", 0.1, "short copy: 0.950 of its exact 8-grams are in the earlier text"))])
+    s = summarise(Recent("unique", [(1500, Tags("unique"))]), dups, Recent("dead_letter"), 10)
+    cont = s.histograms[2]
+    assert (cont.total, cont.unmeasured) == (1, 2) and dict(s.relations)["contained_in"] == cont.total + cont.unmeasured
+    chart = str(overview_charts(s, load_config(environ={}).verify)["histograms"][-1])
+    assert "containment (1 duplicates; 2 more without one: short copies)" in chart
+
+
 def test_the_file_source_reads_the_newest_lines_of_each_output(tmp_path) -> None:
     records = []
     for k in range(8):

@@ -135,6 +135,10 @@ class Histogram:
     name: str
     counts: dict[str, list[int]] = field(default_factory=dict)
     total: int = 0
+    #: duplicates of the histogram's relations that state no figure for it (a short copy decided
+    #: by its exact 8-grams or whole signature has no containment estimate): with ``total``,
+    #: every duplicate of those relations
+    unmeasured: int = 0
 
     def add(self, relation: str, x: float) -> None:
         row = self.counts.setdefault(relation, [0] * BINS)
@@ -176,9 +180,12 @@ def _histograms(duplicates: Recent) -> list[Histogram]:
             jac.add(rel, t.similarity)
         if t.ld_similarity is not None:
             ld.add(rel, t.ld_similarity)
-        c = containment_of(t.reason) if rel in ("contains", "contained_in") else None
-        if c is not None:
-            cont.add(rel, c)
+        if rel in ("contains", "contained_in"):
+            c = containment_of(t.reason)
+            if c is None:
+                cont.unmeasured += 1
+            else:
+                cont.add(rel, c)
     return [jac, ld, cont]
 
 

@@ -139,7 +139,8 @@ def histogram_chart(h: Histogram, thresholds: Sequence[tuple[str, float]], width
         # along its line, reading upwards: labels of close thresholds never collide
         body.append(f'<text x="{px - 3:.1f}" y="{top + ph - 2}" class="threshold-label" text-anchor="start" '
                     f'transform="rotate(-90 {px - 3:.1f} {top + ph - 2})">{escape(name)} {x:g}</text>')
-    body.append(_text(left + pw / 2, height - 4, f"{h.name} ({h.total:,} duplicates)", "axis", "middle"))
+    also = f"; {h.unmeasured:,} more without one: short copies" if h.unmeasured else ""
+    body.append(_text(left + pw / 2, height - 4, f"{h.name} ({h.total:,} duplicates{also})", "axis", "middle"))
     return _svg(width, height, f"{h.name} histogram", body)
 
 
@@ -158,7 +159,7 @@ def overview_charts(s: Summary, verify) -> dict[str, Markup | list[Markup] | Non
     return {
         "rate": rate_chart(s.rate) if s.rate.buckets else None,
         "relations": bars_chart(relations, "relations of the duplicates") if relations else None,
-        "histograms": [histogram_chart(h, lines[h.name]) for h in (jac, ld, cont) if h.total],
+        "histograms": [histogram_chart(h, lines[h.name]) for h in (jac, ld, cont) if h.total or h.unmeasured],
         "dead": bars_chart([(st, n, None, "dead") for st, n in s.dead_stages], "dead letters by stage")
         if s.dead_stages else None,
         "clusters": bars_chart(clusters, "largest clusters", width=560, share=False) if clusters else None,
