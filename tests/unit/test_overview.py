@@ -3,6 +3,7 @@ source's sample of them, and the SVG charts (well-formed, every record text esca
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import orjson
@@ -35,6 +36,17 @@ def test_the_rate_counts_only_the_time_both_outputs_cover() -> None:
     assert sum(b.unique for b in rate.buckets) == 60
     assert sum(b.duplicate for b in rate.buckets) == len(range(100_000, 160_000, 4000))
     assert all(b.rate is not None and b.rate < 0.5 for b in rate.buckets)
+
+
+def test_a_run_of_a_second_and_a_half_gets_bars_with_times_apart() -> None:
+    t0 = 1_700_000_000_000
+    unique = Recent("unique", [(t0 + t, Tags("unique")) for t in range(0, 1500, 7)], False, t0)
+    dups = Recent("duplicate", [(t0 + t, _dup("a")) for t in range(3, 1500, 11)], False, t0)
+    rate = rate_over_time(unique, dups)
+    assert rate.step_ms == 50 and len(rate.buckets) == 30
+    labels = re.findall(r"\d\d:\d\d:\d\d\.\d{3}", str(overview_charts(summarise(unique, dups, Recent("dead_letter"), 10),
+                                                                     load_config(environ={}).verify)["rate"]))
+    assert len(labels) >= 2 and len(set(labels)) == len(labels)
 
 
 def test_no_times_or_no_records_give_the_reason_instead_of_a_chart() -> None:

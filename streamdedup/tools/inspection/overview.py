@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from streamdedup.pipeline.tags import Tags
 
 #: bucket widths the rate chart picks from (ms): the smallest giving at most MAX_BUCKETS
-STEPS_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 3 * 3_600_000,
+STEPS_MS = (10, 20, 50, 100, 200, 500, 1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 3 * 3_600_000,
             6 * 3_600_000, 12 * 3_600_000, 86_400_000, 7 * 86_400_000)
 MAX_BUCKETS = 48
 #: histogram bins over 0..1
@@ -91,6 +91,8 @@ def pick_step(span_ms: int) -> int:
 
     >>> pick_step(40_000), pick_step(3_600_000), pick_step(10**10), len(range(0, 10**13, pick_step(10**13))) <= 48
     (1000, 300000, 604800000, True)
+    >>> pick_step(1_500)  # a short run still gets bars enough to show a rate
+    50
     """
     day = 86_400_000
     return next((s for s in STEPS_MS if span_ms / s < MAX_BUCKETS), -(-span_ms // (MAX_BUCKETS * day)) * day)

@@ -37,7 +37,10 @@ def _clock(ms: int, step_ms: int) -> str:
     """A time as precise as ``step_ms`` needs (0: to the second, with the date)."""
     fmt = ("%Y-%m-%d %H:%M:%S" if step_ms == 0 else "%Y-%m-%d" if step_ms >= 86_400_000
            else "%m-%d %H:%M" if step_ms >= 60_000 else "%H:%M:%S")
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime(fmt)
+    when = datetime.fromtimestamp(ms / 1000, timezone.utc)
+    if 0 < step_ms < 1000:  # buckets within a second: their milliseconds tell them apart
+        return when.strftime("%H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+    return when.strftime(fmt)
 
 
 def _grid(x: float) -> tuple[float, int]:
