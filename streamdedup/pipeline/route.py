@@ -51,8 +51,8 @@ def output_topics(cfg: Config) -> dict[str, str]:
 def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None,
                  revisions: str = UNIQUE_DEST) -> tuple[str, list]:
     """A record's destination and the headers its tags become: the one mapping of every Kafka
-    runtime (the single processor, the staged worker, the faust agent). A record decided with
-    its arrival time instead of its own event time says why (not a dead letter: it has a stage).
+    runtime (the single processor, the staged worker, the faust agent). A record decided at
+    the stream's time instead of its own event time says why (not a dead letter: it has a stage).
     ``revisions``: where a revision goes (:func:`revision_dest`).
 
     >>> kafka_output(None)[0], kafka_output(DeadLetterTags("json", "invalid JSON", "t:0:1"))[0]

@@ -13,8 +13,8 @@ tests and the operator tools agree on it:
   (what changed: items such as ``600 -> 500``, ``+not``, ``corrected``, joined by ``"; "``), for a dead letter ``dedup.stage``, ``dedup.reason`` and ``dedup.source``.
   A dead letter too large to produce whole (its value cut to a prefix, its own headers
   dropped) adds ``dedup.original_bytes``: the size of the original value. A record decided
-  with its arrival time because its own event time was unusable adds ``dedup.time_invalid``:
-  the reason (``decode``).
+  at the stream's time (or its arrival time) because its own event time was unusable adds
+  ``dedup.time_invalid``: the reason (``decode``).
   Numbers are written with four decimals; an absent value is an empty header.
 - File mode: the same fields as a JSON object spliced into the output line under ``"_dedup"``
   (absent values are ``null``; ``changed`` a list; ``time_invalid`` only when set); a dead-letter line is ``{"line", "stage", "reason", "raw"}``.
@@ -85,7 +85,7 @@ class Tags:
     #: a duplicate's root (original) and matched document: their input positions
     original: str | None = None
     matched_source: str | None = None
-    #: why the record's own event time was not used (it was decided with its arrival time)
+    #: why the record's own event time was not used (it was decided at the stream's time)
     time_invalid: str | None = None
     #: tags present but unreadable (not a number, not text): shown as malformed, never trusted
     malformed: tuple[str, ...] = ()

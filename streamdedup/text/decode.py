@@ -7,9 +7,11 @@ Event times: the index forgets documents by event time, relative to the latest
 event time it has seen, so one far-future time would expire the whole index and keep detection
 off until the clock caught up; and a time beyond 64 bits stopped the pipeline. A time that is
 not finite, before 1970, out of range or more than ``input.max_future_skew_hours`` past the
-wall clock is therefore not used: the record is decided with its arrival time and tagged
-``time_invalid`` with the reason (``input.invalid_time: arrival``), or is a dead letter of
-stage ``time`` (``dead_letter``). Never an exception.
+wall clock is therefore not used: the record is decided at the stream's time (the latest
+event time seen before it, :func:`stream_times`; ``input.invalid_time: stream``) or with its
+arrival time (``arrival``: in a replay of old input that moves the window to the wall clock)
+and tagged ``time_invalid`` with the reason, or is a dead letter of stage ``time``
+(``dead_letter``). Never an exception.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from datetime import datetime, timezone
 from typing import NamedTuple
 
 import numpy as np
-
 from orjson import JSONDecodeError, loads
 
 from streamdedup.config import InputConfig
