@@ -297,6 +297,8 @@ class Worker:
             commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch, bounded=self.watchdog.bounded)
             return True
         except KafkaException as exc:
+            if exc.args[0].fatal():
+                raise  # fenced: another worker took this one's transactional id; this one leaves
             log.warning("worker %s: transaction failed (%s); re-reading from the committed offsets", self.instance,
                         exc.args[0])
             aborted = False
@@ -307,8 +309,9 @@ class Worker:
                 except KafkaException as again:
                     log.warning("worker %s: abort_transaction failed (%s)", self.instance, again.args[0])
             if not aborted:
-                # fatal, not abortable, or the abort timed out too (a broker restarting under
-                # load): a new producer's init_transactions fences this one and aborts its transaction
+                # not abortable (a retriable timeout that outlived its deadline), or the abort
+                # timed out too (a broker restarting under load): a new producer's
+                # init_transactions fences this one and aborts its transaction
                 log.warning("worker %s: new transactional producer", self.instance)
                 self.out = self._transactional_producer()
             self.summary.rewinds += 1
