@@ -108,8 +108,24 @@ class _Main(click.Group):
             ctx.meta.pop(_STOP_NOTICE, lambda: None)()
 
 
+def _version(ctx: click.Context, _param, value: bool) -> None:
+    """``--version``: the release and the formats it writes and reads (the modules that hold them
+    load the kernels' module, so only when asked)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from streamdedup import __version__
+    from streamdedup._kernels.fprecords import CODEC_VERSION
+    from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ
+    from streamdedup.engine.checkpoint import META_VERSION
+
+    click.echo(f"streamdedup {__version__}: state records v{ENGINE_VERSION} (reads v{ENGINE_VERSION_READ}-"
+               f"v{ENGINE_VERSION}), state metadata v{META_VERSION}, fingerprint records v{CODEC_VERSION}")
+    ctx.exit()
+
+
 @click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="streamdedup")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+              help="Show the version, the state's and the fingerprint records' formats, and exit.")
 @click.option("--debug", is_flag=True, help="Show the traceback of a fatal error (default: one line naming it).")
 def main(debug: bool) -> None:
     """Streaming near-duplicate filter for news pipelines."""

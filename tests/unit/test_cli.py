@@ -335,3 +335,16 @@ def test_a_config_error_is_a_fatal_error_of_one_line(tmp_path) -> None:
     result = _invoke(["run", "--input", "x.jsonl", "--output-dir", str(tmp_path / "o"), "--config", str(tmp_path / "bad.yaml")])
     assert result.exit_code == 1 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("Error: ") and "verify.jaccard_threshold" in result.stderr
+
+
+def test_version_names_the_release_and_the_formats() -> None:
+    import tomllib
+
+    from streamdedup import __version__
+    from streamdedup._kernels.records import ENGINE_VERSION
+
+    with open(Path(__file__).resolve().parents[2] / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["version"] == __version__
+    out = CliRunner().invoke(main, ["--version"], prog_name="streamdedup")
+    assert out.exit_code == 0 and out.output.startswith(f"streamdedup {__version__}: state records v{ENGINE_VERSION} ")
+    assert "fingerprint records v" in out.output
