@@ -17,6 +17,8 @@ from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.state.rocks import RocksStore, open_waiting
 
+from .fake_kafka import Msg, Rec
+
 
 def _retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaException) and exc.args[0].retriable()
@@ -96,23 +98,10 @@ def test_watchdog_names_a_long_decide_step_and_does_not_restart_for_it(caplog) -
 
 
 def test_a_batch_is_described_by_its_positions_and_longest_record() -> None:
-    class Msg:
-        def __init__(self, topic, part, offset, value):
-            self._t, self._p, self._o, self._v = topic, part, offset, value
+    def msg(partition: int, offset: int, value: bytes | None) -> Msg:
+        return Msg("news", partition, offset, Rec(None, value, None))
 
-        def topic(self):
-            return self._t
-
-        def partition(self):
-            return self._p
-
-        def offset(self):
-            return self._o
-
-        def value(self):
-            return self._v
-
-    msgs = [Msg("news", 0, 12, b"ab"), Msg("news", 1, 5, None), Msg("news", 0, 10, b"x" * 2000)]
+    msgs = [msg(0, 12, b"ab"), msg(1, 5, None), msg(0, 10, b"x" * 2000)]
     assert describe("deciding", msgs) == ("deciding a batch of 3 records (news:0 offsets 10-12, news:1 offsets 5-5; "
                                           "longest record 2,000 bytes at news:0:10)")
 
