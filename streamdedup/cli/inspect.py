@@ -53,7 +53,6 @@ class _Out:
         self.console = make_console()
         self.fp = None
         self.undecodable = 0  # duplicates whose text these input settings could not decode
-        self.hinted = False
 
     def pairs(self, source: DuplicateSource, entries: list[Entry]) -> int:
         if not entries:
@@ -70,13 +69,12 @@ class _Out:
                 continue
             bad += 1
             self._say(safe(f"undecodable duplicate at {e.partition}:{e.offset}: {e.doc}"))
-        self.undecodable += bad
-        if bad and not self.hinted:
-            self.hinted = True
+        if bad and not self.undecodable:  # said once, with the first undecodable ones
             inp = self.cfg.input
             self._say(safe(f"{bad} of {len(entries)} duplicates could not be decoded with these input settings "
                            f"(input.format {inp.format}, input.text_fields {list(inp.text_fields)}, input.id_field "
                            f"{inp.id_field!r}): give inspect the configuration the run used, --config FILE"))
+        self.undecodable += bad
         for p in pairs(source, entries, self.cfg, self.fp):
             if self.as_json:
                 click.echo(orjson.dumps(p.to_json()).decode())

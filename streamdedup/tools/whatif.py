@@ -285,6 +285,6 @@ def diff(current: list[Outcome], candidate: list[Outcome], name_of: Callable[[in
         kind = flip_kind(a, b)
         if kind is not None:
             report.flips.append(Flip(k, name_of(k), kind, a, b))
-        if b.status == "duplicate":  # every duplicate the candidate keeps, changed or not: they sum to its count
+        if b.status == DUPLICATE_S:  # every duplicate the candidate keeps, changed or not: they sum to its count
             report.kept[accepted_by(b)] += 1
     return report

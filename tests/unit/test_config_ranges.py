@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel
 
 from streamdedup.config import Config, load_config, with_settings
+from streamdedup.config_sources import set_path
 from streamdedup.errors import ConfigError
 from streamdedup.runtime.filemode import run_file
 
@@ -37,16 +38,6 @@ def test_the_walk_finds_the_numeric_settings() -> None:
     assert len(SETTINGS) > 40
 
 
-def _nested(path: str, value) -> dict:
-    out: dict = {}
-    node = out
-    *parents, leaf = path.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[leaf] = value
-    return out
-
-
 def _loaded(how: str, path: str, raw: str, tmp_path) -> Config:
     if how == "env":
         return load_config(environ={"STREAMDEDUP_" + path.upper().replace(".", "__"): raw})
@@ -54,7 +45,9 @@ def _loaded(how: str, path: str, raw: str, tmp_path) -> Config:
         return with_settings(load_config(environ={}), [f"{path}={raw}"])
     value = yaml.safe_load(raw)  # what a user's YAML holds: a number where it parses as one
     file = tmp_path / "c.yaml"
-    file.write_text(yaml.safe_dump(_nested(path, value)))
+    tree: dict = {}
+    set_path(tree, path.split("."), value)
+    file.write_text(yaml.safe_dump(tree))
     return load_config(str(file), environ={})
 
 
