@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from streamdedup.pipeline.tags import Tags
 
 #: bucket widths the rate chart picks from (ms): the smallest giving at most MAX_BUCKETS
-STEPS_MS = (10, 20, 50, 100, 200, 500, 1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000, 3_600_000, 3 * 3_600_000,
-            6 * 3_600_000, 12 * 3_600_000, 86_400_000, 7 * 86_400_000)
+STEPS_MS = (10, 20, 50, 100, 200, 500, 1_000, 5_000, 10_000, 30_000, 60_000, 300_000, 600_000, 1_800_000,
+            3_600_000, 3 * 3_600_000, 6 * 3_600_000, 12 * 3_600_000, 86_400_000, 7 * 86_400_000)
 MAX_BUCKETS = 48
 #: histogram bins over 0..1
 BINS = 50
