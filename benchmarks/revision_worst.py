@@ -19,7 +19,11 @@ Cases, each a pair a stream could carry (canonical texts: lower-case words and d
 - ``middle-2999``, ``middle-3001``: a changed middle just under and just over the alignment's
   3,000-word limit;
 - ``excerpt``: a 300-word excerpt of a 100,000-word story that repeats its word pairs;
-- ``chinese``: 300,000 Han characters (one word each) with every 100th digit changed.
+- ``chinese``: 300,000 Han characters (one word each) with every 100th digit changed;
+- ``chinese-dense``: the same with every tenth word a digit and every eighth a lettered figure,
+  all changed (the most changed blocks a pair can have, each read);
+- ``chinese-whole``: two Chinese texts (no spaces) just within the size the test reads whole,
+  whose middle 2,900 characters have every fourth a changed digit.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import random
 import signal
 import time
 
+from streamdedup._kernels.revwindow import MAX_READ
 from streamdedup.engine import revision_kernel as RK
 from streamdedup.engine import revisions as R
 
@@ -81,7 +86,23 @@ def cases(max_bytes: int = 1_000_000, seed: int = 1) -> list[tuple[str, str, str
     han = [rng.choice(HAN) if k % 10 else str(rng.randrange(10)) for k in range(300_000)]
     han_b = [str((int(t) + 1) % 10) if t.isdigit() and k % 1000 == 0 else t for k, t in enumerate(han)]
     out.append(("chinese", han, han_b))
-    return [(name, " ".join(a), " ".join(b)) for name, a, b in out]
+    # every fourth character a changed digit or a changed lettered figure: the most blocks, each
+    # with a figure whose twins the damaged-twin search compares
+    han_c = [f"x{k}" if k % 8 == 3 else t for k, t in enumerate(han)]
+    han_d = [str((int(t) + 1) % 10) if t.isdigit() else f"x{k + 1}" if t.startswith("x") else t for k, t in
+             enumerate(han_c)]
+    out.append(("chinese-dense", han_c, han_d))
+    # texts just within the size read whole (no spaces: one character a word), a middle of
+    # 2,900 characters with every fourth a changed digit
+    n = MAX_READ // 3 - 10
+    zh = [rng.choice(HAN) for _ in range(n)]
+    lo = (n - 2_900) // 2
+    zh_a, zh_b = list(zh), list(zh)
+    for k in range(lo, lo + 2_900, 4):
+        zh_a[k], zh_b[k] = str(k % 10), str((k + 1) % 10)
+    out.append(("chinese-whole", zh_a, zh_b))
+    return [(name, ("" if name == "chinese-whole" else " ").join(a), ("" if name == "chinese-whole" else " ").join(b))
+            for name, a, b in out]
 
 
 def _best(f, repeat: int = 3) -> float:
@@ -137,14 +158,15 @@ def main() -> None:
     p.add_argument("--max-bytes", type=int, default=1_000_000)
     args = p.parse_args()
     RK.detect("a b", "a c")  # compiled (or loaded) before timing
-    print(f"{'case':<20}{'words':>16}{'bytes':>20}{'compiled ms':>13}{'work':>10}{'partial':>9}"
+    print(f"{'case':<20}{'words':>16}{'bytes':>20}{'compiled ms':>13}{'work':>10}{'partial':>9}  {'read as':<16}"
           + (f"{'python s':>10}" if args.reference else ""))
     for name, a, b in cases(args.max_bytes):
-        ms = _best(lambda: RK.detect(a, b)) * 1e3
-        r = RK.detect(a, b)
+        ea, eb = a.encode(), b.encode()  # the engine holds canonical texts as UTF-8
+        ms = _best(lambda: RK.detect_bytes(ea, eb)) * 1e3
+        r = RK.detect_bytes(ea, eb)
         work = _work(a, b)
-        line = (f"{name:<20}{len(a.split()):>8}/{len(b.split()):<7}{len(a.encode()):>10}/{len(b.encode()):<9}"
-                f"{ms:>13.2f}{work:>10}{str(r.partial):>9}")
+        line = (f"{name:<20}{len(a.split()):>8}/{len(b.split()):<7}{len(ea):>10}/{len(eb):<9}"
+                f"{ms:>13.2f}{work:>10}{str(r.partial):>9}  {'+'.join(r.kinds) or 'copy':<16}")
         if args.reference:
             s = _capped(lambda: R.detect(a, b), args.cap)
             line += f"{'>' + str(args.cap) if s is None else f'{s:.2f}':>10}"

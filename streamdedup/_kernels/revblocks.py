@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from streamdedup._kernels.revitems import (K_ADDED, K_FIGURES, K_NEGATION, K_WORDS, ROW, S_TYPOS, add, pending,
-                                           put, show, write_span, write_tokens)
+from streamdedup._kernels.revitems import (K_ADDED, K_FIGURES, K_NEGATION, K_WORDS, ROW, S_BUDGET, S_TYPOS, S_WORK, add,
+                                           pending, put, show, write_span, write_tokens)
 from streamdedup._kernels.revtext import (C_ASCII, C_BOILER, C_DATE_UNIT, C_DATELINE_END, C_DIGITS, C_FIGURE, C_HEAD_MARKER,
                                           C_MONTH, C_NUMBER, C_POLARITY, count_of, has)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, garbled, joined_equal, noise_block, same_units, typo_sized
@@ -83,8 +83,8 @@ def _figures(st, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, head, dated, sa, dkey
     for side in range(2):
         lo, hi = (i1, i2) if side == 0 else (j1, j2)
         for k in range(lo, hi):
-            if n_kept and n_garbled:
-                break  # the answer is known: the rest changes nothing
+            if n_kept and (n_garbled or st[S_WORK] > st[S_BUDGET]):
+                break  # the answer is known (a spent budget finds no more twins): the rest changes nothing
             if side == 0:
                 h, cls, c, ts, te = ha[k], tka[k, 2], ca, tka[k, 0], tka[k, 1]
             else:

@@ -6,7 +6,8 @@ cut, the common ends and the changed blocks (:mod:`.revalign`), each word's coun
 the reading of every changed block (:mod:`.revblocks`), with no Python object per token. What
 it found leaves as items of code points, kinds as bits and a typo count (:mod:`.revitems`).
 
-Cost bound: every step is linear in the two texts' tokens but two. The alignment is bounded by
+Cost bound: a pair longer than ``revwindow.MAX_READ`` bytes a text is read in a window of that
+many bytes (partially), and every step is linear in the tokens read but two. The alignment is bounded by
 ``revalign.MAX_ALIGN`` (a pair whose middle is longer is read for its markers only), and the
 damaged-twin search by the ``work`` budget (:mod:`.revtypos`); a pair that reaches either is
 flagged partial.
@@ -25,6 +26,7 @@ from streamdedup._kernels.revtext import (C_DIGITS, C_HEAD_MARKER, C_NUMBER, C_S
                                           ascii_space, hash_set, in_sorted, same_run, slot_of, table_size,
                                           tokenise)
 from streamdedup._kernels.revtypos import TYPO_MAX_CHARS, noise_block, typo_sized
+from streamdedup._kernels.revwindow import window
 
 #: character edits a headline takes as noise; words both texts start with from which the
 #: headline counts as kept
@@ -38,6 +40,8 @@ M_ITEMS = 3
 M_PARTIAL = 4
 M_WORK = 5  # the damaged-twin search's work spent (its budget's units)
 META = 6
+#: changed blocks a pair's reading reads at most (the first ones)
+MAX_BLOCKS = 256
 #: rows ``revision``'s ``store`` has
 STORE_ROWS = MAX_ITEMS + PENDING
 
@@ -61,7 +65,25 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
     kinds, typos, the number of items (the first rows of ``store``, of ``STORE_ROWS`` x
     ``revitems.ROW`` code points; ``slen`` their lengths and kinds) and whether the reading was
     partial. ``earlier_head``/``later_head``: the headline regions' lengths in characters
-    (``later_head`` -1: as many tokens as the earlier region has)."""
+    (``later_head`` -1: as many tokens as the earlier region has). A long pair is read in its
+    window (:mod:`.revwindow`), partially."""
+    lo, a_hi, b_hi, cut = window(a_buf, b_buf, 4 * max(earlier_head, later_head))  # UTF-8: <= 4 bytes a character
+    if lo == 0 and a_hi == a_buf.shape[0] and b_hi == b_buf.shape[0]:
+        _read(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, tab_keys, tab_vals, cjk, cjk_off, work,
+              store, slen, meta, False)
+        return
+    if lo:  # the headlines are in the common start, unchanged: the window has none
+        earlier_head, later_head = 0, (0 if later_head >= 0 else -1)
+    _read(a_buf[lo:a_hi], b_buf[lo:b_hi], earlier_head, later_head, spaces, digits, decimals, tab_keys, tab_vals, cjk,
+          cjk_off, work, store, slen, meta, cut)
+    meta[M_PARTIAL] = 1
+
+
+@njit(cache=True)
+def _read(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, tab_keys, tab_vals, cjk, cjk_off, work,
+          store, slen, meta, cut):
+    """:func:`revision` of two texts read whole (``cut``: a window cut before the end of what
+    differs, whose block at both ends is not read)."""
     for k in range(META):
         meta[k] = 0
     if _equal(a_buf, b_buf):
@@ -95,6 +117,9 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
              cjk, cjk_off)
     no_dates = np.zeros(16, dtype=np.uint64)
     for q in range(max(n_blocks, 0)):
+        if q == MAX_BLOCKS:
+            st[S_PARTIAL] = 1  # the rest is not read: each block costs ~2-3 us
+            break
         i1, i2, j1, j2 = blocks[q, 0], blocks[q, 1], blocks[q, 2], blocks[q, 3]
         if i1 == head_a and j1 == head_b:
             # the first body words of one text are headline words of the other (a lost line break)
@@ -103,6 +128,8 @@ def revision(a_buf, b_buf, earlier_head, later_head, spaces, digits, decimals, t
             if rewritten:  # the rest of a rewritten headline longer than the region
                 head_block(st, store, slen, row, cb, tkb, hb, j1, j2, sa)
                 continue
+        if cut and i2 == la and j2 == lb:
+            continue
         tail = cut_here(ca, tka, la, cb, tkb, lb, i1, i2, j1, j2)
         body_block(st, store, slen, row, ca, tka, ha, i1, i2, cb, tkb, hb, j1, j2, tail, np.bool_(False), no_dates, sa, dkeys,
                    dval, forms, groups, decimals, scratch, osa_rows)

@@ -73,6 +73,8 @@ def in_sorted(table, c):
     """Whether ``c`` is in the sorted ``table``."""
     lo = 0
     hi = table.shape[0]
+    if hi == 0 or c > table[hi - 1]:
+        return False  # past the table: Han, Kana and Hangul are all past the spaces'
     while lo < hi:
         mid = (lo + hi) >> 1
         if table[mid] < c:
@@ -102,6 +104,13 @@ def unspaced(c):
     """A character of a script written without spaces: one token on its own."""
     return (0x3400 <= c <= 0x4DBF or 0x4E00 <= c <= 0x9FFF or 0xF900 <= c <= 0xFAFF or 0x3040 <= c <= 0x30FF
             or 0x0E00 <= c <= 0x0EFF)
+
+
+@njit(cache=True, inline="always")
+def no_digit(c):
+    """A character of the Han and Kana blocks, none of which is a digit (the tests hold this
+    Python's ``str.isdigit`` to it): its word needs no look-up in the digits' table."""
+    return 0x4E00 <= c <= 0x9FFF or 0x3400 <= c <= 0x4DBF or 0x3040 <= c <= 0x30FF or 0xF900 <= c <= 0xFAFF
 
 
 @njit(cache=True, inline="always")
@@ -228,7 +237,11 @@ def tokenise(cps, n, spaces, digits, decimals, tab_keys, tab_vals, tk, th):
                 h = span_hash(cps, a, b)
                 tk[k, 0] = a
                 tk[k, 1] = b
-                tk[k, 2] = _classes(cps, a, b, digits, decimals, lookup_class(tab_keys, tab_vals, h))
+                cls = lookup_class(tab_keys, tab_vals, h)
+                if b == a + 1 and no_digit(cps[a]):
+                    tk[k, 2] = _number_classes(cls, False, False, False)  # what _classes says of it
+                else:
+                    tk[k, 2] = _classes(cps, a, b, digits, decimals, cls)
                 th[k] = h
                 k += 1
                 a = b

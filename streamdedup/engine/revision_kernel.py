@@ -29,7 +29,7 @@ from streamdedup.engine.revisions import (BOILERPLATE_WORDS, CJK_MARKERS, DATE_U
 #: work units (a word compared, or 32 cells of an edit distance table) the damaged-twin search
 #: spends at most a pair (a few ms on one core): linked pairs of the wire feed spend 0 (median)
 #: to 4,734, of 20-50 KB pages 954 to 2,418
-WORK_BUDGET = 20_000
+WORK_BUDGET = 5_000
 #: what a revision's changed items end with when the reading was partial
 PARTIAL_ITEM = "(partial reading)"
 _KINDS = ((I.K_MARKER, "marker"), (I.K_FIGURES, "figures"), (I.K_NEGATION, "negation"), (I.K_WORDS, "words"),

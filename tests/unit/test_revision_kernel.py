@@ -114,3 +114,13 @@ def test_alignment_of_long_middles_picks_rapidfuzz_s_subsequence(seed: int) -> N
     b = [t if rng.random() < 0.7 else rng.randrange(60) for t in a]
     b = b[:1000] + [rng.randrange(5) for _ in range(400)] + b[1300:]
     assert _blocks(a, b) == _blocks_ref(a, b)
+
+
+def test_the_blocks_read_without_the_digits_table_hold_no_digit_or_space() -> None:
+    """The tokeniser classes a Han or Kana character without looking it up in the digits' table
+    (``revtext.no_digit``): this Python's ``str`` must agree that none of them is one."""
+    from streamdedup._kernels.revtext import no_digit
+
+    chars = [c for c in range(0x3000, 0xFB00) if no_digit(c)]
+    assert len(chars) > 20_000
+    assert not [hex(c) for c in chars if chr(c).isdigit() or chr(c).isdecimal() or chr(c).isspace()]
