@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from streamdedup import __version__
 from streamdedup._kernels import records as KR
 from streamdedup.engine.decisions import BatchDecisions
 from streamdedup.errors import EngineStoppedError, IncompatibleFingerprintError
@@ -58,7 +59,9 @@ class StateMeta:
     last_batch_seq: int = 0
 
     def dumps(self) -> bytes:
-        return json.dumps({"version": META_VERSION, "params_key": self.params_key, "next_seq": self.next_seq,
+        # the release and its records' format ride along, so that another release can name them
+        return json.dumps({"version": META_VERSION, "release": __version__, "records": KR.ENGINE_VERSION,
+                           "params_key": self.params_key, "next_seq": self.next_seq,
                            "seq_lo": self.seq_lo, "watermark": self.watermark,
                            "positions": [[s.topic, s.partition, o] for s, o in self.positions.items()],
                            "sources": [[s.topic, s.partition] for s in self.sources],
@@ -67,10 +70,8 @@ class StateMeta:
     @classmethod
     def loads(cls, raw: bytes) -> "StateMeta":
         m = json.loads(raw)
-        if m.get("version") != META_VERSION:
-            raise IncompatibleFingerprintError(
-                f"state metadata version {m.get('version')} is not {META_VERSION}: this state was written by "
-                "another streamdedup version; use a new state directory")
+        if m.get("version") != META_VERSION or m.get("records", KR.ENGINE_VERSION) > KR.ENGINE_VERSION:
+            raise IncompatibleFingerprintError(other_release(m))
         return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"],
                    {Source(t, p): o for t, p, o in m["positions"]}, [Source(t, p) for t, p in m["sources"]],
                    m["last_batch_seq"])
@@ -88,6 +89,22 @@ class StateMeta:
                 f"configuration has {params_key:08x}; use a new state directory"
             )
         return meta
+
+
+def other_release(m: dict) -> str:
+    """Why state metadata ``m`` is not this release's to continue: who wrote it, in which formats,
+    what this release reads, and what to do."""
+    version, records = m.get("version"), m.get("records")
+    newer = isinstance(version, int) and version > META_VERSION or isinstance(records, int) and records > KR.ENGINE_VERSION
+    writer = f"streamdedup {m['release']}" if isinstance(m.get("release"), str) else \
+        ("a newer streamdedup release" if newer else "an older streamdedup release")
+    formats = f"state metadata v{version}" + (f", state records v{records}" if records is not None else "")
+    mine = (f"streamdedup {__version__} reads state metadata v{META_VERSION} and state records "
+            f"v{KR.ENGINE_VERSION_READ}-v{KR.ENGINE_VERSION}")
+    todo = ("run the release that wrote it (or a newer one), or start this one on a new state directory "
+            "with --rebuild-from-input" if newer else
+            "start on a new state directory with --rebuild-from-input (see the operations page, 'Upgrades')")
+    return f"this state was written by {writer} ({formats}); {mine}: {todo}"
 
 
 class StopsOnFailure:
