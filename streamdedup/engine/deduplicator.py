@@ -39,6 +39,7 @@ from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOn
 from streamdedup.errors import EngineStoppedError
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
 from streamdedup.text.ids import Ids, id_arrays, sparse_utf8
+from streamdedup.engine.sizing import check_fits, machine_memory
 from streamdedup.engine.index import CandidateIndex
 from streamdedup.state.base import StateBatch, Store
 from streamdedup.engine.verify import kernel_params
@@ -92,6 +93,7 @@ class Deduplicator:
         raw = store.get_meta()
         self.meta = StateMeta.open(raw, self.params.key)
         full = eng.index_sizing == "full" or (eng.index_sizing == "auto" and auto_sizing == "full")
+        check_fits(eng.max_documents, self.index_bands, self.num_perm, self.bits, machine_memory())
         self.index = CandidateIndex(self.index_bands, eng.max_documents, eng.hot_bucket_clusters, eng.max_candidates,
                                     full=full, next_seq=self.meta.next_seq)
         self.arena = Arena(eng.max_documents, self.num_perm, self.bits)
