@@ -1,16 +1,23 @@
 # The streamdedup processor image (used by docker-compose.yml).
-FROM python:3.13-slim
+# The first stage builds the release's wheel as `make dist` does; the image installs that wheel.
+FROM python:3.13-slim AS wheel
 
-WORKDIR /app
-# numba, rocksdict and confluent-kafka ship manylinux wheels: no compiler needed.
+WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY streamdedup ./streamdedup
 COPY topologies ./topologies
+RUN pip install --no-cache-dir "build>=1.2" && python -m build --wheel --outdir /dist .
+
+FROM python:3.13-slim
+
+WORKDIR /app
 COPY config ./config
+# numba, rocksdict and confluent-kafka ship manylinux wheels: no compiler needed.
+COPY --from=wheel /dist /dist
 # Numba's kernel cache is part of the image, owned by the app user: Numba writes new entries
 # there and only uses a cache directory it can write to.
 ENV NUMBA_CACHE_DIR=/var/cache/streamdedup/numba
-RUN pip install --no-cache-dir . && \
+RUN pip install --no-cache-dir /dist/streamdedup-*.whl && rm -rf /dist && \
     useradd --create-home --uid 10001 streamdedup && \
     mkdir -p /state "$NUMBA_CACHE_DIR" && chown streamdedup /state "$NUMBA_CACHE_DIR"
 USER streamdedup

@@ -22,12 +22,19 @@ STAMP := $(VENV)/.installed-$(PYVER)
 # `make test` also runs the unit tier on every other supported version found here, each in its
 # own venv (.venv-3.X), as version=interpreter pairs.
 OTHER_PYTHONS := $(foreach v,$(filter-out $(PYVER),$(SUPPORTED)),$(if $(call find_python,$(v)),$(v)=$(call find_python,$(v))))
+# The release tier installs the built wheel into a clean venv of the oldest version found (the
+# main one if no other) and tests the installed package; the other versions run the unit tier
+# from the source tree.
+WHEEL_PAIR := $(or $(lastword $(OTHER_PYTHONS)),$(PYVER)=$(PYTHON))
+SOURCE_PYTHONS := $(filter-out $(WHEEL_PAIR),$(OTHER_PYTHONS))
+WHEEL_VENV := .venv-wheel
 
-.PHONY: help venv system-deps test test-unit test-integration test-browser screenshots docs reference demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
+.PHONY: help venv system-deps dist test test-unit test-wheel test-integration test-browser screenshots docs reference demo demo-file bench-fingerprint calibrate warm-up clean clean-cache
 
 help:
 	@echo "make demo   - run the main job (see README)"
 	@echo "make test   - run the whole test suite (and the unit tier on every other Python $(SUPPORTED) found)"
+	@echo "make dist   - build the wheel and the sdist into dist/"
 	@echo "make docs   - serve the documentation site on http://127.0.0.1:8000 (make test builds it strictly)"
 	@echo "make reference - regenerate docs/reference/ from the config model and the commands"
 	@echo "make screenshots - regenerate the web inspector's screenshots in docs/screenshots"
@@ -57,11 +64,38 @@ system-deps:
 test: $(STAMP) system-deps
 	@failed=""; \
 	$(BIN)/python -m pytest tests streamdedup || failed="$$failed python$(PYVER)"; \
-	for pair in $(OTHER_PYTHONS); do \
+	$(MAKE) --no-print-directory test-wheel || failed="$$failed wheel-python$(firstword $(subst =, ,$(WHEEL_PAIR)))"; \
+	for pair in $(SOURCE_PYTHONS); do \
 	  v=$${pair%%=*}; \
 	  $(MAKE) --no-print-directory test-unit PYTHON=$${pair#*=} VENV=.venv-$$v UNIT_ARGS='-m "not cold_cache"' || failed="$$failed unit-tier-python$$v"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make test: failed:$$failed" >&2; exit 1; fi
+
+# The wheel and the sdist, built in an isolated environment as a user's pip would.
+dist: $(STAMP)
+	@rm -rf dist; log=$$(mktemp); \
+	$(BIN)/python -m build --outdir dist . >"$$log" 2>&1 || { cat "$$log" >&2; rm -f "$$log"; exit 1; }; \
+	rm -f "$$log"; echo "built:" dist/*
+
+# The release as a user installs it: the wheel (with its extras) in a clean venv, then
+# `streamdedup --version`, the file-mode demo and the unit tier run against the installed
+# package. PYTHONSAFEPATH keeps the current directory off sys.path; the tests run from a directory
+# that links tests/ only, so `import streamdedup` finds the installed package, not the source.
+test-wheel: dist
+	@set -e; py=$(lastword $(subst =, ,$(WHEEL_PAIR))); \
+	rm -rf $(WHEEL_VENV) && $$py -m venv $(WHEEL_VENV); \
+	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade "pip>=25.1"; \
+	whl=$$(ls dist/streamdedup-*.whl); \
+	$(WHEEL_VENV)/bin/python -m pip install -q "$$whl[tools,bench,ui,faust]" --group dev; \
+	run=$$(mktemp -d) && trap 'rm -rf "$$run"' EXIT && ln -s $(CURDIR)/tests "$$run/tests"; \
+	cd "$$run" && export PYTHONSAFEPATH=1; \
+	pkg=$$($(CURDIR)/$(WHEEL_VENV)/bin/python -c 'import os, streamdedup; print(os.path.dirname(streamdedup.__file__))'); \
+	case "$$pkg" in $(CURDIR)/$(WHEEL_VENV)/*) echo "testing the installed package at $$pkg";; \
+	  *) echo "make test-wheel: streamdedup imports from $$pkg, not the installed wheel" >&2; exit 1;; esac; \
+	$(CURDIR)/$(WHEEL_VENV)/bin/streamdedup --version; \
+	$(CURDIR)/$(WHEEL_VENV)/bin/streamdedup demo --mode file --stories 300 --output-dir "$$run/demo" >/dev/null; \
+	echo "the file-mode demo ran from the installed package"; \
+	$(CURDIR)/$(WHEEL_VENV)/bin/python -m pytest -c $(CURDIR)/pyproject.toml --rootdir "$$run" tests/unit "$$pkg" -m "not cold_cache"
 
 # UNIT_ARGS: the oldest version's pass leaves out the cold-cache tests (the kernel cache's
 # machinery, ~2.5 min there; the main pass runs them)

@@ -108,16 +108,33 @@ def _instructions() -> list[tuple[str, str]]:
 def test_dockerfile_installs_the_package_and_runs_the_processor() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert text.startswith("# ")
-    # the image's Python is one pyproject.toml supports
-    base = next(args for op, args in _instructions() if op == "FROM")
-    version = re.fullmatch(r"python:(3\.\d+)-slim(?:-\w+)?", base)
-    assert version, f"the base image is not an official slim Python one: {base}"
+    # every stage's Python is one pyproject.toml supports
     supported = SpecifierSet(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"])
-    assert version.group(1) in supported, f"{base} is not within requires-python {supported}"
+    bases = [args.split()[0] for op, args in _instructions() if op == "FROM"]
+    for base in bases:
+        version = re.fullmatch(r"python:(3\.\d+)-slim(?:-\w+)?", base)
+        assert version, f"the base image is not an official slim Python one: {base}"
+        assert version.group(1) in supported, f"{base} is not within requires-python {supported}"
     copied = {src for op, args in _instructions() if op == "COPY" for src in args.split()[:-1]}
     for path in ("streamdedup", "topologies", "config", "pyproject.toml", "README.md"):
         assert path in copied, f"the Dockerfile does not COPY {path}"
     assert 'ENTRYPOINT ["streamdedup"]' in text and '"run"' in text
+
+
+def test_the_image_installs_the_wheel_the_release_builds() -> None:
+    """The image is the release: a first stage builds the wheel as `make dist` does (python -m
+    build), the image pip-installs that wheel, not the source tree."""
+    steps = _instructions()
+    stages = [i for i, (op, _) in enumerate(steps) if op == "FROM"]
+    assert len(stages) == 2, "a wheel-building stage and the image"
+    build = [args for op, args in steps[stages[0]:stages[1]] if op == "RUN"]
+    assert any("python -m build --wheel" in args for args in build), build
+    image = steps[stages[1]:]
+    assert any(op == "COPY" and args.startswith("--from=") for op, args in image), "the image copies the built wheel"
+    installs = [args for op, args in image if op == "RUN" and "pip install" in args]
+    assert installs and all(".whl" in args and "pip install --no-cache-dir ." not in args for args in installs), installs
+    make = (ROOT / "Makefile").read_text()
+    assert "-m build --outdir dist ." in make, "make dist builds the wheel with the same tool"
 
 
 def test_dockerfile_bakes_the_kernel_cache_for_the_app_user() -> None:

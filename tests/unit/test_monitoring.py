@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import streamdedup
+
 from streamdedup.runtime.kafka import metrics as metrics_module
 from streamdedup.runtime.kafka.metrics import Metrics
 
@@ -81,7 +83,9 @@ def test_every_runtime_that_serves_metrics_uses_the_one_class() -> None:
 
     for module in (processor, decider, worker):
         assert "Metrics(" in inspect.getsource(module), module.__name__
-    sources = [p.read_text(encoding="utf-8") for p in (ROOT / "streamdedup").rglob("*.py") if p != Path(metrics_module.__file__)]
+    # the package as imported (the source tree, or an installed wheel)
+    package = Path(streamdedup.__file__).parent
+    sources = [p.read_text(encoding="utf-8") for p in package.rglob("*.py") if p != Path(metrics_module.__file__)]
     assert not any("CollectorRegistry(" in s or "start_http_server(" in s for s in sources)
 
 
