@@ -66,3 +66,31 @@ def test_a_fatal_error_is_not_retried() -> None:
 
     with pytest.raises(KafkaException):
         T.init_transactions(P(), lambda: None, pause_s=0.0)
+
+
+class _Aborting:
+    """A producer whose abort succeeds, or fails with ``fails``."""
+
+    def __init__(self, fails: KafkaException | None = None):
+        self.fails, self.aborts = fails, 0
+
+    def abort_transaction(self, timeout):
+        self.aborts += 1
+        if self.fails is not None:
+            raise self.fails
+
+
+def _error(code: int, *, abort: bool = False, fatal: bool = False, retriable: bool = False) -> KafkaException:
+    return KafkaException(KafkaError(code, "x", fatal=fatal, retriable=retriable, txn_requires_abort=abort))
+
+
+def test_a_failed_transaction_is_aborted_or_its_producer_replaced() -> None:
+    """Both runtimes' one rule: an abortable error is aborted and the producer goes on; a failed
+    abort, a fatal error and one neither abortable nor fatal need a new producer (no abort tried)."""
+    p = _Aborting()
+    assert T.aborted(p, _error(KafkaError._TIMED_OUT, abort=True)) and p.aborts == 1
+    p = _Aborting(fails=_error(KafkaError._TIMED_OUT, retriable=True))
+    assert not T.aborted(p, _error(KafkaError._TIMED_OUT, abort=True)) and p.aborts == 1
+    for err in (_error(KafkaError._FENCED, fatal=True), _error(KafkaError._TIMED_OUT, retriable=True)):
+        p = _Aborting()
+        assert not T.aborted(p, err) and p.aborts == 0

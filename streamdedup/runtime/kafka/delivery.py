@@ -42,7 +42,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streamdedup.errors import StreamdedupError
 from streamdedup.runtime.kafka.batch import OutBatch
 from streamdedup.runtime.kafka.retry import retry
-from streamdedup.runtime.kafka.transactions import Bounded, commit_offsets, init_transactions, unbounded
+from streamdedup.runtime.kafka.transactions import Bounded, aborted, commit_offsets, init_transactions, unbounded
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
@@ -164,25 +164,14 @@ class Delivery:
         """A transaction failed: abort or replace the producer, rewind. Returns False."""
         err = exc.args[0]
         self.aborted += 1
-        if err.txn_requires_abort():
-            log.warning("transaction aborted (%s); rewinding the batch", err)
-            try:
-                self.producer.abort_transaction(60)  # serves the delivery reports: the guard learns what was refused
-                self._refresh_limits()
-            except KafkaException as again:
-                # the abort timed out too (a broker restarting under load): a new producer's
-                # init_transactions aborts what this one left open
-                log.warning("abort_transaction failed (%s); new producer, rewinding the batch", again.args[0])
-                self.producer = self._start_producer()
-        elif err.fatal():
-            # e.g. fenced after a broker restart aborted the open transaction: the batch's
-            # outputs never became visible; a new producer, and the batch is replayed
-            log.warning("producer failed (%s); new producer, rewinding the batch", err)
-            self.producer = self._start_producer()
+        # fatal, e.g. fenced after a broker restart aborted the open transaction: its outputs
+        # never became visible; a new producer, and the batch is replayed
+        log.warning("%s (%s); rewinding the batch", "transaction aborted" if err.txn_requires_abort() else
+                    "producer failed" if err.fatal() else "transaction failed", err)
+        if aborted(self.producer, exc):
+            self._refresh_limits()  # the abort served the delivery reports: the guard learned what was refused
         else:
-            # neither abortable nor fatal, e.g. a retriable timeout that outlived its deadline:
-            # a new producer's init_transactions aborts whatever the old one left open
-            log.warning("transaction failed (%s); new producer, rewinding the batch", err)
+            log.warning("new producer")
             self.producer = self._start_producer()
         if rewind:
             self.rewind()

@@ -1,18 +1,20 @@
 """The transactional producer's steps, one copy for every Kafka runtime (the single processor's
 :mod:`~streamdedup.runtime.kafka.delivery` and the staged worker): which errors are retried,
 producing past a full local queue, starting a transactional producer (which fences a zombie
-with the same transactional id), committing a batch's offsets with its outputs, and whether a
-failed transaction must be aborted.
+with the same transactional id), committing a batch's offsets with its outputs, and a failed
+transaction's abort (or the new producer it needs).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Callable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
 from streamdedup.runtime.kafka.retry import retry
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 #: runs a client call given its timeout (a watchdog's ``bounded``: restarts the process when the
 #: call hangs past it); by default just runs it
@@ -33,6 +35,22 @@ def requires_abort(exc: KafkaException) -> bool:
     """The transaction failed but the producer lives on: abort it, rewind, produce again."""
     err = exc.args[0]
     return isinstance(err, KafkaError) and err.txn_requires_abort()
+
+
+def aborted(producer, exc: KafkaException) -> bool:
+    """After a failed transaction: whether ``producer`` aborted it and can go on. False when the
+    error needs no abort (fatal, or neither abortable nor fatal: a retriable timeout that
+    outlived its deadline) or the abort failed too (a broker restarting under load): the caller
+    then starts a new producer with the same transactional id, whose ``init_transactions``
+    fences this one and aborts what it left open."""
+    if not requires_abort(exc):
+        return False
+    try:
+        producer.abort_transaction(60)  # serves the delivery reports too
+        return True
+    except KafkaException as again:
+        log.warning("abort_transaction failed (%s); a new producer takes over", again.args[0])
+        return False
 
 
 def produce_waiting(producer, topic: str, value: bytes | None, key: bytes | None = None, *, poll_s: float = 0.05,

@@ -34,7 +34,7 @@ from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.retry import retry
-from streamdedup.runtime.kafka.transactions import (commit_offsets, init_transactions, produce_waiting, requires_abort,
+from streamdedup.runtime.kafka.transactions import (aborted, commit_offsets, init_transactions, produce_waiting,
                                                       retriable)
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
@@ -301,17 +301,7 @@ class Worker:
                 raise  # fenced: another worker took this one's transactional id; this one leaves
             log.warning("worker %s: transaction failed (%s); re-reading from the committed offsets", self.instance,
                         exc.args[0])
-            aborted = False
-            if requires_abort(exc):
-                try:
-                    p.abort_transaction(60)
-                    aborted = True
-                except KafkaException as again:
-                    log.warning("worker %s: abort_transaction failed (%s)", self.instance, again.args[0])
-            if not aborted:
-                # not abortable (a retriable timeout that outlived its deadline), or the abort
-                # timed out too (a broker restarting under load): a new producer's
-                # init_transactions fences this one and aborts its transaction
+            if not aborted(p, exc):
                 log.warning("worker %s: new transactional producer", self.instance)
                 self.out = self._transactional_producer()
             self.summary.rewinds += 1
