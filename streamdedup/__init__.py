@@ -17,7 +17,7 @@ __all__ = [
     "StreamdedupError",
     "load_config",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 #: names imported on first use: ``import streamdedup.<anything>`` runs this file first, and the
 #: fingerprint module pulls in NumPy and Numba (~0.5 s): the command line sets the process up
