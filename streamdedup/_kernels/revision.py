@@ -6,11 +6,11 @@ cut, the common ends and the changed blocks (:mod:`.revalign`), each word's coun
 the reading of every changed block (:mod:`.revblocks`), with no Python object per token. What
 it found leaves as items of code points, kinds as bits and a typo count (:mod:`.revitems`).
 
-Cost bound: a pair longer than ``revwindow.MAX_READ`` bytes a text is read in a window of that
-many bytes (partially), and every step is linear in the tokens read but two. The alignment is bounded by
-``revalign.MAX_ALIGN`` (a pair whose middle is longer is read for its markers only), and the
-damaged-twin search by the ``work`` budget (:mod:`.revtypos`); a pair that reaches either is
-flagged partial.
+Cost bound: a pair longer than ``revwindow.MAX_READ`` bytes a text is read in a window of at
+most that many bytes of each, and every step is linear in the tokens read but three. The
+alignment is bounded by ``revalign.MAX_ALIGN`` (a pair whose middle is longer is read for its
+markers only), the blocks read by :data:`MAX_BLOCKS`, and the damaged-twin search by the
+``work`` budget (:mod:`.revtypos`); a pair that reaches any bound is flagged partial.
 """
 
 from __future__ import annotations

@@ -9,9 +9,11 @@ text from where they first differ. The window starts and ends on a word boundary
 place in both texts, so the words the test reads are the texts' own.
 
 A windowed reading is partial: the rules that ask whether a word is new to the whole earlier
-text see the window only, and changes past the window's end are not read. Where the window
-ends before what differs does, its two ends are not the same place in the story (one text may
-have lost or gained words before them): the block at both ends is the cut's, not a change.
+text see the window only, and changes past the window's end are not read. Where both texts'
+windows end before what differs does, their ends are not the same place in the story (one text
+may have lost or gained words before them): the block at both ends is the cut's, not a change.
+Where one text's window ends at its end, the other's cut tail is what it added (or, the other
+way round, what a shortened copy left out) and is read as such.
 """
 
 from __future__ import annotations
@@ -59,9 +61,9 @@ def _end(buf, x):
 @njit(cache=True)
 def window(a, b, head_bytes):
     """``(lo, a_hi, b_hi, cut)``: the window ``a[lo:a_hi]``, ``b[lo:b_hi]`` of the pair that the
-    test reads, and whether it ends before what differs does; ``(0, len(a), len(b), False)``
-    when both fit :data:`MAX_READ`. ``lo`` stays 0 while the common start is within
-    ``head_bytes`` (the headline regions are read whole)."""
+    test reads, and whether both texts' windows end before what differs does; ``(0, len(a),
+    len(b), False)`` when both fit :data:`MAX_READ`. ``lo`` stays 0 while the common start is
+    within ``head_bytes`` (the headline regions are read whole)."""
     la, lb = a.shape[0], b.shape[0]
     if la <= MAX_READ and lb <= MAX_READ:
         return 0, la, lb, False
@@ -81,7 +83,7 @@ def window(a, b, head_bytes):
         snap = _end(a, a_hi)
         b_hi += snap - a_hi
         a_hi = snap
-    cut = a_hi - lo > MAX_READ or b_hi - lo > MAX_READ
+    cut = a_hi - lo > MAX_READ and b_hi - lo > MAX_READ  # one text cut alone: its tail was added or left out
     if a_hi - lo > MAX_READ:
         a_hi = _start(a, lo + MAX_READ)
     if b_hi - lo > MAX_READ:

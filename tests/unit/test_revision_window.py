@@ -53,7 +53,7 @@ def window_reference(a: bytes, b: bytes, head_bytes: int) -> tuple[int, int, int
     if a_hi < len(a):
         e = _end(a, a_hi)
         a_hi, b_hi = e, b_hi + e - a_hi
-    cut = max(a_hi, b_hi) - lo > MAX_READ
+    cut = min(a_hi, b_hi) - lo > MAX_READ
     if a_hi - lo > MAX_READ:
         a_hi = _start(a, lo + MAX_READ)
     if b_hi - lo > MAX_READ:
@@ -127,6 +127,20 @@ def test_a_paragraph_added_to_a_long_story_is_an_update() -> None:
     later = story[:mid] + "police arrested several suspects near the harbour on tuesday evening".split() + story[mid:]
     r = RK.detect(" ".join(story), " ".join(later))
     assert r.revised and "added" in r.kinds and r.partial, r
+
+
+def test_a_paragraph_appended_to_a_long_story_is_an_update() -> None:
+    """A live story re-sent with a paragraph at its end: the window is the story's last context
+    and the paragraph, read as added (and a block longer than the alignment takes is read for its
+    markers only, as the Python rules read it)."""
+    rng = random.Random(8)
+    story = _story(rng, 3 * MAX_READ)
+    paragraph = "police arrested several suspects near the harbour on tuesday evening".split()
+    r = RK.detect(" ".join(story), " ".join(story + paragraph * 20))
+    assert r.revised and r.kinds == ("added",) and r.partial, r
+    huge = story + paragraph * 400  # 4,400 words: more than the alignment's 3,000
+    assert not RK.detect(" ".join(story), " ".join(huge)).revised
+    assert not R.detect(" ".join(story[-300:]), " ".join(huge[len(story) - 300:])).revised
 
 
 def test_a_typo_in_a_long_story_is_no_revision() -> None:

@@ -164,14 +164,14 @@ class Delivery:
         """A transaction failed: abort or replace the producer, rewind. Returns False."""
         err = exc.args[0]
         self.aborted += 1
-        # fatal, e.g. fenced after a broker restart aborted the open transaction: its outputs
-        # never became visible; a new producer, and the batch is replayed
         log.warning("%s (%s); rewinding the batch", "transaction aborted" if err.txn_requires_abort() else
                     "producer failed" if err.fatal() else "transaction failed", err)
         if aborted(self.producer, exc):
             self._refresh_limits()  # the abort served the delivery reports: the guard learned what was refused
         else:
-            log.warning("new producer")
+            # fatal (e.g. fenced after a broker restart aborted the open transaction, whose
+            # outputs never became visible), neither, or the abort failed: the batch is replayed
+            log.warning("a new producer replays the batch")
             self.producer = self._start_producer()
         if rewind:
             self.rewind()
