@@ -33,7 +33,7 @@ WHEEL_VENV := .venv-wheel
 
 help:
 	@echo "make demo   - run the main job (see README)"
-	@echo "make test   - run the whole test suite (and the unit tier on every other Python $(SUPPORTED) found)"
+	@echo "make test   - run the whole test suite, the built wheel's tier, and the unit tier on every other Python $(SUPPORTED) found"
 	@echo "make dist   - build the wheel and the sdist into dist/"
 	@echo "make docs   - serve the documentation site on http://127.0.0.1:8000 (make test builds it strictly)"
 	@echo "make reference - regenerate docs/reference/ from the config model and the commands"

@@ -70,7 +70,8 @@ class StateMeta:
     @classmethod
     def loads(cls, raw: bytes) -> "StateMeta":
         m = json.loads(raw)
-        if m.get("version") != META_VERSION or m.get("records", KR.ENGINE_VERSION) > KR.ENGINE_VERSION:
+        records = m.get("records", KR.ENGINE_VERSION)  # absent from older metadata of this format
+        if m.get("version") != META_VERSION or not isinstance(records, int) or records > KR.ENGINE_VERSION:
             raise IncompatibleFingerprintError(other_release(m))
         return cls(m["params_key"], m["next_seq"], m["seq_lo"], m["watermark"],
                    {Source(t, p): o for t, p, o in m["positions"]}, [Source(t, p) for t, p in m["sources"]],
