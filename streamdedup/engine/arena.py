@@ -13,7 +13,8 @@ import numpy as np
 from streamdedup._kernels import arena as K
 
 
-def _slot_dtype(bits: int):
+def slot_dtype(bits: int):
+    """The type of a stored MinHash slot of ``bits`` bits (engine.sizing counts its bytes)."""
     return np.uint8 if bits <= 8 else np.uint16 if bits == 16 else np.uint32
 
 
@@ -28,7 +29,7 @@ class Arena:
     def __init__(self, capacity: int, num_perm: int, bits: int):
         self.capacity = capacity
         self.bits = bits
-        self.minhash = np.zeros((capacity, num_perm), dtype=_slot_dtype(bits))
+        self.minhash = np.zeros((capacity, num_perm), dtype=slot_dtype(bits))
         self.n_shingles = np.zeros(capacity, dtype=np.int32)
         self.length = np.zeros(capacity, dtype=np.int32)
         self.chars = np.zeros(capacity, dtype=np.int32)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 
-from streamdedup.engine.arena import INITIAL_SIGNATURE_BYTES
+import numpy as np
+
+from streamdedup.engine.arena import INITIAL_SIGNATURE_BYTES, slot_dtype
 from streamdedup.errors import ConfigError
 
 #: index bytes a document of capacity takes per band (key and hot count; two 4-byte cells) and
@@ -27,8 +29,8 @@ ARENA_DOC_BYTES = 32 + INITIAL_SIGNATURE_BYTES
 
 def sized_bytes(max_documents: int, index_bands: int, num_perm: int, bits: int) -> int:
     """Bytes of the tables sized for ``max_documents`` with these bands and MinHash slots."""
-    slot_bytes = 1 if bits <= 8 else 2 if bits == 16 else 4  # the arena's slot types
-    per_doc = INDEX_BAND_BYTES * index_bands + INDEX_DOC_BYTES + num_perm * slot_bytes + ARENA_DOC_BYTES
+    per_doc = INDEX_BAND_BYTES * index_bands + INDEX_DOC_BYTES + num_perm * np.dtype(slot_dtype(bits)).itemsize + \
+        ARENA_DOC_BYTES
     return max_documents * per_doc
 
 
