@@ -7,7 +7,7 @@ Event times: the index forgets documents by event time, relative to the latest
 event time it has seen, so one far-future time would expire the whole index and keep detection
 off until the clock caught up; and a time beyond 64 bits stopped the pipeline. A time that is
 not finite, before 1970, out of range or more than ``input.max_future_skew_hours`` past the
-wall clock is therefore not used: the record is decided at the stream's time (the latest
+wall clock, or a value that is no time at all (``"soon"``, a boolean), is therefore not used: the record is decided at the stream's time (the latest
 event time seen before it, :func:`stream_times`; ``input.invalid_time: stream``) or with its
 arrival time (``arrival``: in a replay of old input that moves the window to the wall clock)
 and tagged ``time_invalid`` with the reason, or is a dead letter of stage ``time``
@@ -218,13 +218,16 @@ class RecordDecoder:
     def _with_time(self, doc_id: str, text: str, obj: dict, now_ms: int) -> Decoded | Rejected:
         value = obj[self.time_field]
         t = _event_time(value, self.time_field)
+        # A value that is no time at all ("soon", a boolean) is as unusable as one out of range:
+        # the record itself is sound, so the same policy decides it.
         if isinstance(t, Rejected):
-            return t
-        problem = time_problem(t, wall_clock_ms() + self.max_future_skew_ms)
-        if problem is None:
-            return Decoded(doc_id, text, int(t), obj)
-        shown = value[:40] if isinstance(value, str) else value
-        reason = f"{self.time_field} {shown!r} {problem}"
+            reason = t.reason
+        else:
+            problem = time_problem(t, wall_clock_ms() + self.max_future_skew_ms)
+            if problem is None:
+                return Decoded(doc_id, text, int(t), obj)
+            shown = value[:40] if isinstance(value, str) else value
+            reason = f"{self.time_field} {shown!r} {problem}"
         if self.invalid_time_dead:
             return Rejected("time", reason)
         if self.invalid_time_at is not None:

@@ -70,6 +70,10 @@ def test_a_replay_needs_this_inspectors_token_and_origin(site) -> None:
     ("verify.jaccard_threshold=0.9", "100", "99999999999999999999", "since"),
     ("verify.jaccard_threshold=0.9", "100", "-5", "since"),
     ("verify.jaccard_threshold=0.9", "1e9", "", "is not a whole number"),
+    ("engine.window_hours=1e300", "100", "", "engine.window_hours"),
+    ("engine.window_hours=inf", "100", "", "engine.window_hours"),
+    ("verify.jaccard_threshold=nan", "100", "", "verify.jaccard_threshold"),
+    ("kafka.linger_ms=18446744073709551616", "100", "", "kafka.linger_ms"),
 ])
 def test_what_if_parameters_out_of_bounds_are_a_400_with_the_reason(site, settings, limit, since, why) -> None:
     form = {"settings": settings, "limit": limit, "since": since, "run": "1", "token": _token(site)}

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -63,6 +64,18 @@ def free_ports(count: int) -> list[int]:
     finally:
         for s in socks:
             s.close()
+
+
+@contextmanager
+def cpu_neighbour():
+    """A process that keeps one core busy for the block's duration: the load a shared machine puts
+    beside the processor and the broker (on two cores, half the machine)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield busy
+    finally:
+        busy.kill()
+        busy.wait()
 
 
 def wait_for(predicate: Callable[[], object], timeout: float, what: str, proc: subprocess.Popen | None = None,

@@ -6,7 +6,7 @@ Before: ``1e30`` stopped the processor with OverflowError at every restart; ``99
 left 6 duplicates where the control has 300; a record decided with the wall clock moved the
 window ten days ahead and every resend came out unique. Now the record is decided at the
 stream's time and tagged ``dedup.time_invalid``, and every resend is a duplicate, in the single
-processor and the staged topology alike.
+processor, the staged topology and faust alike.
 """
 
 from __future__ import annotations
@@ -72,5 +72,20 @@ def test_staged(kafka_bootstrap, tmp_path) -> None:
     env = {**t.staged_env(), **ENV}
     dec = run_processor(env, str(tmp_path / "decider"), 10.0, None, ("--topology", "staged", "--role", "decider"))
     work = run_processor(env, None, 8.0, None, ("--topology", "staged", "--role", "worker", "--instance", "w0"))
+    assert work.wait(300) == 0 and dec.wait(300) == 0
+    _check(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records)), t.outputs, len(records))
+
+
+def test_faust(kafka_bootstrap, tmp_path) -> None:
+    """The faust agent reads the times (its preparer is the staged worker's); the decider keeps
+    the stream's clock across the fingerprints of both."""
+    pytest.importorskip("faust", reason="the faust extra (make test installs it)")
+    t = Staged(kafka_bootstrap)
+    t.create()
+    records = _feed(b'"soon"')
+    produce(kafka_bootstrap, t.input, records)
+    env = {**t.staged_env(), **ENV}
+    dec = run_processor(env, str(tmp_path / "decider"), 10.0, None, ("--topology", "staged", "--role", "decider"))
+    work = run_processor(env, None, 8.0, None, ("--topology", "faust"))
     assert work.wait(300) == 0 and dec.wait(300) == 0
     _check(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records)), t.outputs, len(records))

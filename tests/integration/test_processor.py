@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from streamdedup.bench.feeds import news_records
 
-from .kafka_helpers import (Topics, assert_same_decisions, broker_data_dir, committed_offsets, consume_all, decisions,
+from .kafka_helpers import (Topics, assert_same_decisions, broker_data_dir, committed_offsets, consume_all, cpu_neighbour, decisions,
                             finish, free_ports, logged, produce, run_processor, start_broker, stop_broker, stop_processors, wait_for)
 
 MALFORMED = [b"not json", b'{"id": "m", "text": 12}', b"\xff\xfe\xfa", b'{"id": "e", "text": "  "}', b"[1, 2]",
@@ -245,35 +245,38 @@ def test_broker_restart_mid_stream(tmp_path) -> None:
 
     A broker of its own (other ports), so the shared one stays up for the other tests. Half
     the records are produced before the restart and half after, so the processor must both
-    finish its in-flight work and keep consuming afterwards.
+    finish its in-flight work and keep consuming afterwards. A CPU-bound neighbour runs the whole
+    time: on a loaded machine a transaction's commit can time out while the broker is away, and
+    the processor must replay the batch, never exit.
     """
     port, cport = free_ports(2)  # a second run on this machine gets other ports
     bootstrap = start_broker(port, cport)
-    try:
-        t = Topics(bootstrap)
-        t.create()
-        n = 20000
-        records = news_records(n, seed=13)
-        produce(bootstrap, t.input, records[: n // 2])
-        log = tmp_path / "processor.log"
-        proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=30, log=log)
-        wait_for(lambda: _committed(t) > 0, 120, "the processor's first committed batch", proc=proc)
-        data = broker_data_dir(port)
-        stop_broker(port, keep_data=True)  # returns once the broker's process has exited
-        # The outage itself, not a wait for anything: how long the broker stays away is what the
-        # test sets (and the restart below adds the broker's start-up time to it). Nothing the
-        # processor does can be polled for instead: librdkafka's log lines reach our logger only
-        # when the client is polled, and a client call waiting on the broker holds them back.
-        time.sleep(3)
-        assert proc.poll() is None, "processor died with the broker"
-        start_broker(port, cport, data_dir=data)
-        produce(bootstrap, t.input, records[n // 2:])
-        assert proc.wait(600) == 0, "processor did not recover by itself"
-        out = consume_all(bootstrap, list(t.outputs.values()), n)
-        keys = [k for _, k, _, _ in out]
-        assert len(keys) == n and len(set(keys)) == n
-    finally:
-        stop_broker(port)
+    with cpu_neighbour():
+        try:
+            t = Topics(bootstrap)
+            t.create()
+            n = 20000
+            records = news_records(n, seed=13)
+            produce(bootstrap, t.input, records[: n // 2])
+            log = tmp_path / "processor.log"
+            proc = run_processor(_env(t), str(tmp_path / "state"), stop_when_idle=30, log=log)
+            wait_for(lambda: _committed(t) > 0, 120, "the processor's first committed batch", proc=proc)
+            data = broker_data_dir(port)
+            stop_broker(port, keep_data=True)  # returns once the broker's process has exited
+            # The outage itself, not a wait for anything: how long the broker stays away is what the
+            # test sets (and the restart below adds the broker's start-up time to it). Nothing the
+            # processor does can be polled for instead: librdkafka's log lines reach our logger only
+            # when the client is polled, and a client call waiting on the broker holds them back.
+            time.sleep(3)
+            assert proc.poll() is None, "processor died with the broker"
+            start_broker(port, cport, data_dir=data)
+            produce(bootstrap, t.input, records[n // 2:])
+            assert proc.wait(600) == 0, "processor did not recover by itself"
+            out = consume_all(bootstrap, list(t.outputs.values()), n)
+            keys = [k for _, k, _, _ in out]
+            assert len(keys) == n and len(set(keys)) == n
+        finally:
+            stop_broker(port)
 
 
 @pytest.mark.parametrize("delivery", ["at_least_once"])

@@ -28,9 +28,10 @@ from tests.unit.test_engine import story
 
 from .test_kafka_delivery import TOPICS, broker, decisions, run
 
-#: raw JSON values of ``ts``: beyond 64 bits, not finite after conversion, before 1970, far future
+#: raw JSON values of ``ts``: beyond 64 bits, not finite after conversion, before 1970, far future, no time at all
 HOSTILE = [b"1e30", b"-1e30", b"18446744073709551615", b"9.3e18", b"999999999999999999", b"-1", b"1e308",
-           b'"9999-12-31T23:59:59Z"', b'"0001-01-01T00:00:00+01:00"', b'"1969-12-31T23:59:59Z"']
+           b'"9999-12-31T23:59:59Z"', b'"0001-01-01T00:00:00+01:00"', b'"1969-12-31T23:59:59Z"', b'"soon"', b"true",
+           b'{"at": 5}']
 NOW = 1_700_000_000_000
 
 

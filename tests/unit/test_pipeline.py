@@ -28,7 +28,7 @@ HOSTILE = [
     b"",
     b'{"id": ["x"], "text": "list id"}',
     b'{"id": "s", "text": "lone \\ud800 surrogate"}',
-    b'{"id": "t", "text": "ok", "time": "yesterday"}',
+    orjson.dumps({"id": "t", "text": "ok", "time": "yesterday"}),  # decided at the stream's time, tagged
     orjson.dumps({"id": "orig", "text": STORY}),
     orjson.dumps({"id": "copy", "text": STORY.upper() + " extra"}),
     orjson.dumps({"id": "dd", "text": STORY + " again", "_dedup": {"status": "unique"}}),
