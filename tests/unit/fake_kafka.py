@@ -72,6 +72,16 @@ class Msg:
 
 
 @dataclass
+class ErrorEvent:
+    """What consume() returns for a client error: a message whose error() is set."""
+
+    err: KafkaError
+
+    def error(self):
+        return self.err
+
+
+@dataclass
 class Broker:
     logs: dict = field(default_factory=dict)  # (topic, partition) -> [Rec]
     groups: dict = field(default_factory=dict)  # group -> {(topic, partition): next offset}
@@ -85,6 +95,8 @@ class Broker:
     stale_describes: int = 0
     describe_denied: bool = False  # describe_configs is not authorised: the limits cannot be read
     refused: list = field(default_factory=list)  # (topic, key) of every record refused
+    #: consume call number -> the error event it returns instead of records
+    consumer_events: dict = field(default_factory=dict)
 
     def create(self, topic: str, partitions: int = 1) -> None:
         for p in range(partitions):
@@ -267,6 +279,9 @@ class Consumer:
 
     def consume(self, num_messages=1, timeout=-1) -> list:
         self.b._call("consume")
+        event = self.b.consumer_events.pop(self.b.calls["consume"], None)
+        if event is not None:
+            return [ErrorEvent(event)]
         out: list = []
         for tp, pos in self.positions.items():
             log = self.b.logs[tp]

@@ -18,6 +18,7 @@ from streamdedup import StreamdedupError, load_config
 from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, parse_headers
 
 from .fake_kafka import Admin, Broker, Consumer, Crash, Producer, Rec, kafka_error
@@ -114,6 +115,31 @@ def test_fenced_producer_is_replaced_and_the_batch_replayed(reference, tmp_path)
     s = run(b, str(tmp_path / "s"))
     assert s.aborted_batches == 1 and b.calls["init_transactions"] == 2 and s.replayed > 0
     assert decisions(b) == want
+
+
+def test_a_fenced_consumer_restarts_the_process_and_nothing_is_lost(reference, tmp_path) -> None:
+    """Seen on the real broker restarting beside a busy neighbour: the static member's session
+    timed out in librdkafka, its rejoin was fenced, and the consumer handed out nothing while
+    the processor waited forever. The consumer's fatal event (code _FATAL, fatal() False) now
+    restarts the process, whose new consumer takes the member's place; with restarts off it
+    is an error naming it."""
+    records, want = reference
+    b = broker(records)
+    b.consumer_events[6] = KafkaError(KafkaError._FATAL, "Fatal error: Broker: Static consumer fenced by other consumer "
+                                      "with same group.instance.id")
+    cfg = config()
+    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
+    restarts = []
+    proc = Processor(cfg, str(tmp_path / "s"), stop_when_idle=0.05, clients=clients)
+    proc.watchdog = Watchdog(600, restart=lambda: restarts.append(1))
+    proc.run()
+    assert restarts == [1] and len(decisions(b)) < len(records)
+    run(b, str(tmp_path / "s"))  # the new process
+    assert decisions(b) == want
+    b = broker(records)
+    b.consumer_events[3] = KafkaError(KafkaError._FATAL, "Fatal error: fenced")
+    with pytest.raises(ConsumerFatal, match="consumer: Fatal error: fenced"):
+        run(b, str(tmp_path / "s2"))
 
 
 def test_aborted_transaction_is_rewound_and_replayed(reference, tmp_path) -> None:

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError
 
 from streamdedup.config import Config
 from streamdedup.engine.decisions import Decision
@@ -25,6 +25,7 @@ from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
 from streamdedup.runtime.kafka.limits import headers_bytes
+from streamdedup.runtime.kafka.supervisor import ConsumerFatal
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
 DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
@@ -76,8 +77,9 @@ def consume_good(consumer, n: int, timeout: float) -> list:
         err = m.error()
         if err is None:
             good.append(m)
-        elif err.fatal():
-            raise KafkaException(err)
+        elif err.fatal() or err.code() == KafkaError._FATAL:
+            # the consumer's fatal event says _FATAL and fatal() False: either means no more records
+            raise ConsumerFatal(f"consumer: {err.str()}")
         else:
             log.warning("consumer: %s", err)
     return good

@@ -51,7 +51,7 @@ from streamdedup.runtime.kafka.startup import Cluster, check_cluster
 from streamdedup.runtime.kafka.limits import check_size_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.kafka.oversize import OutputGuard
-from streamdedup.runtime.kafka.supervisor import Watchdog
+from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
@@ -178,6 +178,13 @@ class Processor:
                  extra={"rebuilt_records": r.records, "rebuilt_indexed": r.indexed, "rebuilt_duplicates": r.duplicates})
 
     def run(self) -> RunSummary:
+        try:
+            return self._run()
+        except ConsumerFatal as exc:
+            self.watchdog.restart_for(exc)  # a new process; returns only where restarting is a test's call
+            return self.summary
+
+    def _run(self) -> RunSummary:
         t0 = time.perf_counter()
         check_size_settings(self.cfg)  # pure: before anything waits on the network
         cluster = check_cluster(self.kcfg, self.clients.admin, revisions=self.cfg.verify.revisions == "topic")

@@ -7,7 +7,8 @@ request's timeout unchecked while the group coordinator is away: confluentinc/li
 A call made through :meth:`Watchdog.bounded` restarts the process :data:`CALL_GRACE_S` after its
 timeout; the main loop's own limit (``kafka.stall_restart_s``) catches the rest. Nothing is lost
 by starting over: the state is committed and the open transaction is aborted by the next
-producer (same transactional id), so the restarted process replays it.
+producer (same transactional id), so the restarted process replays it. A consumer's fatal error
+(:class:`ConsumerFatal`) restarts the process the same way: the client cannot consume again.
 
 Deciding a batch is not a stall: its time is set by what the records carry (each record's steps
 are bounded, a batch of the longest texts takes tens of seconds), and restarting would read the
@@ -38,6 +39,13 @@ def exec_self() -> None:
     for h in logging.getLogger("streamdedup").handlers:
         h.flush()
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+class ConsumerFatal(Exception):
+    """A consumer's fatal error: the client will never consume again. Seen after a broker
+    restart on a loaded machine: the static member's session times out in librdkafka, which
+    rejoins under a member id the broker has replaced and is fenced ("Static consumer fenced by
+    other consumer with same group.instance.id"), then hands out nothing, forever."""
 
 
 class Watchdog:
@@ -83,6 +91,17 @@ class Watchdog:
         finally:
             del self._work[me]
             self.touch()
+
+    def restart_for(self, exc: ConsumerFatal) -> None:
+        """A fresh process for a consumer that cannot consume again: it joins under the same
+        member id, replacing the fenced one, and replays from the committed offsets (nothing
+        uncommitted was confirmed). With restarts off (``kafka.stall_restart_s: 0``, or no
+        watchdog) the error is raised: the process's own supervisor restarts it."""
+        if self.limit_s <= 0:
+            raise exc
+        log.error("%s; restarting the process (it rejoins under the same member id and replays from the committed "
+                  "offsets)", exc)
+        self._restart()
 
     def start(self) -> "Watchdog":
         if self.limit_s > 0:
