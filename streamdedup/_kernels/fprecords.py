@@ -18,6 +18,10 @@ from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
 
 CODEC_VERSION = 4
+#: a record without its canonical text (flag ``F_NO_TEXT``): a version of its own, so a
+#: decider that reads only version 4 names the version instead of calling the flag garbled;
+#: records with text keep version 4's bytes, so workers and deciders upgrade in any order
+TEXT_FREE_VERSION = 5
 KIND_FINGERPRINT = 0
 KIND_DEAD = 1
 KIND_PARAMS = 2
@@ -25,6 +29,7 @@ KIND_PARAMS = 2
 HEAD = 6
 _VARINT_MAX = 10
 F_EMPTY = 1
+F_NO_TEXT = 2
 
 # decode_batch statuses (the wrapper turns them into messages)
 OK = 0
@@ -46,7 +51,7 @@ def _put_bytes(buf, q, src, start, n):
 @njit(cache=True, nogil=True)
 def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shingles, times, fine_buf, fine_start, fine_len,
                  ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets, canon_buf, canon_start,
-                 anchors, anchor_n):
+                 anchors, anchor_n, with_text):
     """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
     ``buffer[offsets[i]:offsets[i + 1]]``.
 
@@ -54,6 +59,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     source ``source_index[i]``, whose topic is ``topics_buf[topics_off[s]:topics_off[s + 1]]``
     and partition ``partitions[s]``, at ``offsets[i]``; its canonical text is
     ``canon_buf[canon_start[i]:][:lengths[i]]``; its anchor keys ``anchors[i, :anchor_n[i]]``.
+    Without ``with_text`` the records leave the texts out (version 5, flag ``F_NO_TEXT``).
     """
     n = empty.shape[0]
     k = minhash.shape[1]
@@ -62,12 +68,14 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     bound = 0
     for i in range(n):
         s = source_index[i]
-        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + lengths[i] + _VARINT_MAX + 4 * anchor_n[i]
+        bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + _VARINT_MAX + 4 * anchor_n[i]
+        if with_text:
+            bound += lengths[i]
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
     q = 0
     for i in range(n):
-        buf[q] = CODEC_VERSION
+        buf[q] = CODEC_VERSION if with_text else TEXT_FREE_VERSION
         buf[q + 1] = KIND_FINGERPRINT
         _put_uint(buf, q + 2, key, 4)
         q += HEAD
@@ -76,7 +84,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
         q = _put_bytes(buf, q, topics_buf, topics_off[s], topics_off[s + 1] - topics_off[s])
         q = _put_varint(buf, q, partitions[s])
         q = _put_signed(buf, q, offsets[i])
-        buf[q] = F_EMPTY if empty[i] else 0
+        buf[q] = (F_EMPTY if empty[i] else 0) | (0 if with_text else F_NO_TEXT)
         _put_uint(buf, q + 1, digests[i, 0], 8)
         _put_uint(buf, q + 9, digests[i, 1], 8)
         q += 17
@@ -97,7 +105,8 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
                 _put_uint(buf, q, keys[i, b], 4)
                 q += 4
         q = _put_bytes(buf, q, fine_buf, fine_start[i], fine_len[i])
-        q = _put_bytes(buf, q, canon_buf, canon_start[i], lengths[i])
+        if with_text:
+            q = _put_bytes(buf, q, canon_buf, canon_start[i], lengths[i])
         out_off[i + 1] = q
     return buf[:q], out_off
 
@@ -157,7 +166,7 @@ def decode_sources(buf, off, key, kind, topic_id, t_start, t_len, partition, off
         info[0] = i
         if end - p < HEAD:
             return TRUNCATED
-        if buf[p] != CODEC_VERSION:
+        if buf[p] != CODEC_VERSION and buf[p] != TEXT_FREE_VERSION:
             return BAD_VERSION
         kind[i] = buf[p + 1]
         if kind[i] > KIND_PARAMS:
@@ -212,12 +221,33 @@ def _get_anchors(buf, q, end, out, out_n, j):
     return OK, q
 
 
+@njit(cache=True, inline="always")
+def _get_sketch(buf, q, bits, empty, minhash, band_keys, lead_keys):
+    """One record's MinHash slots and band keys (main, then the rest) at ``q`` into its rows;
+    an empty text's are the placeholders. Returns the position after them."""
+    if empty:
+        minhash[:] = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
+        band_keys[:] = 0
+        lead_keys[:] = 0
+        return q
+    _unpack_minhash(buf, q, bits, minhash)
+    q += minhash.shape[0] * bits // 8
+    main = band_keys.shape[0]
+    for b in range(main + lead_keys.shape[0]):
+        v = _get_uint(buf, q + 4 * b, 4)
+        if b < main:
+            band_keys[b] = v
+        else:
+            lead_keys[b - main] = v
+    return q + 4 * (main + lead_keys.shape[0])
+
+
 @njit(cache=True, nogil=True)
 def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
     """Pass 2: the fingerprint records' (``kind`` 0) fields, in order, into the arrays ``docs`` (see
     ``pipeline.fingerprints``), their record indices into ``doc``; returns (status, record index, documents)."""
     (empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, lead_keys, sig_start, sig_len, ids_buf, ids_off,
-     anchors, anchor_n) = docs
+     anchors, anchor_n, no_text) = docs
     k, main = minhash.shape[1], band_keys.shape[1]
     bands = main + lead_keys.shape[1]
     packed = k * bits // 8 + 4 * bands
@@ -230,9 +260,11 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         if end - q < 17:
             return TRUNCATED, i, j
         flags = buf[q]
-        if flags > F_EMPTY:
+        # version 5 is the text-free record: the flag and the version go together
+        if flags > F_EMPTY | F_NO_TEXT or ((flags & F_NO_TEXT) != 0) != (buf[off[i]] == TEXT_FREE_VERSION):
             return BAD_FIELD, i, j
-        empty[j] = flags == F_EMPTY
+        empty[j] = (flags & F_EMPTY) != 0
+        no_text[j] = (flags & F_NO_TEXT) != 0
         digests[j, 0] = _get_uint(buf, q + 1, 8)
         digests[j, 1] = _get_uint(buf, q + 9, 8)
         id_len, q = _varint(buf, q + 17, end)
@@ -269,25 +301,12 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         lengths[j] = np.int64(length)
         chars[j] = np.int64(length - extra)
         n_shingles[j] = np.int64(n_sh)
-        body = np.int64(n_sig) + (0 if empty[j] else packed) + np.int64(length)  # the canonical text last
+        body = np.int64(n_sig) + (0 if empty[j] else packed) + (0 if no_text[j] else np.int64(length))  # the text last
         if end - q < body:
             return TRUNCATED, i, j
         if end - q > body:
             return TRAILING, i, j
-        if empty[j]:
-            minhash[j, :] = np.uint32((1 << bits) - 1) if bits < 32 else np.uint32(0xFFFFFFFF)
-            band_keys[j, :] = 0
-            lead_keys[j, :] = 0
-        else:
-            _unpack_minhash(buf, q, bits, minhash[j])
-            q += k * bits // 8
-            for b in range(bands):
-                v = _get_uint(buf, q + 4 * b, 4)
-                if b < main:
-                    band_keys[j, b] = v
-                else:
-                    lead_keys[j, b - main] = v
-            q += 4 * bands
+        q = _get_sketch(buf, q, bits, empty[j], minhash[j], band_keys[j], lead_keys[j])
         sig_start[j] = q
         sig_len[j] = np.int64(n_sig)
         doc[j] = i

@@ -114,12 +114,13 @@ def _version(ctx: click.Context, _param, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     from streamdedup import __version__
-    from streamdedup._kernels.fprecords import CODEC_VERSION
+    from streamdedup._kernels.fprecords import CODEC_VERSION, TEXT_FREE_VERSION
     from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ
     from streamdedup.engine.checkpoint import META_VERSION
 
     click.echo(f"streamdedup {__version__}: state records v{ENGINE_VERSION} (reads v{ENGINE_VERSION_READ}-"
-               f"v{ENGINE_VERSION}), state metadata v{META_VERSION}, fingerprint records v{CODEC_VERSION}")
+               f"v{ENGINE_VERSION}), state metadata v{META_VERSION}, fingerprint records v{CODEC_VERSION} "
+               f"(text-free v{TEXT_FREE_VERSION})")
     ctx.exit()
 
 
@@ -133,6 +134,7 @@ def main(debug: bool) -> None:
 
 main.commands = _Commands({
     "explain": _command("explain", "explain"),
+    "fingerprint": _command("fingerprint", "fingerprint"),
     "inspect": _command("inspect", "inspect"),
     "tune": _command("tune", "tune"),
     "ui": _command("ui", "ui"),

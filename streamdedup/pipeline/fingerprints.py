@@ -2,17 +2,19 @@
 
 A staged topology splits prepare -> decide: workers decode, canonicalise and fingerprint;
 one decider owns the index and decides on fingerprints alone. This module is the record
-between them. Layout, codec version 4, little-endian; after the head,
+between them, and what a source that keeps its texts to itself sends instead of them
+(``streamdedup fingerprint``). Layout, codec versions 4 and 5, little-endian; after the head,
 integers are LEB128 varints (signed ones zigzag-coded)::
 
     bytes  field
-    1      codec version (4)
+    1      codec version (4; 5: a text-free fingerprint, flag bit 1 set)
     1      kind: 0 fingerprint, 1 dead letter, 2 params announcement
     4      params key of the worker's fingerprint configuration (FingerprintParams.key)
     -- kinds 0 and 1: the input record's source position
     var    topic length, topic (UTF-8), partition, offset (signed)
     -- kind 0, fingerprint
-    1      flags: bit 0 = empty (no words after canonicalisation: no MinHash, no band keys)
+    1      flags: bit 0 = empty (no words after canonicalisation: no MinHash, no band keys);
+           bit 1 = no text (version 5 only: the record ends after the signature)
     16     digest of the canonical text
     var    id length, id (UTF-8)
     var    event time (ms, signed), canonical length (UTF-8 bytes), its continuation bytes
@@ -23,7 +25,7 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
     ..     the canonical text (canonical length bytes: the decider's exact evidence compares
-           texts)
+           texts); absent in a version 5 record
     -- kind 1, dead letter (prepare refused the input record; the router emits it)
     var    stage length, stage, reason length, reason (UTF-8)
     -- kind 2, params announcement (a worker's settings, so a mismatch can be named)
@@ -95,6 +97,8 @@ class DecodedFingerprints:
     times: np.ndarray
     #: record index -> why prepare refused the input record
     dead: dict[int, Rejected]
+    #: bool per fingerprint: the record carries no canonical text (``batch`` has none for it)
+    no_text: np.ndarray
 
     def __len__(self) -> int:
         return self.kinds.shape[0]
@@ -129,9 +133,10 @@ class FingerprintCodec:
     # ------------------------------------------------------------------ encoding
 
     def encode(self, batch: FingerprintBatch, ids: Sequence[str], times: np.ndarray, sources: Sequence[Source],
-               source_index: np.ndarray, offsets: np.ndarray) -> list[bytes]:
+               source_index: np.ndarray, offsets: np.ndarray, with_text: bool = True) -> list[bytes]:
         """One record per row of ``batch``: document ``ids[i]`` at ``times[i]``, input record
-        ``offsets[i]`` of ``sources[source_index[i]]``."""
+        ``offsets[i]`` of ``sources[source_index[i]]``; without ``with_text``, text-free
+        records (version 5)."""
         self.params.require_same(batch.params)
         n = len(batch)
         source_index = np.ascontiguousarray(source_index, dtype=np.int64)
@@ -150,7 +155,8 @@ class FingerprintCodec:
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
             ids_buf, ids_off, topics_buf, topics_off, partitions, source_index,
-            np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start, batch.anchors, batch.anchor_n)
+            np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start, batch.anchors, batch.anchor_n,
+            bool(with_text))
         raw = buf.tobytes()
         bounds = off.tolist()
         return [raw[bounds[i]:bounds[i + 1]] for i in range(n)]
@@ -167,7 +173,7 @@ class FingerprintCodec:
         return head + _varint(p.format_version) + _varint(p.bands) + _varint(p.rows) + _text(p.settings)
 
     def encode_prepared(self, prep: Prepared, sources: Sequence[Source], source_index: np.ndarray,
-                        offsets: np.ndarray) -> list[bytes]:
+                        offsets: np.ndarray, with_text: bool = True) -> list[bytes]:
         """A fingerprint worker's step: the records of ``prep``'s input records ``lo..hi``, in
         order (fingerprints of its documents, dead letters of the rest). ``source_index`` and
         ``offsets`` are per record of ``prep``'s scan."""
@@ -178,7 +184,7 @@ class FingerprintCodec:
         if len(docs):
             ids, texts, times = prep.gather(docs)
             batch = self.fp.fingerprint_prepared(texts)
-            for k, v in zip(docs.tolist(), self.encode(batch, ids, times, sources, source_index[docs], offsets[docs])):
+            for k, v in zip(docs.tolist(), self.encode(batch, ids, times, sources, source_index[docs], offsets[docs], with_text)):
                 out[k - prep.lo] = v
         for k, why in prep.dead.items():
             out[k - prep.lo] = self.encode_dead(sources[int(source_index[k])], int(offsets[k]), why.stage, why.reason)
@@ -217,25 +223,25 @@ class FingerprintCodec:
         topics = [_utf8(joined[s:s + ln], int(np.argmax(topic_id == m)), "topic")
                   for m, (s, ln) in enumerate(zip(t_start[:info[1]].tolist(), t_len[:info[1]].tolist()))]
         sources, source_index = _sources(topics, topic_id, partition)
-        docs, ids, batch, times = self._prints(buf, off, kinds, rest, values)
+        docs, ids, batch, times, no_text = self._prints(buf, off, kinds, rest, values)
         dead = {k: self._dead(values[k], int(rest[k] - off[k]), k) for k in np.flatnonzero(kinds == KIND_DEAD).tolist()}
-        return DecodedFingerprints(kinds, sources, source_index, offsets, docs, ids, batch, times, dead)
+        return DecodedFingerprints(kinds, sources, source_index, offsets, docs, ids, batch, times, dead, no_text)
 
     def _prints(self, buf: np.ndarray, off: np.ndarray, kinds: np.ndarray, rest: np.ndarray,
-                values: Sequence[bytes]) -> tuple[np.ndarray, Ids, FingerprintBatch, np.ndarray]:
+                values: Sequence[bytes]) -> tuple[np.ndarray, Ids, FingerprintBatch, np.ndarray, np.ndarray]:
         m = int(np.count_nonzero(kinds == KIND_FINGERPRINT))
         i64 = lambda: np.empty(m, np.int64)  # noqa: E731
         out = (np.empty(m, np.bool_), np.empty((m, 2), np.uint64), i64(), i64(), i64(), i64(), np.empty((m, self.num_perm), np.uint32),
                np.empty((m, self.bands), np.uint64), np.empty((m, self.lead_bands + self.char_bands), np.uint64), i64(), i64(),
                np.empty(buf.shape[0], np.uint8), np.zeros(m + 1, np.int64), np.empty((m, MAX_ANCHORS), np.uint32),
-               np.zeros(m, np.int64))
+               np.zeros(m, np.int64), np.zeros(m, np.bool_))
         doc = i64()
         status, bad, _ = K.decode_prints(buf, off, kinds, rest, self.bits, MAX_ID_BYTES, MAX_SIGNATURE_SYMBOLS, doc, out)
         if status != K.OK:
             self._fail(values, status, bad, self.key)
         # the kernel reads the keys after the main bands into one array: lead bands, then character bands
         (empty, digests, times, lengths, chars, n_shingles, minhash, band_keys, extra_keys, sig_start, sig_len, ids_buf, ids_off,
-         anchors, anchor_n) = out
+         anchors, anchor_n, no_text) = out
         lead_keys, char_keys = extra_keys[:, :self.lead_bands], extra_keys[:, self.lead_bands:]
         ids = Ids(ids_buf, ids_off)
         try:
@@ -248,16 +254,17 @@ class FingerprintCodec:
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
                                  sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
                                  np.zeros((m, 0), np.uint32), chars, buf, sig_start + sig_len, anchors, anchor_n)
-        return doc, ids, batch, times
+        return doc, ids, batch, times, no_text
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:
         if status == K.BAD_VERSION:
             raise FingerprintRecordError(
-                f"fingerprint record {k} has codec version {values[k][0]}, this streamdedup reads version {K.CODEC_VERSION}: "
+                f"fingerprint record {k} has codec version {values[k][0]}, this streamdedup reads versions "
+                f"{K.CODEC_VERSION} and {K.TEXT_FREE_VERSION}: "
                 "the fingerprint workers run another streamdedup version (or the topic holds something else)", k)
         if status == K.BAD_KEY:
             for j, v in enumerate(values):  # an announcement in the same batch names the settings
-                if len(v) > 1 and v[0] == K.CODEC_VERSION and v[1] == KIND_PARAMS:
+                if len(v) > 1 and v[0] in (K.CODEC_VERSION, K.TEXT_FREE_VERSION) and v[1] == KIND_PARAMS:
                     self._check_announcement(v, j, raise_on_mismatch=False)
             theirs = self.announced.get(key)
             what = ("; ".join(self.params.differences(theirs)) if theirs else
@@ -290,7 +297,17 @@ class FingerprintCodec:
 def decide(engine: "Deduplicator", decoded: DecodedFingerprints, positions: dict[Source, int] | None = None,
            before_commit: "BeforeCommit | None" = None) -> Checkpoint:
     """The decider's step: ``engine.run_fingerprinted`` on the fingerprints of ``decoded``
-    (decision j is record ``decoded.docs[j]``)."""
+    (decision j is record ``decoded.docs[j]``).
+
+    Raises:
+        IncompatibleFingerprintError: a text-free fingerprint reached an engine that keeps texts.
+    """
+    if decoded.no_text.any() and engine.cfg.state.keep_text:
+        k = int(decoded.docs[int(np.argmax(decoded.no_text))])
+        raise IncompatibleFingerprintError(
+            f"fingerprint record {k} carries no text (a text-free fingerprint) and this decider keeps texts: run it with "
+            "state.keep_text: false, verify.exact_evidence: false and verify.revisions: off, or send fingerprints with "
+            "their texts")
     return engine.run_fingerprinted(decoded.ids, decoded.batch, decoded.times, decoded.engine_sources(engine),
                                     decoded.offsets[decoded.docs], positions, before_commit)
 

@@ -47,13 +47,14 @@ def _signed(v: int) -> bytes:
     return _varint((v << 1) if v >= 0 else ((-v) << 1) - 1)
 
 
-def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: int, source: Source, offset: int) -> bytes:
-    """The layout of ``pipeline.fingerprints`` written field by field."""
+def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: int, source: Source, offset: int,
+                     with_text: bool = True) -> bytes:
+    """The layout of ``pipeline.fingerprints`` written field by field (version 5 without text)."""
     idb, topic = doc_id.encode(), source.topic.encode()
     sig = batch.signatures[i]
     empty = bool(batch.empty[i])
-    parts = [bytes([4, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
-             _varint(source.partition), _signed(offset), bytes([1 if empty else 0]), batch.digests[i],
+    parts = [bytes([4 if with_text else 5, KIND_FINGERPRINT]), codec.key.to_bytes(4, "little"), _varint(len(topic)), topic,
+             _varint(source.partition), _signed(offset), bytes([(1 if empty else 0) | (0 if with_text else 2)]), batch.digests[i],
              _varint(len(idb)), idb, _signed(time), _varint(int(batch.lengths[i])),
              _varint(int(batch.lengths[i] - batch.chars[i])), _varint(int(batch.n_shingles[i])),
              _varint(len(sig))]
@@ -65,7 +66,8 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
         parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
     s = int(batch.canon_start[i])
-    parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
+    if with_text:
+        parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
     return b"".join(parts)
 
 
@@ -94,10 +96,12 @@ class _Reader:
 
 def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
     """A fingerprint record's fields, read in plain Python."""
-    assert data[0] == 4 and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
+    assert data[0] in (4, 5) and data[1] == KIND_FINGERPRINT and int.from_bytes(data[2:6], "little") == codec.key
     r = _Reader(data, 6)
     out: dict = {"topic": r.take(r.varint()).decode(), "partition": r.varint(), "offset": r.signed()}
-    out["empty"] = r.take(1)[0] == 1
+    flags = r.take(1)[0]
+    assert flags < 4 and (flags & 2 == 2) == (data[0] == 5)
+    out["empty"], out["no_text"] = flags & 1 == 1, flags & 2 == 2
     out["digest"] = r.take(16)
     out["id"] = r.take(r.varint()).decode()
     out["time"], out["length"] = r.signed(), r.varint()
@@ -111,32 +115,35 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
         out["minhash"] = unpack_bbit(r.take(k * codec.bits // 8), codec.bits, k)
         out["keys"] = np.frombuffer(r.take(4 * bands), "<u4").astype(np.uint64)
     out["signature"] = r.take(n_sig)
-    out["text"] = r.take(out["length"])
+    out["text"] = None if out["no_text"] else r.take(out["length"])
     assert r.pos == len(data)
     return out
 
 
-def _encode(codec, texts=TEXTS, ids=IDS):
+def _encode(codec, texts=TEXTS, ids=IDS, with_text=True):
     batch = codec.fp.fingerprint_batch(texts)
     n = len(texts)
     times = np.array([-5, 0, 1, 2**40, -(2**62), 7, 8, 9][:n], np.int64)
     source_index = np.arange(n) % len(SOURCES)
     offsets = np.array([0, -1, 2**62, 5, 6, 7, 8, 9][:n], np.int64)
-    values = codec.encode(batch, ids, times, SOURCES, source_index, offsets)
+    values = codec.encode(batch, ids, times, SOURCES, source_index, offsets, with_text)
     return batch, times, source_index, offsets, values
 
 
 @pytest.mark.parametrize("env", [{}, {"FINGERPRINT__MINHASH__STORAGE_BITS": "1"}, {"FINGERPRINT__MINHASH__STORAGE_BITS": "4"},
                                  {"FINGERPRINT__MINHASH__STORAGE_BITS": "16"}, {"FINGERPRINT__MINHASH__STORAGE_BITS": "32"},
                                  {"FINGERPRINT__LEAD__SHINGLES": "0"}])
-def test_kernels_match_the_reference_and_round_trip(env) -> None:
+@pytest.mark.parametrize("with_text", [True, False])
+def test_kernels_match_the_reference_and_round_trip(env, with_text) -> None:
     codec = FingerprintCodec(Fingerprinter(cfg(**env).fingerprint))
-    batch, times, source_index, offsets, values = _encode(codec)
+    batch, times, source_index, offsets, values = _encode(codec, with_text=with_text)
     assert batch.fine_len.max() == MAX_SIGNATURE_SYMBOLS, "the repetitive text reaches the signature cap"
     assert batch.empty[1] and batch.empty[6] and not batch.empty[0]
     for i, v in enumerate(values):
-        assert v == reference_encode(codec, batch, i, IDS[i], int(times[i]), SOURCES[source_index[i]], int(offsets[i]))
+        assert v == reference_encode(codec, batch, i, IDS[i], int(times[i]), SOURCES[source_index[i]], int(offsets[i]),
+                                     with_text)
     dec = codec.decode(values)
+    assert dec.no_text.tolist() == [not with_text] * len(values)
     assert dec.kinds.tolist() == [KIND_FINGERPRINT] * len(values) and dec.docs.tolist() == list(range(len(values)))
     assert list(dec.ids) == IDS and dec.times.tolist() == times.tolist() and not dec.dead
     assert [dec.source_of(k) for k in range(len(values))] == [(SOURCES[s], int(o)) for s, o in zip(source_index, offsets)]
@@ -159,8 +166,11 @@ def test_kernels_match_the_reference_and_round_trip(env) -> None:
         assert ref["signature"] == b.signatures[i] and ref["digest"] == b.digests[i] and ref["empty"] == b.empty[i]
         assert np.array_equal(ref["anchors"], b.anchors[i, :b.anchor_n[i]])
         assert np.array_equal(ref["anchors"], batch.anchors[i, :batch.anchor_n[i]])
-        text = b.canon_buf[b.canon_start[i]:b.canon_start[i] + b.lengths[i]].tobytes()
-        assert ref["text"] == text == codec.fp.fingerprint_batch([TEXTS[i]]).canonical[0]
+        if with_text:
+            text = b.canon_buf[b.canon_start[i]:b.canon_start[i] + b.lengths[i]].tobytes()
+            assert ref["text"] == text == codec.fp.fingerprint_batch([TEXTS[i]]).canonical[0]
+        else:
+            assert ref["text"] is None
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
             assert np.array_equal(ref["keys"], np.hstack((b.band_keys[i], b.lead_keys[i], b.char_keys[i])))
@@ -277,7 +287,7 @@ def test_the_engine_refuses_a_batch_of_other_params() -> None:
 def test_unknown_version_and_non_bytes_are_named() -> None:
     codec = _codec()
     _, _, _, _, values = _encode(codec, TEXTS[:2], IDS[:2])
-    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads version 4") as err:
+    with pytest.raises(FingerprintRecordError, match="record 1 has codec version 1, this streamdedup reads versions 4 and 5") as err:
         codec.decode([values[0], b"\x01" + values[1][1:]])
     assert err.value.index == 1
     with pytest.raises(FingerprintRecordError, match="record 1 is NoneType"):
@@ -286,7 +296,22 @@ def test_unknown_version_and_non_bytes_are_named() -> None:
 
 def _all_kinds(codec: FingerprintCodec) -> list[bytes]:
     _, _, _, _, values = _encode(codec, TEXTS[:2] + TEXTS[3:4], IDS[:2] + IDS[3:4])
-    return values + [codec.encode_dead(Source("news", 1), 9, "json", "bad"), codec.encode_params()]
+    _, _, _, _, text_free = _encode(codec, TEXTS[:2] + TEXTS[3:4], IDS[:2] + IDS[3:4], with_text=False)
+    return values + text_free + [codec.encode_dead(Source("news", 1), 9, "json", "bad"), codec.encode_params()]
+
+
+def test_the_text_flag_and_the_version_go_together() -> None:
+    """A version 4 record that says it has no text, or a version 5 record that says it has,
+    is garbled: the decoder would read the next record's bytes as its text, or a text as trailing."""
+    codec = _codec()
+    with_text, without = _encode(codec, TEXTS[:1], IDS[:1])[4][0], _encode(codec, TEXTS[:1], IDS[:1], with_text=False)[4][0]
+    flag = 6 + 1 + len(SOURCES[0].topic.encode()) + 1 + 1  # head, topic, partition, offset
+    for value, version in ((with_text, 5), (without, 4)):
+        with pytest.raises(FingerprintRecordError, match="out of range"):
+            codec.decode([bytes([version]) + value[1:]])
+    assert without[flag] == 2 and with_text[flag] == 0
+    with pytest.raises(FingerprintRecordError, match="out of range"):
+        codec.decode([with_text[:flag] + b"\x02" + with_text[flag + 1:]])
 
 
 def test_every_truncation_and_any_trailing_byte_is_an_error() -> None:
