@@ -24,7 +24,7 @@ from typing import Callable, Literal, Sequence
 
 import numpy as np
 
-from streamdedup.engine import matches, revised
+from streamdedup.engine import matches, query, revised
 from streamdedup.engine import record as engine_record
 from streamdedup._kernels import decide as KD
 from streamdedup._kernels import questions as KQ
@@ -33,6 +33,7 @@ from streamdedup._kernels.verify import N_OUT
 from streamdedup.engine.arena import Arena
 from streamdedup.config import Config
 from streamdedup.engine.decisions import BatchDecisions, Decision
+from streamdedup.engine.query import Answer
 from streamdedup.engine.evidence import BatchTexts, Evidence
 from streamdedup.text.decode import stream_times
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
@@ -285,6 +286,12 @@ class Deduplicator:
                                               meta=meta.dumps(), before=action))
         self._committed_lo = new_lo
         return Checkpoint(decisions, dict(positions or {}), meta.next_seq, commit)
+
+    def query(self, ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray,
+              policy: Literal["ids", "yes_no"] = "ids") -> list[Answer]:
+        """Is each of these documents (or a part of one) in the index? Decided as new documents
+        would be, without indexing them or asking for their texts (``engine.query``)."""
+        return query.ask(self, ids, batch, times, policy)
 
     def _check_shapes(self, n: int, batch: FingerprintBatch) -> None:
         """The kernels trust their input: a batch assembled by hand is checked here."""

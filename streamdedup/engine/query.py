@@ -1,0 +1,118 @@
+"""Queries: is a document, or a modified part of one, in the index? (pure)
+
+A query is a fingerprint decided against the index as a new document would be (the same
+candidates, estimates and thresholds), without being indexed: it changes no decision, no
+window and no state, and queries in one call do not match each other. A query needs no
+text: exact evidence, which compares texts, is not asked, so a borderline pair is decided on
+its estimates alone (as a decider without texts decides it).
+
+The answer says whether it matched and, for a match, the matched document's id, the
+relation and the estimates (Jaccard, LD similarity, containment each way); nothing else of
+the index (``policy`` ``yes_no`` leaves out the id and the figures too).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Sequence
+
+import numpy as np
+
+from streamdedup._kernels import decide as KD
+from streamdedup._kernels.questions import D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_JACCARD, D_LD_SIMILARITY
+from streamdedup._kernels.verify import RELATION_NAMES
+from streamdedup.engine import record as engine_record
+from streamdedup.engine.verify import kernel_params
+from streamdedup.errors import StreamdedupError
+from streamdedup.sketch.fingerprint import FingerprintBatch
+from streamdedup.text.decode import stream_times
+
+if TYPE_CHECKING:
+    from streamdedup.engine.deduplicator import Deduplicator
+
+Policy = Literal["ids", "yes_no"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One query's answer. ``found`` alone under the ``yes_no`` policy."""
+
+    id: str
+    found: bool
+    matched: str | None = None
+    relation: str | None = None
+    jaccard: float | None = None
+    ld_similarity: float | None = None
+    #: estimated share of the query's shingles in the matched document
+    query_in_match: float | None = None
+    #: estimated share of the matched document's shingles in the query
+    match_in_query: float | None = None
+
+    def to_json(self) -> dict:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()
+                if v is not None or k in ("id", "found")}
+
+
+def _opt(x: float) -> float | None:
+    return None if math.isnan(x) else float(x)
+
+
+def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray,
+        policy: Policy = "ids") -> list[Answer]:
+    """Answer queries ``ids`` (fingerprints ``batch``, event times ``times``: a query at a time
+    older than the window finds nothing) against ``engine``'s index.
+
+    Raises:
+        IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
+    """
+    engine.params.require_same(batch.params)
+    n = len(ids)
+    engine._check_shapes(n, batch)
+    if n == 0:
+        return []
+    meta = engine.meta
+    # a copy: the window and sequence counters the kernel moves are the index's, not the query's
+    state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
+    times = stream_times(np.asarray(times, dtype=np.int64), meta.watermark)
+    out = KD.outputs(n, engine.index_bands)
+    docs = KD.BatchPrints(batch.digest_words, batch.index_keys, times, batch.empty, batch.minhash, batch.n_shingles,
+                          batch.lengths, batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len,
+                          np.zeros(n, dtype=np.bool_), batch.anchors, batch.anchor_n)
+    ix = engine.index
+    params = KD.DecideParams(engine.bands, engine.rows, ix.hot_threshold, engine.window_ms, engine.cfg.engine.max_verified,
+                             engine.bits, _params(engine))
+    scratch = KD.Scratch(engine._informative, engine._runs, engine._scratch, engine._cmp)
+    # nothing is inserted, so no seq reaches the growth point, and no exact evidence is asked
+    done = KD.decide_batch(0, np.iinfo(np.int64).max, docs, params, state, ix.arrays(), engine.arena.arrays(), ix.probe,
+                           scratch, out)
+    if done != n:
+        raise StreamdedupError(f"a query stopped at {done} of {n}: the decide kernel asked for exact evidence")
+    seqs, relations, numbers = out.match, out.rel, out.num  # seqs: of the matched documents
+    found = np.flatnonzero(relations).tolist()
+    matched_ids = {}
+    if found and policy == "ids":
+        want = sorted({int(seqs[i]) for i in found})
+        raws = dict(zip(want, engine.store.get_many(want)))
+        matched_ids = {s: (engine_record.match_fields(r, s)[0] if r is not None else None) for s, r in raws.items()}
+    answers = []
+    for i in range(n):
+        rel = int(relations[i])
+        if rel == 0 or policy == "yes_no":
+            answers.append(Answer(str(ids[i]), rel != 0))
+            continue
+        num = numbers[i]
+        answers.append(Answer(str(ids[i]), True, matched_ids.get(int(seqs[i])), RELATION_NAMES[rel], _opt(num[D_JACCARD]),
+                              _opt(num[D_LD_SIMILARITY]), _opt(num[D_CONTAINMENT_B_IN_A]),
+                              _opt(num[D_CONTAINMENT_A_IN_B])))
+    return answers
+
+
+def _params(engine: "Deduplicator") -> np.ndarray:
+    """The engine's verification settings with exact evidence off (a query brings no text)."""
+    cached = getattr(engine, "_query_params", None)
+    if cached is None:
+        cfg = engine.cfg
+        cached = kernel_params(cfg.verify.model_copy(update={"exact_evidence": False}), cfg.fingerprint.signature)
+        engine._query_params = cached
+    return cached

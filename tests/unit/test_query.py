@@ -1,0 +1,91 @@
+"""Queries against the index (``Deduplicator.query``): found as a new document would be
+decided, without changing the index, the state or any later decision; answered from
+text-free fingerprints; ``yes_no`` answers say nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from streamdedup import load_config
+from streamdedup.engine.deduplicator import Deduplicator, Document
+from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
+from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.state import MemoryStore
+from tests.unit.test_engine import story, typo
+
+T0 = 1_700_000_000_000
+NO_EVIDENCE = {"STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false", "STREAMDEDUP_VERIFY__REVISIONS": "off"}
+
+
+def _indexed(cfg, n: int = 60) -> Deduplicator:
+    engine = Deduplicator(cfg, MemoryStore())
+    docs = [Document(f"s{k}", story(500 + k, 220), T0 + k) for k in range(n)]
+    for lo in range(0, n, 16):
+        engine.process(docs[lo:lo + 16])
+    return engine
+
+
+def _queries() -> list[tuple[str, str]]:
+    out = []
+    for k in range(0, 20):
+        words = story(500 + k, 220).split()
+        out.append((f"copy{k}", typo(" ".join(words), k, 2)))  # a copy with two typos
+    for k in range(20, 30):
+        words = story(500 + k, 220).split()
+        out.append((f"part{k}", " ".join(words[60:140])))  # a modified part: a third of the story
+    out += [(f"new{k}", story(9000 + k, 220)) for k in range(10)]
+    return out
+
+
+def _ask(engine: Deduplicator, queries, policy="ids"):
+    fp = Fingerprinter(engine.cfg.fingerprint)
+    batch = fp.fingerprint_batch([t for _, t in queries])
+    return engine.query([i for i, _ in queries], batch, np.full(len(queries), T0 + 100, np.int64), policy)
+
+
+def test_a_query_is_found_as_deciding_it_would_find_it_and_changes_nothing() -> None:
+    cfg = load_config(environ=NO_EVIDENCE)
+    engine, twin = _indexed(cfg), _indexed(cfg)
+    before = (engine.indexed_documents, engine.meta.dumps(), dict(engine.store._records))
+    queries = _queries()
+    answers = _ask(engine, queries)
+    assert (engine.indexed_documents, engine.meta.dumps(), dict(engine.store._records)) == before
+    by_id = {a.id: a for a in answers}
+    assert all(by_id[f"copy{k}"].found and by_id[f"copy{k}"].matched == f"s{k}" for k in range(20))
+    assert all(by_id[f"part{k}"].found and by_id[f"part{k}"].matched == f"s{k}" for k in range(20, 30))
+    assert {by_id[f"part{k}"].relation for k in range(20, 30)} == {"contained_in"}
+    assert all(by_id[f"part{k}"].query_in_match > 0.8 for k in range(20, 30))
+    assert not any(by_id[f"new{k}"].found for k in range(10))
+    # the queries are distinct stories: deciding them as a batch finds what each query found
+    decided = twin.process([Document(i, t, T0 + 100) for i, t in queries])
+    for a, d in zip(answers, decided):
+        assert a.found == (d.status == "duplicate"), a.id
+        if a.found:
+            assert (a.matched, a.relation, a.jaccard, a.ld_similarity) == (d.matched, d.relation, d.similarity, d.ld_similarity), a.id
+    # later decisions are those of an engine that was never asked
+    later = [Document(f"later{k}", typo(story(500 + k, 220), 50 + k, 3), T0 + 200 + k) for k in range(0, 60, 7)]
+    untouched = _indexed(cfg)
+    assert list(engine.process(later)) == list(untouched.process(later))
+
+
+def test_queries_in_one_call_do_not_match_each_other_and_yes_no_says_only_yes_or_no() -> None:
+    engine = _indexed(load_config(environ=NO_EVIDENCE), 10)
+    fresh = story(7777, 200)
+    answers = _ask(engine, [("a", fresh), ("b", fresh), ("c", story(500, 220))], "yes_no")
+    assert [(a.found, a.to_json()) for a in answers] == [
+        (False, {"id": "a", "found": False}), (False, {"id": "b", "found": False}), (True, {"id": "c", "found": True})]
+
+
+def test_text_free_query_records_get_the_answers_of_the_texts() -> None:
+    """The partner sends fingerprints only; the index keeps its texts (exact evidence is not
+    asked for a query, so a text-free query needs no text-free index)."""
+    cfg = load_config()
+    engine = _indexed(cfg)
+    queries = _queries()
+    fp = TextFingerprinter(cfg, "partner")
+    values = [f'{{"id": "{i}", "text": "{t}"}}'.encode() for i, t in queries]
+    dec = fp.codec.decode(fp.records(values, 0, T0 + 100))
+    assert dec.no_text.all()
+    got = engine.query(dec.ids, dec.batch, dec.times)
+    assert [a.to_json() for a in got] == [a.to_json() for a in _ask(engine, queries)]
+    assert sum(a.found for a in got) == 30
