@@ -22,6 +22,19 @@ class StagedConfig(Frozen):
         "positions", ge=1_000, le=100_000_000)
 
 
+class QueriesConfig(Frozen):
+    """Queries: fingerprint records asking whether a story is in the index, answered without
+    indexing them (the staged decider serves them)."""
+
+    topic: str = setting("", "topic of query fingerprint records (`streamdedup fingerprint`); empty = no queries")
+    reply_topic: str = setting("news.answers", "where answers go, keyed as their query")
+    reveal: Literal["ids", "yes_no"] = setting(
+        "ids", "what an answer may say: ids = found, the matched id, relation and estimates; yes_no = found or not only")
+    rate_per_client: float = setting(
+        20.0, "queries a client (its `client` header) may ask per second, with ten seconds' worth at once; the rest are "
+        "answered with an error", "queries/s", gt=0.0, le=1_000_000.0)
+
+
 class KafkaConfig(Frozen):
     """The Kafka processor (``streamdedup run`` without ``--input``)."""
 
@@ -52,6 +65,7 @@ class KafkaConfig(Frozen):
         le=86_400.0)
     create_topics: bool = setting(False, "create missing input and output topics at start-up instead of failing")
     staged: StagedConfig = StagedConfig()
+    queries: QueriesConfig = QueriesConfig()
     librdkafka: dict[str, str | int | float | bool | SecretStr] = Field(
         default_factory=dict,
         description="passed to librdkafka untouched (security.protocol, sasl.*, ...); secret values are never shown")

@@ -27,7 +27,7 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
         _on_signals(decider.request_stop)
         d = decider.run()
         log.info("done", extra={"role": "decider", "fingerprints": d.fingerprints, "decided": d.decided, "resent": d.resent,
-                                "dead_letter": d.dead, "resent_at_start": d.resent_at_start, "batches": d.batches,
+                                "dead_letter": d.dead, "resent_at_start": d.resent_at_start, "batches": d.batches, "queries": d.queries,
                                 "seconds": round(d.seconds, 3)})
         return
     if state_dir is not None:

@@ -287,11 +287,10 @@ class Deduplicator:
         self._committed_lo = new_lo
         return Checkpoint(decisions, dict(positions or {}), meta.next_seq, commit)
 
-    def query(self, ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray,
-              policy: Literal["ids", "yes_no"] = "ids") -> list[Answer]:
-        """Is each of these documents (or a part of one) in the index? Decided as new documents
-        would be, without indexing them or asking for their texts (``engine.query``)."""
-        return query.ask(self, ids, batch, times, policy)
+    def query(self, ids: Sequence[str], batch: FingerprintBatch, policy: Literal["ids", "yes_no"] = "ids") -> list[Answer]:
+        """Is each of these documents (or a part of one) in the index now? Decided as new
+        documents would be, without indexing them or asking for their texts (``engine.query``)."""
+        return query.ask(self, ids, batch, policy)
 
     def _check_shapes(self, n: int, batch: FingerprintBatch) -> None:
         """The kernels trust their input: a batch assembled by hand is checked here."""

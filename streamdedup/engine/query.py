@@ -26,7 +26,7 @@ from streamdedup.engine import record as engine_record
 from streamdedup.engine.verify import kernel_params
 from streamdedup.errors import StreamdedupError
 from streamdedup.sketch.fingerprint import FingerprintBatch
-from streamdedup.text.decode import stream_times
+from streamdedup.text.decode import STREAM_TIME, stream_times
 
 if TYPE_CHECKING:
     from streamdedup.engine.deduplicator import Deduplicator
@@ -58,10 +58,9 @@ def _opt(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, times: np.ndarray,
-        policy: Policy = "ids") -> list[Answer]:
-    """Answer queries ``ids`` (fingerprints ``batch``, event times ``times``: a query at a time
-    older than the window finds nothing) against ``engine``'s index.
+def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, policy: Policy = "ids") -> list[Answer]:
+    """Answer queries ``ids`` (fingerprints ``batch``) against ``engine``'s index, at the index's
+    own time (the latest event time it has seen): whatever the window holds now can be found.
 
     Raises:
         IncompatibleFingerprintError: ``batch`` was made with other fingerprint parameters.
@@ -74,7 +73,7 @@ def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, tim
     meta = engine.meta
     # a copy: the window and sequence counters the kernel moves are the index's, not the query's
     state = np.array([meta.next_seq, meta.seq_lo, meta.watermark], dtype=np.int64)
-    times = stream_times(np.asarray(times, dtype=np.int64), meta.watermark)
+    times = stream_times(np.full(n, STREAM_TIME, dtype=np.int64), meta.watermark)
     out = KD.outputs(n, engine.index_bands)
     docs = KD.BatchPrints(batch.digest_words, batch.index_keys, times, batch.empty, batch.minhash, batch.n_shingles,
                           batch.lengths, batch.chars, batch.fine_buf, batch.fine_start, batch.fine_len,

@@ -4,11 +4,11 @@ text-free fingerprints; ``yes_no`` answers say nothing else."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from streamdedup import load_config
+from streamdedup.engine.checkpoint import Source
 from streamdedup.engine.deduplicator import Deduplicator, Document
 from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
+from streamdedup.pipeline.queries import Answerer, RateLimit
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.state import MemoryStore
 from tests.unit.test_engine import story, typo
@@ -40,7 +40,7 @@ def _queries() -> list[tuple[str, str]]:
 def _ask(engine: Deduplicator, queries, policy="ids"):
     fp = Fingerprinter(engine.cfg.fingerprint)
     batch = fp.fingerprint_batch([t for _, t in queries])
-    return engine.query([i for i, _ in queries], batch, np.full(len(queries), T0 + 100, np.int64), policy)
+    return engine.query([i for i, _ in queries], batch, policy)
 
 
 def test_a_query_is_found_as_deciding_it_would_find_it_and_changes_nothing() -> None:
@@ -86,6 +86,27 @@ def test_text_free_query_records_get_the_answers_of_the_texts() -> None:
     values = [f'{{"id": "{i}", "text": "{t}"}}'.encode() for i, t in queries]
     dec = fp.codec.decode(fp.records(values, 0, T0 + 100))
     assert dec.no_text.all()
-    got = engine.query(dec.ids, dec.batch, dec.times)
+    got = engine.query(dec.ids, dec.batch)
     assert [a.to_json() for a in got] == [a.to_json() for a in _ask(engine, queries)]
     assert sum(a.found for a in got) == 30
+
+
+def test_each_query_record_gets_one_answer_and_a_client_past_its_rate_an_error() -> None:
+    cfg = load_config(environ=NO_EVIDENCE)
+    engine = _indexed(cfg, 20)
+    fp = TextFingerprinter(cfg, "asker")
+    now = [0.0]
+    answerer = Answerer(fp.codec, engine.query, "ids", RateLimit(2.0, lambda: now[0]))
+    good = fp.records([f'{{"id": "q{k}", "text": "{story(500 + k, 220)}"}}'.encode() for k in range(3)])
+    other = TextFingerprinter(load_config(environ={**NO_EVIDENCE, "STREAMDEDUP_FINGERPRINT__MINHASH__NUM_PERM": "64"}))
+    values = [good[0], b"", fp.announcement(), good[1], other.records([b'{"id": "x", "text": "a story of its own"}'])[0],
+              fp.codec.encode_dead(Source("asker"), 9, "json", "not JSON"), good[2]]
+    out = answerer.answer(values, ["a"] * len(values))
+    assert [o.get("matched") for o in out] == ["s0", None, None, "s1", None, None, "s2"]
+    assert "cut short" in out[1]["error"] and out[2] == {"error": "not a query: a params announcement"}
+    assert "fingerprint params" in out[4]["error"] and "dead-letter" in out[5]["error"]
+    burst = answerer.answer([good[0]] * 25, ["b"] * 25)  # 20 at once (ten seconds at 2 a second), then none
+    assert sum("error" in o for o in burst) == 5 and all("past its rate" in o["error"] for o in burst[20:])
+    assert answerer.answer([good[0]], ["c"])[0]["found"]  # another client has its own rate
+    now[0] += 1.0
+    assert [("error" in o) for o in answerer.answer([good[0]] * 3, ["b"] * 3)] == [False, False, True]

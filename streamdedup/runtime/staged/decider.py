@@ -41,6 +41,7 @@ from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.startup import check_cluster
+from streamdedup.runtime.kafka.queries import QueryTopic
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.runtime.staged.decision_record import DecisionRecord, encode, partition_key
 from streamdedup.runtime.staged.recent import RecentPositions
@@ -57,6 +58,7 @@ class DeciderSummary:
     dead: int = 0
     resent_at_start: int = 0
     batches: int = 0
+    queries: int = 0
     seconds: float = 0.0
 
 
@@ -79,6 +81,7 @@ class Decider:
         self._stop = False
         self._unconfirmed: deque = deque()  # [through seq, records not yet delivered]
         self._failed: list = []
+        self.queries: QueryTopic | None = None
 
     def request_stop(self, *_: object) -> None:
         self._stop = True
@@ -96,6 +99,8 @@ class Decider:
         try:
             warm_up(self.cfg)
             self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
+            self.queries = QueryTopic(self.cfg, self.clients, FingerprintCodec(self.codec.fp), engine.query) \
+                if k.queries.topic else None
             self.recent = RecentPositions(k.staged.recent_positions)
             self.recent.remember(*recent_positions(engine, k.staged.recent_positions))
             self.source = Source(k.staged.fingerprints_topic, 0)
@@ -113,6 +118,9 @@ class Decider:
                 self._drain(60)
             finally:
                 consumer.close()
+                if self.queries is not None:
+                    self.summary.queries = self.queries.answered
+                    self.queries.close()
         finally:
             self.watchdog.stop()
             self.metrics.close()
@@ -136,6 +144,8 @@ class Decider:
             self.watchdog.touch()
             msgs = consume_good(consumer, batch, linger)
             self._confirm()
+            if self.queries is not None and self.queries.serve():
+                idle_since = time.monotonic()
             if not msgs:
                 if self.stop_when_idle is not None and time.monotonic() - idle_since > self.stop_when_idle:
                     log.info("idle for %.1f s: stopping", self.stop_when_idle)

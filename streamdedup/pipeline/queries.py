@@ -1,0 +1,99 @@
+"""Query records -> answers (pure): is a story, or a modified part of one, in the index?
+
+A query is a fingerprint record (``streamdedup fingerprint``, text-free or not) sent to the
+query topic. Each gets exactly one answer, a JSON object keyed as the query:
+
+- ``{"id", "found": false}``, or ``{"id", "found": true, "matched", "relation", "jaccard",
+  "ld_similarity", "query_in_match", "match_in_query"}`` (``kafka.queries.reveal: yes_no``:
+  ``found`` alone);
+- ``{"error": ...}`` for a record that is no query (not a fingerprint record, made with other
+  fingerprint settings, a dead letter) and for a client past its rate.
+
+Answering never indexes the query and never changes a decision (``engine.query``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, Sequence
+
+from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
+from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, FingerprintCodec
+
+#: clients whose rate is tracked at once: a flood of made-up client names evicts the oldest
+MAX_CLIENTS = 10_000
+#: the longest client name kept (a longer header is cut)
+MAX_CLIENT_NAME = 64
+ANONYMOUS = "anonymous"
+
+
+class RateLimit:
+    """Per-client token buckets: ``rate`` queries a second, ``10 x rate`` at once."""
+
+    def __init__(self, rate: float, clock: Callable[[], float]):
+        self.rate, self.burst, self.clock = rate, 10.0 * rate, clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def allow(self, client: str) -> bool:
+        now = self.clock()
+        tokens, then = self._buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        ok = tokens >= 1.0
+        self._buckets[client] = (tokens - 1.0 if ok else tokens, now)
+        if len(self._buckets) > MAX_CLIENTS:
+            self._buckets.popitem(last=False)
+        return ok
+
+
+def client_name(header: bytes | None) -> str:
+    if not header:
+        return ANONYMOUS
+    return header[:MAX_CLIENT_NAME].decode("utf-8", "replace")
+
+
+class Answerer:
+    """Answers query records with ``query(ids, batch, reveal) -> [Answer]`` (the engine's)."""
+
+    def __init__(self, codec: FingerprintCodec, query: Callable, reveal: str, limit: RateLimit):
+        self.codec, self.query, self.reveal, self.limit = codec, query, reveal, limit
+
+    def answer(self, values: Sequence[bytes], clients: Sequence[str]) -> list[dict]:
+        """One answer per value, in order."""
+        out: list[dict | None] = [None] * len(values)
+        asked = []
+        for k, (value, client) in enumerate(zip(values, clients)):
+            if not self.limit.allow(client):
+                out[k] = {"error": f"client {client!r} is past its rate (kafka.queries.rate_per_client): ask again later"}
+            else:
+                asked.append(k)
+        good = self._decode([values[k] for k in asked], asked, out)
+        if good:
+            dec = self.codec.decode([values[k] for k in good])
+            answers = self.query(dec.ids, dec.batch, self.reveal)
+            for k, a in zip(good, answers):
+                out[k] = a.to_json()
+        return out  # type: ignore[return-value]
+
+    def _decode(self, values: list[bytes], where: list[int], out: list) -> list[int]:
+        """The positions of the values that are fingerprint records; the others' errors into ``out``.
+        One decode for the lot; record by record only when it fails (a bad record among them)."""
+        try:
+            dec = self.codec.decode(values)
+            checked = [(where[k], int(dec.kinds[k]), None) for k in range(len(values))]
+        except (FingerprintRecordError, IncompatibleFingerprintError):
+            checked = []
+            for k, v in zip(where, values):
+                try:
+                    checked.append((k, int(self.codec.decode([v]).kinds[0]), None))
+                except (FingerprintRecordError, IncompatibleFingerprintError) as exc:
+                    checked.append((k, -1, str(exc).replace("fingerprint record 0", "the query")))
+        good = []
+        for k, kind, why in checked:
+            if kind == KIND_FINGERPRINT:
+                good.append(k)
+            elif why is not None:
+                out[k] = {"error": why}
+            else:
+                what = "a dead-letter record (its story could not be read)" if kind == KIND_DEAD else "a params announcement"
+                out[k] = {"error": f"not a query: {what}"}
+        return good

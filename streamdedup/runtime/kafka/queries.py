@@ -1,0 +1,66 @@
+"""The query topic: query records read, answered from the index, answers sent (``pipeline.queries``).
+
+The index's owner serves queries between its batches, on its own thread, so a query sees the
+index between two batches and never races a decision. Answers go out with an idempotent
+producer, and the query topic's offsets are committed once they are delivered: a query is
+answered at least once (a crash before the commit answers it again, identically, since
+answering changes nothing).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import orjson
+from confluent_kafka import KafkaException
+
+from streamdedup.config import Config
+from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.queries import Answerer, RateLimit, client_name
+from streamdedup.runtime.kafka.batch import consume_good
+from streamdedup.runtime.kafka.clientlog import client_settings
+from streamdedup.runtime.kafka.clients import Clients
+from streamdedup.runtime.kafka.transactions import produce_waiting
+
+log = logging.getLogger("streamdedup.runtime.queries")
+
+#: queries read and answered at once (one decode and one kernel call)
+MAX_QUERIES = 512
+
+
+class QueryTopic:
+    """Serves ``kafka.queries.topic`` for an engine (``engine.query``)."""
+
+    def __init__(self, cfg: Config, clients: Clients, codec: FingerprintCodec, query):
+        k, q = cfg.kafka, cfg.kafka.queries
+        self.reply_topic = q.reply_topic
+        self.answerer = Answerer(codec, query, q.reveal, RateLimit(q.rate_per_client, time.monotonic))
+        self.consumer = clients.consumer(client_settings(k, {
+            "group.id": f"{k.group_id}.queries", "enable.auto.commit": False, "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed", "enable.partition.eof": False}, user_wins=True))
+        self.producer = clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
+        self.consumer.subscribe([q.topic])
+        self.answered = 0
+        log.info("answering queries from %s on %s (reveal: %s)", q.topic, q.reply_topic, q.reveal)
+
+    def serve(self) -> int:
+        """Answer the queries waiting now (none: returns at once); how many were answered."""
+        msgs = consume_good(self.consumer, MAX_QUERIES, 0)
+        if not msgs:
+            return 0
+        clients = [client_name(dict(m.headers() or ()).get("client")) for m in msgs]
+        answers = self.answerer.answer([m.value() or b"" for m in msgs], clients)
+        for m, a in zip(msgs, answers):
+            produce_waiting(self.producer, self.reply_topic, orjson.dumps(a), m.key())
+        left = self.producer.flush(30)
+        if left:
+            # not committed: read and answered again
+            raise KafkaException(f"{left} answer(s) not delivered to {self.reply_topic} within 30 s")
+        self.consumer.commit(asynchronous=False)
+        self.answered += len(msgs)
+        return len(msgs)
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.producer.flush(10)

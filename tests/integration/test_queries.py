@@ -1,0 +1,117 @@
+"""A text-free deployment with queries, on the real broker.
+
+A source fingerprints its stories itself (``TextFingerprinter``, no text) and sends the
+records to the staged decider's fingerprints topic; the decider keeps no text. A second party
+asks, with text-free query records, whether its stories are in the index. What must hold:
+copies and parts of indexed stories are found with the right ids, new stories are not, a
+bad record and a client past its rate get an error answer, queries are not decided or indexed,
+and no phrase of any story is in any topic, the decider's state or its log.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from streamdedup import load_config
+from streamdedup.bench.feeds import news_records
+from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
+from streamdedup.runtime.staged.decision_record import decode
+from tests.unit.test_engine import story
+
+from .kafka_helpers import consume_all, produce, run_processor, stop_processors
+from .test_staged import Staged
+
+TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false",
+            "STREAMDEDUP_VERIFY__REVISIONS": "off", "STREAMDEDUP_INPUT__TEXT_FIELDS": "[title, text]"}
+
+
+@pytest.fixture(autouse=True)
+def _no_processor_left_running():
+    yield
+    stop_processors()
+
+
+def _phrases(texts: list[str]) -> set[bytes]:
+    out = set()
+    for text in texts:
+        words = re.findall(r"\w+", text)
+        for k in range(0, max(0, len(words) - 3), 5):
+            phrase = " ".join(words[k:k + 4])
+            if len(phrase) >= 16:
+                out.update({phrase.encode(), phrase.lower().encode()})
+    return out
+
+
+def test_a_text_free_index_answers_text_free_queries(kafka_bootstrap, tmp_path) -> None:
+    t = Staged(kafka_bootstrap, partitions=1)
+    t.create()
+    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
+        fut.result(60)
+    env = {**t.staged_env(), **TEXT_OFF, "STREAMDEDUP_KAFKA__QUERIES__TOPIC": queries,
+           "STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC": answers, "STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT": "1"}
+    cfg = load_config(environ=env)
+    stories = [orjson.loads(v) for _, v in news_records(400, seed=31, variant_every=10**9)]
+    source = TextFingerprinter(cfg, t.input)  # the partner: its records name the input partition it read
+    values = [orjson.dumps(s) for s in stories]
+    produce(kafka_bootstrap, t.fingerprints, [(None, r) for r in [source.announcement(), *source.records(values)]])
+    log = tmp_path / "decider.log"
+    dec = run_processor(env, str(tmp_path / "decider"), 12.0, log, ("--topology", "staged", "--role", "decider"))
+    # a query sees the index as it is when answered: ask once every story is decided
+    decided = consume_all(kafka_bootstrap, [t.decisions], len(stories), timeout=180)
+    assert len(decided) == len(stories)
+
+    asker = TextFingerprinter(cfg, "asker")
+    asked = []
+    for k in range(40):  # copies with an edit, of stories 0..39
+        words = stories[k]["text"].split()
+        words[len(words) // 2] = "quite"
+        asked.append((f"copy{k}", {**stories[k], "id": f"copy{k}", "text": " ".join(words)}))
+    for k in range(40, 50):  # parts: the second half of the story
+        words = stories[k]["text"].split()
+        asked.append((f"part{k}", {"id": f"part{k}", "title": "", "text": " ".join(words[len(words) // 2:])}))
+    fresh = [{"id": f"fresh{k}", "title": "", "text": story(9000 + k, 200)} for k in range(20)]  # another vocabulary
+    asked += [(f"new{k}", {**s, "id": f"new{k}"}) for k, s in enumerate(fresh)]
+    records = asker.records([orjson.dumps(q) for _, q in asked])
+    p = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    for k, ((key, _), r) in enumerate(zip(asked, records)):
+        p.produce(queries, r, key.encode(), headers=[("client", b"agency-%d" % (k % 8))])
+    p.produce(queries, b"\x04garbage", b"garbage", headers=[("client", b"agency-0")])
+    for k in range(25):  # one client past its rate: ten at once, then one a second
+        p.produce(queries, records[0], b"greedy-%d" % k, headers=[("client", b"greedy")])
+    assert p.flush(30) == 0
+    got = consume_all(kafka_bootstrap, [answers], len(asked) + 26, timeout=180)
+    assert dec.wait(300) == 0
+    reply = {k: orjson.loads(v) for _, k, v, _ in got}
+    assert len(reply) == len(asked) + 26
+    assert len(consume_all(kafka_bootstrap, [t.decisions], len(stories))) == len(stories), "queries are not decided"
+    # the feed has a few copies of its own: a query may match the latest copy of its story
+    root = {s["id"]: s["id"] for s in stories}
+    for _, _, v, _ in decided:
+        d = decode(v)
+        if d.tags is not None:
+            root[stories[d.offset]["id"]] = d.tags.duplicate_of
+    for k in range(40):
+        a = reply[b"copy%d" % k]
+        assert a["found"] and root[a["matched"]] == root[stories[k]["id"]], a
+        assert a["relation"] in ("near_duplicate", "exact"), a
+    for k in range(40, 50):
+        a = reply[b"part%d" % k]
+        assert a["found"] and root[a["matched"]] == root[stories[k]["id"]] and a["relation"] == "contained_in", a
+    assert not any(reply[b"new%d" % k]["found"] for k in range(20))
+    assert reply[b"garbage"] == {"error": "the query (8 bytes) has an unknown kind"}
+    refused = [reply[b"greedy-%d" % k] for k in range(25) if "error" in reply[b"greedy-%d" % k]]
+    assert 10 <= len(refused) <= 15 and all("past its rate" in r["error"] for r in refused)
+
+    phrases = _phrases([f"{s['title']} {s['text']}" for s in stories + fresh])
+    leftovers = [v or b"" for _, _, v, _ in got + decided + consume_all(kafka_bootstrap, [t.fingerprints], len(stories) + 1)]
+    files = [f.read_bytes() for f in Path(tmp_path / "decider").rglob("*") if f.is_file()] + [log.read_bytes()]
+    blob = b"\n".join(leftovers + files)
+    assert not [ph for ph in phrases if ph in blob]
