@@ -423,7 +423,7 @@ def test_a_dead_letter_topic_that_refuses_everything_stops_the_processor(referen
 def test_caught_up_needs_an_assignment_at_the_high_watermark() -> None:
     """--stop-when-idle stops only when caught up; during a rebalance (a broker restart) the
     assignment is empty for a while, and that is not caught up (an empty loop said it was)."""
-    from streamdedup.runtime.kafka.processor import caught_up
+    from streamdedup.runtime.kafka.idle import caught_up
 
     broker = Broker()
     broker.logs[("in", 0)] = []
