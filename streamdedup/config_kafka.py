@@ -24,7 +24,7 @@ class StagedConfig(Frozen):
 
 class QueriesConfig(Frozen):
     """Queries: fingerprint records asking whether a story is in the index, answered without
-    indexing them (the staged decider serves them)."""
+    indexing them by the index's owner (the single processor, or the staged decider)."""
 
     topic: str = setting("", "topic of query fingerprint records (`streamdedup fingerprint`); empty = no queries")
     reply_topic: str = setting("news.answers", "where answers go, keyed as their query")

@@ -138,11 +138,12 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     logging.getLogger("streamdedup").info(
         "done", extra={"records": s.records, "unique": s.unique, "duplicates": s.duplicates, "dead_letter": s.dead_letter,
                        "revisions_out": s.revisions_out, "replayed": s.replayed, "revisions": s.revisions, "batches": s.batches,
-                       "aborted_batches": s.aborted_batches,
+                       "aborted_batches": s.aborted_batches, "queries": s.queries,
                        "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
     )
     # the same totals for the person at the terminal (the log line is for machines)
     replayed = f", {s.replayed:,} replayed (decided before a restart)" if s.replayed else ""
+    replayed += f"; {s.queries:,} queries answered" if s.queries else ""
     own_topic = f"revisions {s.revisions_out:,}, " if cfg.verify.revisions == "topic" else ""
     click.echo(f"{s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
                f"{own_topic}dead-letter {s.dead_letter:,}{replayed}")

@@ -24,7 +24,7 @@ from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
 from streamdedup.runtime.staged.decision_record import decode
 from tests.unit.test_engine import story
 
-from .kafka_helpers import consume_all, produce, run_processor, stop_processors
+from .kafka_helpers import Topics, consume_all, produce, run_processor, stop_processors
 from .test_staged import Staged
 
 TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false",
@@ -115,3 +115,33 @@ def test_a_text_free_index_answers_text_free_queries(kafka_bootstrap, tmp_path) 
     files = [f.read_bytes() for f in Path(tmp_path / "decider").rglob("*") if f.is_file()] + [log.read_bytes()]
     blob = b"\n".join(leftovers + files)
     assert not [ph for ph in phrases if ph in blob]
+
+
+def test_the_single_processor_answers_queries_between_its_batches(kafka_bootstrap, tmp_path) -> None:
+    """The processor keeps its texts and decides its own input; a partner's text-free queries
+    are answered on the decide thread between batches, and change nothing it decides."""
+    t = Topics(kafka_bootstrap, partitions=1)
+    t.create()
+    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
+        fut.result(60)
+    env = t.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[title, text]", STREAMDEDUP_ENGINE__MAX_DOCUMENTS="200000",
+                STREAMDEDUP_KAFKA__QUERIES__TOPIC=queries, STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=answers,
+                STREAMDEDUP_KAFKA__QUERIES__REVEAL="yes_no")
+    stories = [orjson.loads(v) for _, v in news_records(300, seed=37, variant_every=10**9)]
+    produce(kafka_bootstrap, t.input, [(s["id"].encode(), orjson.dumps(s)) for s in stories])
+    proc = run_processor(env, str(tmp_path / "state"), 10.0)
+    out = consume_all(kafka_bootstrap, list(t.outputs.values()), len(stories), timeout=180)
+    assert len(out) == len(stories)
+    asker = TextFingerprinter(load_config(environ=env), "asker")
+    asked = [{**s, "id": f"copy-{s['id']}"} for s in stories[:30]]
+    asked += [{"id": f"fresh{k}", "title": "", "text": story(7000 + k, 200)} for k in range(10)]
+    records = asker.records([orjson.dumps(q) for q in asked])
+    produce(kafka_bootstrap, queries, [(q["id"].encode(), r) for q, r in zip(asked, records)])
+    got = consume_all(kafka_bootstrap, [answers], len(asked), timeout=120)
+    assert proc.wait(300) == 0
+    reply = {k.decode(): orjson.loads(v) for _, k, v, _ in got}
+    assert all(reply[f"copy-{s['id']}"] == {"id": f"copy-{s['id']}", "found": True} for s in stories[:30])
+    assert all(reply[f"fresh{k}"] == {"id": f"fresh{k}", "found": False} for k in range(10))
+    assert len(consume_all(kafka_bootstrap, list(t.outputs.values()), len(stories) + 1, timeout=10)) == len(stories)

@@ -52,6 +52,7 @@ from streamdedup.runtime.kafka.startup import Cluster, check_cluster
 from streamdedup.runtime.kafka.limits import check_size_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.kafka.oversize import OutputGuard
+from streamdedup.runtime.kafka.queries import QueryTopic
 from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
 
 log = logging.getLogger("streamdedup.runtime.kafka")
@@ -74,6 +75,8 @@ class RunSummary:
     revisions: int = 0
     batches: int = 0
     aborted_batches: int = 0
+    #: queries answered (kafka.queries.topic)
+    queries: int = 0
     seconds: float = 0.0
     by_relation: dict = field(default_factory=dict)
     #: perf_counter() when the first batch started and the last one committed (busy time)
@@ -208,9 +211,10 @@ class Processor:
                                 self.watchdog.touch, guard, self.watchdog.bounded)
             try:
                 self._check_state(consumer, engine, cluster)
-                loop = _Loop(self, engine, consumer, delivery)
-                consumer.subscribe(list(self.kcfg.input_topics), on_revoke=loop.on_revoke)
-                loop.run()
+                with QueryTopic.of(self.cfg, self.clients, engine.query) as queries:
+                    loop = _Loop(self, engine, consumer, delivery, queries)
+                    consumer.subscribe(list(self.kcfg.input_topics), on_revoke=loop.on_revoke)
+                    loop.run()
             finally:
                 self.summary.aborted_batches = delivery.aborted
                 delivery.close()
@@ -225,8 +229,10 @@ class Processor:
 class _Loop:
     """The main loop of one run: consume a batch, hand it to the decide thread, emit the one before."""
 
-    def __init__(self, proc: Processor, engine: Deduplicator, consumer, delivery: Delivery):
+    def __init__(self, proc: Processor, engine: Deduplicator, consumer, delivery: Delivery,
+                 queries: QueryTopic | None = None):
         self.proc = proc
+        self.queries = queries
         self.consumer = consumer
         self.delivery = delivery
         self.engine = engine
@@ -303,6 +309,10 @@ class _Loop:
         try:
             while not proc._stop:
                 proc.watchdog.touch()
+                # answered on the decide thread, after the batch it is deciding
+                if self.queries is not None and (asked := self.queries.serve(lambda f: self.decider.submit(f).result())):
+                    proc.summary.queries += asked
+                    idle.reset()
                 msgs = self.consume()
                 if not msgs:
                     if not self.emit_pending() or not delivery.settle():

@@ -1,7 +1,7 @@
 """The query topic: query records read, answered from the index, answers sent (``pipeline.queries``).
 
-The index's owner serves queries between its batches, on its own thread, so a query sees the
-index between two batches and never races a decision. Answers go out with an idempotent
+The index's owner serves queries between its batches, on the thread that runs them, so a query
+sees the index between two batches and never races a decision. Answers go out with an idempotent
 producer, and the query topic's offsets are committed once they are delivered: a query is
 answered at least once (a crash before the commit answers it again, identically, since
 answering changes nothing).
@@ -9,8 +9,10 @@ answering changes nothing).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from typing import Callable
 
 import orjson
 from confluent_kafka import KafkaException
@@ -22,6 +24,7 @@ from streamdedup.runtime.kafka.batch import consume_good
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.transactions import produce_waiting
+from streamdedup.sketch.fingerprint import Fingerprinter
 
 log = logging.getLogger("streamdedup.runtime.queries")
 
@@ -32,9 +35,10 @@ MAX_QUERIES = 512
 class QueryTopic:
     """Serves ``kafka.queries.topic`` for an engine (``engine.query``)."""
 
-    def __init__(self, cfg: Config, clients: Clients, codec: FingerprintCodec, query):
+    def __init__(self, cfg: Config, clients: Clients, query):
         k, q = cfg.kafka, cfg.kafka.queries
         self.reply_topic = q.reply_topic
+        codec = FingerprintCodec(Fingerprinter(cfg.fingerprint))
         self.answerer = Answerer(codec, query, q.reveal, RateLimit(q.rate_per_client, time.monotonic))
         self.consumer = clients.consumer(client_settings(k, {
             "group.id": f"{k.group_id}.queries", "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -44,13 +48,16 @@ class QueryTopic:
         self.answered = 0
         log.info("answering queries from %s on %s (reveal: %s)", q.topic, q.reply_topic, q.reveal)
 
-    def serve(self) -> int:
-        """Answer the queries waiting now (none: returns at once); how many were answered."""
+    def serve(self, on_engine: Callable[[Callable[[], list]], list] = lambda f: f()) -> int:
+        """Answer the queries waiting now (none: returns at once); how many were answered.
+        ``on_engine`` runs the answering where the engine's batches run (the single processor:
+        its decide thread, after the batch it is deciding)."""
         msgs = consume_good(self.consumer, MAX_QUERIES, 0)
         if not msgs:
             return 0
         clients = [client_name(dict(m.headers() or ()).get("client")) for m in msgs]
-        answers = self.answerer.answer([m.value() or b"" for m in msgs], clients)
+        values = [m.value() or b"" for m in msgs]
+        answers = on_engine(lambda: self.answerer.answer(values, clients))
         for m, a in zip(msgs, answers):
             produce_waiting(self.producer, self.reply_topic, orjson.dumps(a), m.key())
         left = self.producer.flush(30)
@@ -60,6 +67,18 @@ class QueryTopic:
         self.consumer.commit(asynchronous=False)
         self.answered += len(msgs)
         return len(msgs)
+
+    @staticmethod
+    def of(cfg: Config, clients: Clients, query) -> "QueryTopic | contextlib.nullcontext[None]":
+        """The query topic's server (a context that closes it), or a context of None when
+        ``kafka.queries.topic`` is not set."""
+        return QueryTopic(cfg, clients, query) if cfg.kafka.queries.topic else contextlib.nullcontext()
+
+    def __enter__(self) -> "QueryTopic":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self.consumer.close()

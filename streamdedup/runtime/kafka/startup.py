@@ -45,9 +45,8 @@ _CREATED_WAIT_S = 0.1
 
 def topic_settings(kcfg: KafkaConfig, staged: bool = False, revisions: bool = False) -> dict[str, str]:
     """Each topic the processor uses -> the setting that names it (an input topic may also be an output: first wins).
-    ``staged`` adds the staged topology's fingerprints and decisions topics (and the query
-    topics, ``kafka.queries.topic`` set), ``revisions`` the
-    revisions topic (``verify.revisions: topic``)."""
+    ``staged`` adds the staged topology's fingerprints and decisions topics, ``revisions`` the
+    revisions topic (``verify.revisions: topic``); ``kafka.queries.topic`` set, the query topics."""
     out = {t: "kafka.input_topics" for t in kcfg.input_topics}
     named = [(kcfg.unique_topic, "kafka.unique_topic"), (kcfg.duplicates_topic, "kafka.duplicates_topic"),
              (kcfg.dead_letter_topic, "kafka.dead_letter_topic")]
@@ -56,8 +55,8 @@ def topic_settings(kcfg: KafkaConfig, staged: bool = False, revisions: bool = Fa
     if staged:
         named += [(kcfg.staged.fingerprints_topic, "kafka.staged.fingerprints_topic"),
                   (kcfg.staged.decisions_topic, "kafka.staged.decisions_topic")]
-        if kcfg.queries.topic:  # the decider answers queries
-            named += [(kcfg.queries.topic, "kafka.queries.topic"), (kcfg.queries.reply_topic, "kafka.queries.reply_topic")]
+    if kcfg.queries.topic:  # the index's owner answers queries
+        named += [(kcfg.queries.topic, "kafka.queries.topic"), (kcfg.queries.reply_topic, "kafka.queries.reply_topic")]
     for topic, setting in named:
         out.setdefault(topic, setting)
     return out

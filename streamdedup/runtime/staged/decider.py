@@ -99,8 +99,8 @@ class Decider:
         try:
             warm_up(self.cfg)
             self.codec = FingerprintCodec(Fingerprinter(self.cfg.fingerprint))
-            self.queries = QueryTopic(self.cfg, self.clients, FingerprintCodec(self.codec.fp), engine.query) \
-                if k.queries.topic else None
+            if k.queries.topic:
+                self.queries = QueryTopic(self.cfg, self.clients, engine.query)
             self.recent = RecentPositions(k.staged.recent_positions)
             self.recent.remember(*recent_positions(engine, k.staged.recent_positions))
             self.source = Source(k.staged.fingerprints_topic, 0)
