@@ -18,7 +18,7 @@ from typing import Any, Iterator, Literal, Union, get_args, get_origin
 
 import annotated_types as at
 import click
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -85,6 +85,8 @@ def type_name(ann: Any) -> str:
 
 def default_text(field: FieldInfo) -> str:
     value = field.get_default(call_default_factory=True)
+    if isinstance(value, SecretStr):  # a secret's default is empty: a set one is never written
+        value = value.get_secret_value()
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

@@ -33,6 +33,9 @@ class QueriesConfig(Frozen):
     rate_per_client: float = setting(
         20.0, "queries a client (its `client` header) may ask per second, with ten seconds' worth at once; the rest are "
         "answered with an error", "queries/s", gt=0.0, le=1_000_000.0)
+    http_token: SecretStr = setting(
+        SecretStr(""), "the bearer token of the web inspector's POST /api/query, which relays queries to the topic; "
+        "empty = no HTTP queries")
 
 
 class KafkaConfig(Frozen):

@@ -81,7 +81,26 @@ def ui(config_path, output_dir, input_path, bootstrap_servers, topic, host, port
         inspector = Inspector(cfg, source, label, whatif, page_size, max_scan, fp=Fingerprinter(cfg.fingerprint))
         if not _loopback(host):
             console.print(f"listening on {host}: anyone who reaches it reads the records (there is no login)", style="yellow")
+        api, relay = _query_api(cfg, output_dir is None)
+        if relay is not None:
+            console.print(f"POST /api/query relays queries to {cfg.kafka.queries.topic} (bearer token: kafka.queries.http_token)")
         console.print(f"streamdedup ui on http://{host}:{port}/ ({label}); Ctrl-C stops it")
-        uvicorn.run(create_app(inspector, allowed_hosts(host, allow_hosts)), host=host, port=port, log_level="warning")
+        try:
+            uvicorn.run(create_app(inspector, allowed_hosts(host, allow_hosts), api=api), host=host, port=port,
+                        log_level="warning")
+        finally:
+            if relay is not None:
+                relay.close()
     finally:
         source.close()
+
+
+def _query_api(cfg, kafka: bool) -> tuple[list, object]:
+    """``POST /api/query`` and its relay, when queries and their HTTP token are configured (Kafka mode)."""
+    token = cfg.kafka.queries.http_token.get_secret_value()
+    if not (kafka and cfg.kafka.queries.topic and token):
+        return [], None
+    from streamdedup.tools.ui.query_api import QueryRelay, query_route
+
+    relay = QueryRelay(cfg)
+    return [query_route(relay, token)], relay

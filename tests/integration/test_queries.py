@@ -11,6 +11,10 @@ and no phrase of any story is in any topic, the decider's state or its log.
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import orjson
@@ -24,7 +28,7 @@ from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
 from streamdedup.runtime.staged.decision_record import decode
 from tests.unit.test_engine import story
 
-from .kafka_helpers import Topics, consume_all, produce, run_processor, stop_processors
+from .kafka_helpers import Topics, consume_all, finish, free_ports, produce, run_processor, stop_processors, wait_for
 from .test_staged import Staged
 
 TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false",
@@ -145,3 +149,69 @@ def test_the_single_processor_answers_queries_between_its_batches(kafka_bootstra
     assert all(reply[f"copy-{s['id']}"] == {"id": f"copy-{s['id']}", "found": True} for s in stories[:30])
     assert all(reply[f"fresh{k}"] == {"id": f"fresh{k}", "found": False} for k in range(10))
     assert len(consume_all(kafka_bootstrap, list(t.outputs.values()), len(stories) + 1, timeout=10)) == len(stories)
+
+
+def _post(url: str, body: bytes, headers: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, orjson.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        body = exc.read()
+        try:
+            return exc.code, orjson.loads(body)
+        except orjson.JSONDecodeError:  # the Host check answers in plain text
+            return exc.code, {"text": body.decode(errors="replace")}
+
+
+def _up(url: str) -> bool:
+    try:
+        return _post(url, b"", {})[0] == 401
+    except urllib.error.URLError:
+        return False
+
+
+def test_queries_over_http_through_the_inspector(kafka_bootstrap, tmp_path) -> None:
+    """A client posts what `streamdedup fingerprint` wrote to the inspector's /api/query with
+    the bearer token; the inspector relays it to the query topic and returns the processor's
+    answers. Without the token, or with a line that is not base64, or under a Host name the
+    inspector was not started for, it is refused."""
+    t = Topics(kafka_bootstrap, partitions=1)
+    t.create()
+    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
+    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
+    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
+        fut.result(60)
+    token = "t0ken-" + t.run_id
+    env = t.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[title, text]", STREAMDEDUP_ENGINE__MAX_DOCUMENTS="200000",
+                STREAMDEDUP_KAFKA__QUERIES__TOPIC=queries, STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=answers,
+                STREAMDEDUP_KAFKA__QUERIES__HTTP_TOKEN=token)
+    stories = [orjson.loads(v) for _, v in news_records(200, seed=41, variant_every=10**9)]
+    produce(kafka_bootstrap, t.input, [(s["id"].encode(), orjson.dumps(s)) for s in stories])
+    proc = run_processor(env, str(tmp_path / "state"), 120.0)
+    assert len(consume_all(kafka_bootstrap, list(t.outputs.values()), len(stories), timeout=180)) == len(stories)
+    port = free_ports(1)[0]
+    with open(tmp_path / "ui.log", "wb") as out:  # the child keeps its own copy of the descriptor
+        ui = subprocess.Popen([sys.executable, "-m", "streamdedup.cli", "ui", "--port", str(port)], env=env,
+                              stdout=out, stderr=subprocess.STDOUT)
+    try:
+        url = f"http://127.0.0.1:{port}/api/query"
+        wait_for(lambda: _up(url), 120, "the inspector's /api/query", proc=ui, interval=0.5)
+        feed = tmp_path / "ours.jsonl"
+        asked = [{**s, "id": f"copy-{s['id']}"} for s in stories[:20]] + [{"id": "fresh", "title": "", "text": story(4242, 200)}]
+        feed.write_bytes(b"\n".join(orjson.dumps(q) for q in asked) + b"\n")
+        prints = subprocess.run([sys.executable, "-m", "streamdedup.cli", "fingerprint", "--input", str(feed)], env=env,
+                                capture_output=True, check=True).stdout
+        auth = {"Authorization": f"Bearer {token}", "X-Streamdedup-Client": "agency"}
+        status, got = _post(url, prints, auth)
+        assert status == 200, got
+        assert [a["id"] for a in got["answers"]] == [q["id"] for q in asked]
+        assert all(a["found"] and a["matched"] == s["id"] for a, s in zip(got["answers"], stories[:20]))
+        assert got["answers"][-1] == {"id": "fresh", "found": False}
+        assert _post(url, prints, {"Authorization": "Bearer wrong"})[0] == 401
+        assert _post(url, b"not base64 !!\n", auth) == (400, {"error": "line 1 is not base64"})
+        assert _post(url, prints, {**auth, "Host": "evil.example"})[0] == 400
+    finally:
+        ui.terminate()
+        ui.wait(30)
+    assert finish(proc) == 0

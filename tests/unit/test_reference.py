@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from pydantic import SecretStr
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -46,6 +47,8 @@ def test_default_yaml_holds_the_reference_defaults() -> None:
             node = node[part]
         for name, field in settings(model):
             default = field.get_default(call_default_factory=True)
+            if isinstance(default, SecretStr):
+                default = default.get_secret_value()
             value = node[name]
             if isinstance(default, tuple):
                 value = tuple(value)

@@ -182,12 +182,14 @@ def _int(request: Request, name: str, default: int) -> int:
     return views.whole_number(name, request.query_params.get(name, ""), default)
 
 
-def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guard: FormGuard | None = None) -> Starlette:
+def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guard: FormGuard | None = None,
+               api: Sequence[Route] = ()) -> Starlette:
     """The application: ``/`` the overview (charts), ``/duplicates`` the list (and search by id),
     ``/pair``, ``/clusters``, ``/whatif``.
 
     ``hosts``: the Host names it answers (others get a 400: DNS rebinding); ``guard``: the
-    what-if form's token (a replay runs only on a POST from a page this server rendered).
+    what-if form's token (a replay runs only on a POST from a page this server rendered);
+    ``api``: routes of their own (``/api/query``: ``query_api``).
     """
     tpl = templates()
     ins = inspector
@@ -254,7 +256,7 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
         return await run_in_threadpool(whatif_page, request, fields, True)
 
     routes = [Route("/", overview), Route("/duplicates", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
-              Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+              *api, Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
     return Starlette(routes=routes, exception_handlers={BadQuery: _error_page(tpl, ins.label, 400),
                                                         HTTPException: _error_page(tpl, ins.label, None),
                                                         StreamdedupError: _error_page(tpl, ins.label, 502)},
