@@ -39,7 +39,8 @@ from streamdedup.text.canonical import prepare_batch
 SWITCHES = [
     ("        anchor_n[d] = anchor_keys(", "        anchor_n[d] = 0 if skip & 1 else anchor_keys("),
     ("        _words_and_signature(canon,", "        if not skip & 2: _words_and_signature(canon,"),
-    ("        digest128(canon, start, pos, digest_out[d])", "        if not skip & 4: digest128(canon, start, pos, digest_out[d])"),
+    ("        _digest_keyed(canon, start, pos, digest_out[d], key0, key1, keyed)",
+     "        if not skip & 4: _digest_keyed(canon, start, pos, digest_out[d], key0, key1, keyed)"),
     ("            n = combine_words(words, counts[0], w, hashes)", "            n = 0 if skip & 8 else combine_words(words, counts[0], w, hashes)"),
     ("            _oph(hashes, n, num_perm, log2k, mh_seed, minhash_out[d], filled)",
      "            if not skip & 16: _oph(hashes, n, num_perm, log2k, mh_seed, minhash_out[d], filled)"),

@@ -16,7 +16,8 @@ are not keyed, so it can compute anything a record holds for any text it has or 
 3. **The LD signature**: one symbol in ``alphabet`` per ~16 canonical bytes. Its information
    is bounded by its length times log2(alphabet) bits.
 
-Run: python benchmarks/reveal.py [--seed 3]
+Run: python benchmarks/reveal.py [--seed 3]; with STREAMDEDUP_FINGERPRINT__SECRET set, the
+partner's records are keyed (``fingerprint.secret``) and the attacker's dictionary is not.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _word_start_keys(buf, off, window, keys, story, pos):
         lo, hi = off[d], off[d + 1]
         for p in range(lo, hi):
             if p == lo or buf[p - 1] == 32:
-                k = _span_key(buf, p, hi, window)
+                k = _span_key(buf, p, hi, window, np.uint64(0), np.uint64(0), False)  # the unkeyed hash
                 if k == 0:
                     break
                 keys[m], story[m], pos[m] = k, d, p

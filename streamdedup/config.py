@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pydantic import ValidationError, field_validator, model_validator
+from pydantic import SecretStr, ValidationError, field_validator, model_validator
 
 from streamdedup.config_fields import Frozen, setting
 from streamdedup.config_kafka import KafkaConfig, StagedConfig  # noqa: F401 (re-exported: streamdedup.config names every section)
@@ -170,6 +170,17 @@ class FingerprintConfig(Frozen):
     signature: SignatureConfig = SignatureConfig()
     max_text_bytes: int = setting(1_000_000, "longer texts are rejected (a dead letter), never silently truncated",
                                    "bytes of UTF-8", ge=1, le=MAX_BYTES)
+    secret: SecretStr = setting(
+        SecretStr(""), "a deployment's secret in every hash of the fingerprint (keyed mode): fingerprints made without "
+        "it, or with another, are refused, and no one without it can test a guessed phrase against them; at least 16 "
+        "characters; empty = off")
+
+    @field_validator("secret")
+    @classmethod
+    def _secret_long_enough(cls, v: SecretStr) -> SecretStr:
+        if 0 < len(v.get_secret_value()) < 16:
+            raise ValueError("fingerprint.secret: at least 16 characters (a long random string), or empty")
+        return v
 
     @model_validator(mode="after")
     def _bands_fit(self) -> "FingerprintConfig":

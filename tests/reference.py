@@ -84,7 +84,8 @@ def fused(text: bytes, lower: bool = True, punct: bool = True, kind_word: bool =
                         np.frombuffer(alphabet, np.uint8), canon, canon_off, mh, bk, nsh,
                         fine, fine_off, coarse, coarse_off, dig, 0, 4, 2, 0, 1, np.zeros((1, 0), np.uint64),
                         chars[0], chars[1], chars[2], chars[2].bit_length() - 1, chars[3], chars[4], char_mh, char_keys,
-                        np.zeros(1, np.int64), n_chars, 0, 0, np.zeros((1, 0), np.uint32), np.zeros(1, np.int64))
+                        np.zeros(1, np.int64), n_chars, 0, 0, np.zeros((1, 0), np.uint32), np.zeros(1, np.int64),
+                        np.uint64(0), np.uint64(0), False)
     return {
         "canonical": canon[: canon_off[1]].tobytes(),
         "minhash": [int(x) for x in mh[0]],
@@ -608,16 +609,49 @@ def edit_runs_kernel(a: bytes, b: bytes, merge_gap: int = 0) -> tuple[int, list[
     return int(d), runs[:n].tolist()
 
 
-def span_key_ref(text: bytes, p: int) -> int:
+def siphash64_ref(k0: int, k1: int, m: int) -> int:
+    """SipHash-2-4 (Aumasson and Bernstein) of one 8-byte little-endian message, from the paper."""
+    mask = (1 << 64) - 1
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (64 - r))) & mask
+
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            v[0] = (v[0] + v[1]) & mask
+            v[1] = rotl(v[1], 13) ^ v[0]
+            v[0] = rotl(v[0], 32)
+            v[2] = (v[2] + v[3]) & mask
+            v[3] = rotl(v[3], 16) ^ v[2]
+            v[0] = (v[0] + v[3]) & mask
+            v[3] = rotl(v[3], 21) ^ v[0]
+            v[2] = (v[2] + v[1]) & mask
+            v[1] = rotl(v[1], 17) ^ v[2]
+            v[2] = rotl(v[2], 32)
+
+    for block in (m, 8 << 56):  # the message, then its length in the last block
+        v[3] ^= block
+        rounds(2)
+        v[0] ^= block
+    v[2] ^= 0xFF
+    rounds(4)
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+def span_key_ref(text: bytes, p: int, key: tuple[int, int] | None = None) -> int:
     """An anchor key (``_kernels.anchors._span_key``): FNV-1a over the 40 bytes from ``p`` as
-    five little-endian 64-bit words, murmur3's fmix64, its low 32 bits (0 read as 1); 0 when
-    fewer than 40 bytes are left."""
+    five little-endian 64-bit words (through SipHash under ``key``, when given), murmur3's fmix64,
+    its low 32 bits (0 read as 1); 0 when fewer than 40 bytes are left."""
     if p + 40 > len(text):
         return 0
     mask = (1 << 64) - 1
     h = 0xCBF29CE484222325
     for t in range(p, p + 40, 8):
         h = ((h ^ int.from_bytes(text[t:t + 8], "little")) * 0x100000001B3) & mask
+    if key is not None:
+        h = siphash64_ref(key[0], key[1], h)
     h ^= h >> 33
     h = (h * 0xFF51AFD7ED558CCD) & mask
     h ^= h >> 33
@@ -651,7 +685,8 @@ def block_mask_kernel(text: bytes, keys: list[int], hots: list[int], hot: int = 
 
     mask = np.zeros(len(text), np.int32)
     k, h = np.array(keys + [0], np.uint32), np.array(hots + [0], np.uint8)
-    blocks = block_mask(np.frombuffer(text, np.uint8) if text else np.zeros(0, np.uint8), k, h, len(keys), hot, mask)
+    blocks = block_mask(np.frombuffer(text, np.uint8) if text else np.zeros(0, np.uint8), k, h, len(keys), hot, mask,
+                        np.uint64(0), np.uint64(0), False)
     assert blocks == int(mask.max(initial=0))
     return mask.tolist()
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, uint32, uint64
 
-from streamdedup._kernels.hashing import FNV_OFFSET, FNV_PRIME, fmix64, load64
+from streamdedup._kernels.hashing import FNV_OFFSET, FNV_PRIME, fmix64, load64, siphash64
 
 #: canonical bytes hashed after an anchor (a multiple of 8: they are hashed 8 at a time)
 ANCHOR_WINDOW = 40
@@ -163,21 +163,24 @@ def anchor_starts(raw, lo, hi, marks, n_marks, canon, cs, ce, starts):
 
 
 @njit(cache=True, inline="always")
-def _span_key(canon, p, hi, window):
+def _span_key(canon, p, hi, window, key0, key1, keyed):
     """The key of the ``window`` canonical bytes from ``p`` (a multiple of 8), hashed 8 at a time;
     0 when the text ends first. Canonical text has one space between words, so the bytes need
-    no gathering: skipping spaces one byte at a time cost more than the rest of the key."""
+    no gathering: skipping spaces one byte at a time cost more than the rest of the key.
+    ``keyed``: through SipHash under ``(key0, key1)`` (``fingerprint.secret``)."""
     if p + window > hi:
         return uint32(0)
     h = FNV_OFFSET
     for t in range(p, p + window, 8):
         h = (h ^ load64(canon, t, hi)) * FNV_PRIME
+    if keyed:
+        h = siphash64(key0, key1, h)
     k = uint32(fmix64(h) & uint64(0xFFFFFFFF))
     return k if k != 0 else uint32(1)
 
 
 @njit(cache=True)
-def anchor_keys(raw, lo, hi, marks, n_marks, canon, cs, ce, window, first, starts, out):
+def anchor_keys(raw, lo, hi, marks, n_marks, canon, cs, ce, window, first, starts, out, key0, key1, keyed):
     """The anchor keys of the text ``raw[lo:hi]`` (canonical ``canon[cs:ce]``, trigger bytes
     ``marks[:n_marks]``: :func:`anchor_starts`) into ``out``; returns how many (see the module)."""
     n = anchor_starts(raw, lo, hi, marks, n_marks, canon, cs, ce, starts)
@@ -189,7 +192,7 @@ def anchor_keys(raw, lo, hi, marks, n_marks, canon, cs, ce, window, first, start
     for j in range(n):
         if j >= first and (j - first) % step != 0:
             continue
-        k = _span_key(canon, starts[j], ce, window)
+        k = _span_key(canon, starts[j], ce, window, key0, key1, keyed)
         if k == 0:
             break  # every later span ends past the text too
         dup = False

@@ -47,13 +47,14 @@ def _word_end(text, p, n):
 
 
 @njit(cache=True)
-def block_mask(text, keys, hots, n_keys, hot, mask):
+def block_mask(text, keys, hots, n_keys, hot, mask, key0, key1, keyed):
     """Number in ``mask[:len(text)]`` the bytes of ``text`` (canonical) by the boilerplate block
     they are in (1, 2, ...; 0: none): a block runs from each word start whose anchor key is one
     of ``keys[:n_keys]`` with ``hots[j] >= hot`` up to the next word start holding one of its
     keys, or :data:`MAX_BLOCK` bytes on (rounded up to a word start). Returns the number of
     blocks. (Two clusters would be too few: a copy that replaced a sentence with another
-    story's would have that change taken for boilerplate.)"""
+    story's would have that change taken for boilerplate.) ``key0, key1, keyed``: the anchor
+    keys' secret (``fingerprint.secret``), as the fingerprint computed them."""
     n = text.shape[0]
     for p in range(n):
         mask[p] = 0
@@ -63,7 +64,7 @@ def block_mask(text, keys, hots, n_keys, hot, mask):
     while p <= n:
         anchor = -1
         if p < n and (p == 0 or text[p - 1] == 32):
-            k = _span_key(text, p, n, ANCHOR_WINDOW)
+            k = _span_key(text, p, n, ANCHOR_WINDOW, key0, key1, keyed)
             if k != 0:
                 anchor = _key_index(keys, n_keys, k)
         if start >= 0 and (p == n or anchor >= 0 or p - start >= MAX_BLOCK):

@@ -9,7 +9,7 @@ from numba import njit, uint64
 # helpers (hashing.py) compiled in and checks only this file's contents: a change there is seen
 # once this file changes too. Changed with: anchors.anchor_starts with selects.
 from streamdedup._kernels.anchors import TRIGGER, anchor_keys
-from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, rotl
+from streamdedup._kernels.hashing import EMPTY_SLOT, FNV_OFFSET, FNV_PRIME, GOLDEN, ROLL_BASE, digest128, fmix64, key_all, rotl, siphash64
 
 #: seeds the lead MinHash and its band keys apart from the main ones
 LEAD_SALT = np.uint64(0x5DEECE66D)
@@ -542,6 +542,29 @@ def _emit_ranges(residue, compression, coarse_c):
     return uint64(residue) * span // uint64(compression), span // uint64(compression), span // uint64(coarse_c)
 
 
+@njit(cache=True, inline="always")
+def _byte_grams_keyed(canon, start, pos, sampled, char_size, char_sample_bits, grams, key0, key1, keyed):
+    """The byte grams of a text for its character bands: a character edit breaks ``char_size`` of
+    them, not five word shingles, so a copy with character noise stays a candidate (see
+    config.CharsConfig). ``sampled`` grams are in ``grams`` already (the signature pass took
+    them); a short text, or one with none sampled, takes them all here. Keyed, through SipHash."""
+    n = sampled
+    if n == 0 or pos - start < char_size:
+        n = byte_grams(canon, start, pos, char_size, char_sample_bits, grams)
+    if keyed:
+        key_all(grams, n, key0, key1)
+    return n
+
+
+@njit(cache=True, inline="always")
+def _digest_keyed(canon, start, pos, out, key0, key1, keyed):
+    """The text's 128-bit digest into ``out``; keyed, each half through SipHash under its own key."""
+    digest128(canon, start, pos, out)
+    if keyed:
+        out[0] = siphash64(key0, key1, out[0])
+        out[1] = siphash64(key0 ^ GOLDEN, key1, out[1])
+
+
 @njit(cache=True, nogil=True)
 def fingerprint_batch(
     raw, offsets, cmap, umap, repl_off, repl, classes,
@@ -552,14 +575,16 @@ def fingerprint_batch(
     fine_buf, fine_offsets, coarse_buf, coarse_offsets, digest_out,
     lead_shingles, lead_perm, lead_log2k, lead_bands, lead_rows, lead_out,
     char_size, char_sample_bits, char_perm, char_log2k, char_bands, char_rows, char_mh_out, char_out,
-    status, chars_out, anchor_window, anchor_first, anchor_out, anchor_n,
+    status, chars_out, anchor_window, anchor_first, anchor_out, anchor_n, key0, key1, keyed,
 ):
     """Canonical form, anchor keys, digest, shingles, MinHash, band keys and LD signatures of a batch:
     per document, canonicalise the raw bytes through ``cmap`` (non-ASCII text again, by characters
     through ``umap``), noting anchor triggers; the anchor keys (``_kernels.anchors``; none with an
     ``anchor_window`` of 0); one pass over the canonical bytes for tokens (``classes``) and signature
     symbols while they are in L1 cache, then digest, shingles, MinHash and band keys. Buffers are
-    sized ``len(raw)`` (+1): canonical text is never longer than the raw text, nor its symbols."""
+    sized ``len(raw)`` (+1): canonical text is never longer than the raw text, nor its symbols.
+    ``keyed``: every shingle and byte-gram hash, the digest and the anchor keys go through
+    SipHash under ``(key0, key1)`` (``fingerprint.secret``; the caller keys the signature's seed)."""
     n_docs = offsets.shape[0] - 1
     max_len = 1
     for d in range(n_docs):  # a loop, not np.max: that compiles numpy's reductions (~0.6 s)
@@ -587,14 +612,14 @@ def fingerprint_batch(
             pos, n_marks = _canonicalise_unicode(raw, offsets[d], offsets[d + 1], cmap, umap, repl_off, repl, canon, start, marks)
         canon_offsets[d + 1] = pos  # the anchor keys here, while the text, raw bytes and marks are in L1 cache
         anchor_n[d] = anchor_keys(raw, offsets[d], offsets[d + 1], marks, n_marks, canon, start, pos, anchor_window,
-                                  anchor_first, starts, anchor_out[d]) if anchor_window > 0 else 0
+                                  anchor_first, starts, anchor_out[d], key0, key1, keyed) if anchor_window > 0 else 0
         _words_and_signature(canon, start, pos, n_hood, fine_lo, fine_w, coarse_w, sig_seed, alphabet,
                              words, fine_buf, fine_offsets[d], coarse_buf, coarse_offsets[d], counts,
                              g_size, g_top, grams)
         chars_out[d] = _unicode_tokens(canon, start, pos, classes, words, counts) if unicode else pos - start
         fine_offsets[d + 1] = counts[1]
         coarse_offsets[d + 1] = counts[2]
-        digest128(canon, start, pos, digest_out[d])
+        _digest_keyed(canon, start, pos, digest_out[d], key0, key1, keyed)
         if kind_word:
             # mostly single-character tokens (Chinese, Japanese, Thai): shingles of `single_size`,
             # else `shingle_size`; per document, so Latin names and digits in Chinese take the same
@@ -603,6 +628,8 @@ def fingerprint_batch(
         else:
             n = char_shingles(canon, start, pos, shingle_size, hashes)
         n_shingles_out[d] = n
+        if keyed:
+            key_all(hashes, n, key0, key1)
         if classic:
             classic_minhash(hashes, n, num_perm, mh_seed, minhash_out[d])
         else:
@@ -616,11 +643,7 @@ def fingerprint_batch(
             _oph(hashes, lead_n, lead_perm, lead_log2k, mh_seed ^ LEAD_SALT, lead_slots, filled)
             _band_keys(lead_slots, lead_bands, lead_rows, lead_seeds, lead_out[d])
         if char_bands > 0:
-            # Byte grams: a character edit breaks `char_size` of them, not five word shingles,
-            # so a copy with character noise stays a candidate (see config.CharsConfig).
-            n = counts[3]
-            if n == 0 or pos - start < char_size:  # a short text, or no gram sampled
-                n = byte_grams(canon, start, pos, char_size, char_sample_bits, grams)
+            n = _byte_grams_keyed(canon, start, pos, counts[3], char_size, char_sample_bits, grams, key0, key1, keyed)
             _oph(grams, n, char_perm, char_log2k, mh_seed ^ CHAR_SALT, char_mh_out[d], filled)
             _band_keys(char_mh_out[d], char_bands, char_rows, char_seeds, char_out[d])
 

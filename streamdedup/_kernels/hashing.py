@@ -103,3 +103,47 @@ def digest128(buf, lo, hi, out):
     out[1] = h2
 
 
+@njit(cache=True, inline="always")
+def _sip_round(v0, v1, v2, v3):
+    v0 += v1
+    v1 = _rot(v1, uint64(13)) ^ v0
+    v0 = _rot(v0, uint64(32))
+    v2 += v3
+    v3 = _rot(v3, uint64(16)) ^ v2
+    v0 += v3
+    v3 = _rot(v3, uint64(21)) ^ v0
+    v2 += v1
+    v1 = _rot(v1, uint64(17)) ^ v2
+    v2 = _rot(v2, uint64(32))
+    return v0, v1, v2, v3
+
+
+@njit(uint64(uint64, uint64, uint64), cache=True)
+def siphash64(k0, k1, m):
+    """SipHash-2-4 of the 8-byte little-endian message ``m`` under the key ``(k0, k1)``: a keyed
+    hash (a pseudo-random function) for ``fingerprint.secret``. Someone without the key can
+    neither compute it for a guessed text nor recover the key from what it outputs, which the
+    seeded mixers here do not promise (``fmix64`` is invertible)."""
+    v0 = k0 ^ uint64(0x736F6D6570736575)
+    v1 = k1 ^ uint64(0x646F72616E646F6D)
+    v2 = k0 ^ uint64(0x6C7967656E657261)
+    v3 = k1 ^ uint64(0x7465646279746573) ^ m
+    v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    v0 ^= m
+    b = uint64(8) << uint64(56)
+    v3 ^= b
+    v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    v0 ^= b
+    v2 ^= uint64(0xFF)
+    for _ in range(4):
+        v0, v1, v2, v3 = _sip_round(v0, v1, v2, v3)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+@njit(cache=True, inline="always")
+def key_all(values, n, k0, k1):
+    """``values[:n]`` through :func:`siphash64` under ``(k0, k1)``, in place."""
+    for i in range(n):
+        values[i] = siphash64(k0, k1, values[i])

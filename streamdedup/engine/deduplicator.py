@@ -38,7 +38,7 @@ from streamdedup.engine.evidence import BatchTexts, Evidence
 from streamdedup.text.decode import stream_times
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
 from streamdedup.errors import EngineStoppedError
-from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
+from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams, hash_key
 from streamdedup.text.ids import Ids, id_arrays, sparse_utf8
 from streamdedup.engine.sizing import check_fits, machine_memory
 from streamdedup.engine.index import CandidateIndex
@@ -103,7 +103,8 @@ class Deduplicator:
         self._runs = np.zeros(2 * MAX_SIGNATURE_SYMBOLS + 1, dtype=np.int64)
         self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
         self._cmp = np.zeros(N_OUT, dtype=np.float64)
-        self.evidence = Evidence(store, self.index_bands, self.num_perm, eng.hot_bucket_clusters)
+        self.evidence = Evidence(store, self.index_bands, self.num_perm, eng.hot_bucket_clusters,
+                                 key=hash_key(cfg.fingerprint))
         if raw is not None:
             restore(store, self.meta, self.index, self.arena, self.bits, self.window_ms)
         self._committed_lo = self.meta.seq_lo

@@ -71,20 +71,26 @@ class _Texts:
         return int(self.row[seq - self.first])
 
 
+#: the anchor keys of an unkeyed fingerprint (no ``fingerprint.secret``)
+NO_KEY = (np.uint64(0), np.uint64(0), False)
+
+
 def _any_hot(hots: np.ndarray, hot: int) -> bool:
     """Whether one of a text's anchor keys has a count of ``hot`` or more (starts a block)."""
     return hots.shape[0] > 0 and int(hots.max()) >= hot
 
 
-def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int) -> np.ndarray | None:
+def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int,
+                  key: tuple = NO_KEY) -> np.ndarray | None:
     """The boilerplate block (1, 2, ...; 0: none) each byte of ``text`` is in, its keys of
-    count ``hot`` or more starting one (``_kernels.blocks``), or None when it has none."""
+    count ``hot`` or more starting one (``_kernels.blocks``), or None when it has none.
+    ``key``: the anchor keys' secret (``sketch.fingerprint.hash_key``)."""
     if not _any_hot(hots, hot):
         return None
     mask = np.empty(text.shape[0], np.int32)
     # read-only whichever way the arrays came (batch, record): one compiled kernel
     blocks = block_mask(readonly(text), readonly(np.ascontiguousarray(keys, np.uint32)),
-                        readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask)
+                        readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask, *key)
     return mask if blocks else None
 
 
@@ -108,8 +114,10 @@ class Evidence:
     (records decoded with the index's ``bands`` and ``num_perm``); an anchor key of count ``hot``
     (``engine.hot_bucket_clusters``) starts a boilerplate block."""
 
-    def __init__(self, store: Store, bands: int, num_perm: int, hot: int, budget: int = RECENT_TEXT_BYTES):
+    def __init__(self, store: Store, bands: int, num_perm: int, hot: int, budget: int = RECENT_TEXT_BYTES,
+                 key: tuple = NO_KEY):
         self.store = store
+        self.key = key
         self.bands, self.num_perm, self.hot = bands, num_perm, hot
         self.budget = budget
         self._recent: deque[_Texts] = deque()
@@ -151,7 +159,7 @@ class Evidence:
         for mine, (keys, hots), other, other_keys in ((a, a_keys, b, b_keys[0]), (b, b_keys, a, a_keys[0])):
             # a block whose key the other text has too is carried by it: only the others start one
             hots = _uncarried(keys, hots, other_keys, self.hot)
-            blocks = block_mask_of(mine, keys, hots, self.hot)
+            blocks = block_mask_of(mine, keys, hots, self.hot, self.key)
             if blocks is None:
                 left.append(mine)
                 continue

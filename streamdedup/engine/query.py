@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -27,9 +27,6 @@ from streamdedup.engine.verify import kernel_params
 from streamdedup.errors import StreamdedupError
 from streamdedup.sketch.fingerprint import FingerprintBatch
 from streamdedup.text.decode import STREAM_TIME, stream_times
-
-if TYPE_CHECKING:
-    from streamdedup.engine.deduplicator import Deduplicator
 
 Policy = Literal["ids", "yes_no"]
 
@@ -58,8 +55,9 @@ def _opt(x: float) -> float | None:
     return None if math.isnan(x) else float(x)
 
 
-def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, policy: Policy = "ids") -> list[Answer]:
-    """Answer queries ``ids`` (fingerprints ``batch``) against ``engine``'s index, at the index's
+def ask(engine: Any, ids: Sequence[str], batch: FingerprintBatch, policy: Policy = "ids") -> list[Answer]:
+    """Answer queries ``ids`` (fingerprints ``batch``) against ``engine``'s index (a
+    ``Deduplicator``: this module is below it, it calls this), at the index's
     own time (the latest event time it has seen): whatever the window holds now can be found.
 
     Raises:
@@ -107,7 +105,7 @@ def ask(engine: "Deduplicator", ids: Sequence[str], batch: FingerprintBatch, pol
     return answers
 
 
-def _params(engine: "Deduplicator") -> np.ndarray:
+def _params(engine: Any) -> np.ndarray:
     """The engine's verification settings with exact evidence off (a query brings no text)."""
     cached = getattr(engine, "_query_params", None)
     if cached is None:

@@ -11,8 +11,6 @@ True
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Sequence
@@ -23,13 +21,12 @@ from streamdedup import _kernels
 from streamdedup._kernels.anchors import ANCHOR_FIRST, ANCHOR_WINDOW, MAX_ANCHORS
 from streamdedup.text.canonical import PreparedTexts, check_fold, prepare_batch  # noqa: F401 (PreparedTexts: part of this API)
 from streamdedup.config import FingerprintConfig
-from streamdedup.errors import IncompatibleFingerprintError, InputError
+from streamdedup.errors import InputError
 from streamdedup.sketch.lsh import LSHChoice, choose
+from streamdedup.sketch.params import FingerprintParams, hash_key, secret_id  # noqa: F401 (re-exported)
 from streamdedup.text.scripts import token_classes
 from streamdedup.text.unicode_map import UnicodeTables, built_tables, tables
 
-#: Bumped whenever a kernel's output changes for the same settings; stored in every record.
-FORMAT_VERSION = 3
 #: Signatures are cut after this many symbols. About 1 window in C emits on ordinary text
 #: (4096 symbols ~ 64 KB at C=16), but a repetitive text ("i i i ...") can emit at every
 #: repeat of a selected window: uncapped, a 140 KB text gave 70,000 symbols, overflowed the
@@ -38,72 +35,6 @@ FORMAT_VERSION = 3
 #: beginning of the text; MinHash still covers all of it.
 MAX_SIGNATURE_SYMBOLS = 4096
 DIGEST_BYTES = 16
-
-
-@dataclass(frozen=True)
-class FingerprintParams:
-    """Everything that decides a fingerprint's value. Equal params <=> comparable fingerprints."""
-
-    format_version: int
-    settings: str  # canonical JSON of the fingerprint config
-    bands: int
-    rows: int
-
-    @staticmethod
-    def of(cfg: FingerprintConfig) -> "FingerprintParams":
-        """The params of fingerprints made with ``cfg`` (what an engine checks a batch against)."""
-        lsh = choose(cfg.lsh, cfg.minhash.num_perm)
-        settings = json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return FingerprintParams(FORMAT_VERSION, settings, lsh.bands, lsh.rows)
-
-    @cached_property
-    def key(self) -> int:
-        """A 32-bit tag of these params, stored in each record to refuse mixed comparisons."""
-        h = hashlib.blake2b(f"{self.format_version}|{self.settings}|{self.bands}x{self.rows}".encode(), digest_size=4)
-        return int.from_bytes(h.digest(), "little")
-
-    def differences(self, other: "FingerprintParams") -> list[str]:
-        """What differs between two params, as ``setting: this vs other`` (settings by dotted path).
-
-        >>> from streamdedup import Fingerprinter, load_config
-        >>> a = Fingerprinter(load_config().fingerprint).params
-        >>> b = Fingerprinter(load_config(environ={"STREAMDEDUP_FINGERPRINT__SHINGLE__SIZE": "4"}).fingerprint).params
-        >>> a.differences(b)
-        ['fingerprint.shingle.size: 5 vs 4']
-        """
-        out = []
-        if self.format_version != other.format_version:
-            out.append(f"format version: {self.format_version} vs {other.format_version}")
-        if (self.bands, self.rows) != (other.bands, other.rows):
-            out.append(f"LSH bands x rows: {self.bands}x{self.rows} vs {other.bands}x{other.rows}")
-        # the settings are the fingerprint section of the config: name them as the config does
-        mine = _flat(json.loads(self.settings), "fingerprint.")
-        theirs = _flat(json.loads(other.settings), "fingerprint.")
-        for name in sorted(mine.keys() | theirs.keys()):
-            if mine.get(name) != theirs.get(name):
-                out.append(f"{name}: {mine.get(name, '(unset)')} vs {theirs.get(name, '(unset)')}")
-        return out
-
-    def require_same(self, other: "FingerprintParams") -> None:
-        """Raise :class:`IncompatibleFingerprintError` naming what differs, unless ``other`` equals these."""
-        if self is other or self == other:
-            return
-        raise IncompatibleFingerprintError(
-            "fingerprints were built with different parameters "
-            f"(key {self.key:08x} vs {other.key:08x}: {'; '.join(self.differences(other))}); "
-            "rebuild the state with one configuration"
-        )
-
-
-def _flat(tree: dict, prefix: str = "") -> dict[str, object]:
-    """A nested settings dict as ``{"a.b.c": value}``."""
-    out: dict[str, object] = {}
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            out.update(_flat(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
 
 
 @dataclass
@@ -207,6 +138,10 @@ class Fingerprinter:
         self._cmap = _kernels.canonical_byte_map(cfg.canonical.casefold, cfg.canonical.punctuation_to_space)
         self._classes = token_classes()
         self._unicode: UnicodeTables | None = None  # built on the first non-ASCII text
+        self._key = hash_key(cfg)
+        # keyed, the signature's windows are seeded from the key too (the symbols come from a
+        # seeded mixer: someone without the key cannot compute them for a guessed text)
+        self._sig_seed = np.uint64(cfg.signature.seed) ^ (self._key[0] if self._key[2] else np.uint64(0))
         check_fold(cfg.canonical)  # a fold that cannot run fails at start-up (~7 ms to load)
 
     def check_text(self, text: object, index: int = 0) -> str:
@@ -334,13 +269,13 @@ class Fingerprinter:
             k, self._log2k, cfg.minhash.method == "classic", np.uint64(cfg.minhash.seed),
             self.lsh.bands, self.lsh.rows,
             sig.neighbourhood, sig.compression, sig.compression * sig.coarse_factor, sig.residue,
-            np.uint64(sig.seed), self._alphabet,
+            self._sig_seed, self._alphabet,
             out["canon"], out["canon_off"], out["minhash"], out["band_out"], out["n_shingles"],
             out["fine_buf"], out["fine_off"], out["coarse_buf"], out["coarse_off"], out["digests"],
             lead.shingles, lead.num_perm, lead.num_perm.bit_length() - 1, out["lead_out"].shape[1], lead.rows,
             out["lead_out"],
             ch.size, ch.sample_bits, ch.num_perm, ch.num_perm.bit_length() - 1, ch.bands, ch.rows, out["char_mh"], out["char_out"],
-            out["status"], out["chars"], ANCHOR_WINDOW, ANCHOR_FIRST, out["anchors"], out["anchor_n"],
+            out["status"], out["chars"], ANCHOR_WINDOW, ANCHOR_FIRST, out["anchors"], out["anchor_n"], *self._key,
         )
         return out
 

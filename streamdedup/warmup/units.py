@@ -131,7 +131,7 @@ def _evidence(cfg: Config) -> None:
     question) and explain's (``exact_grams``): one compiled specialization serves both."""
     from streamdedup._kernels.anchors import ANCHOR_WINDOW, _span_key
     from streamdedup.engine.deduplicator import Deduplicator
-    from streamdedup.engine.evidence import BatchTexts
+    from streamdedup.engine.evidence import NO_KEY, BatchTexts
     from streamdedup.state import MemoryStore
     from streamdedup.engine.verify import exact_grams
 
@@ -140,7 +140,7 @@ def _evidence(cfg: Config) -> None:
     engine = Deduplicator(_small(cfg), MemoryStore())
     # each text's first anchor key with a count that makes it a block, a key the other text
     # lacks (a block the other carries is none): the block kernels run too
-    keys = np.array([[_span_key(t, 0, t.shape[0], ANCHOR_WINDOW)] for t in (a, b)], np.uint32)
+    keys = np.array([[_span_key(t, 0, t.shape[0], ANCHOR_WINDOW, *NO_KEY)] for t in (a, b)], np.uint32)
     texts = BatchTexts(np.concatenate([a, b]), np.array([0, a.shape[0]]), np.array([a.shape[0], b.shape[0]]), keys,
                        np.ones(2, np.int64), np.full((2, 1), 255, np.uint8))
     for blocks in (False, True):  # a noisy copy's or a short copy's question, and one about blocks
