@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import base64
-from typing import BinaryIO, Iterator
+from contextlib import contextmanager
+from typing import BinaryIO, Callable, Iterator
 
 import click
 
-from streamdedup.cli._common import config_option, fill_kernel_cache, get_config
+from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, kafka_overrides
 
 #: input lines fingerprinted per call (one scan and one kernel pass each)
 CHUNK = 4096
@@ -33,7 +34,13 @@ def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
 @click.option("--source", default=None, help="The records' source name (default: the input file's name, or 'stdin').")
 @click.option("--with-text", is_flag=True,
               help="Keep the canonical text in each record (a decider that keeps texts needs it); default: text-free.")
-def fingerprint(config_path: str | None, input_path: str, output_path: str, source: str | None, with_text: bool) -> None:
+@click.option("--to-topic", default=None, metavar="TOPIC",
+              help="Send the records (binary, not base64) to this Kafka topic of the config's cluster instead of "
+                   "--output: a decider's fingerprints topic, or the query topic.")
+@click.option("--client", default=None, help="With --to-topic: a 'client' header on each record (queries' rate limit).")
+@click.option("--bootstrap-servers", default=None, help="With --to-topic: overrides kafka.bootstrap_servers.")
+def fingerprint(config_path: str | None, input_path: str, output_path: str, source: str | None, with_text: bool,
+                to_topic: str | None, client: str | None, bootstrap_servers: str | None) -> None:
     """Fingerprint input records where they are: one fingerprint record per input line.
 
     The first line is the params announcement (the fingerprint settings, so a decider with
@@ -46,19 +53,51 @@ def fingerprint(config_path: str | None, input_path: str, output_path: str, sour
     from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
     from streamdedup.pipeline.fingerprints import KIND_DEAD
 
-    cfg = get_config(config_path)
+    if (client or bootstrap_servers) and not to_topic:
+        raise click.UsageError("--client and --bootstrap-servers go with --to-topic")
+    cfg = kafka_overrides(get_config(config_path), bootstrap_servers, ())
     fill_kernel_cache(cfg, "worker")
     name = source or ("stdin" if input_path == "-" else click.format_filename(input_path).rsplit("/", 1)[-1])
     fp = TextFingerprinter(cfg, name, with_text)
     counts = {"records": 0, "fingerprints": 0, "dead_letter": 0}
-    with click.open_file(input_path, "rb") as inp, click.open_file(output_path, "wb", atomic=output_path != "-") as out:
-        out.write(base64.b64encode(fp.announcement()) + b"\n")
+    with click.open_file(input_path, "rb") as inp, _sink(cfg, output_path, to_topic, client) as send:
+        send([fp.announcement()])
         for lines in _chunks(inp):
             records = fp.records(lines, counts["records"])
-            out.write(b"".join(base64.b64encode(r) + b"\n" for r in records))
+            send(records)
             dead = sum(1 for r in records if r[1] == KIND_DEAD)
             counts["records"] += len(lines)
             counts["dead_letter"] += dead
             counts["fingerprints"] += len(lines) - dead
+    where = f" sent to {to_topic}" if to_topic else ""
     click.echo(f"{counts['records']} records: {counts['fingerprints']} fingerprints, {counts['dead_letter']} dead letters"
-               f" ({'with' if with_text else 'without'} text)", err=True)
+               f" ({'with' if with_text else 'without'} text){where}", err=True)
+
+
+@contextmanager
+def _sink(cfg, output_path: str, to_topic: str | None, client: str | None) -> Iterator[Callable[[list[bytes]], None]]:
+    """Where the records go: base64 lines to ``output_path``, or binary records to ``to_topic``."""
+    if to_topic is None:
+        with click.open_file(output_path, "wb", atomic=output_path != "-") as out:
+            yield lambda records: out.write(b"".join(base64.b64encode(r) + b"\n" for r in records))
+        return
+    from confluent_kafka import Producer
+
+    from streamdedup.runtime.kafka.clientlog import client_settings
+    from streamdedup.runtime.kafka.transactions import produce_waiting
+
+    failed: list = []
+    producer = Producer(client_settings(cfg.kafka, {"enable.idempotence": True, "linger.ms": 20}))
+    headers = [("client", client.encode())] if client else None
+
+    def send(records: list[bytes]) -> None:
+        for r in records:
+            produce_waiting(producer, to_topic, r, headers=headers,
+                            on_delivery=lambda err, _m: failed.append(err) if err is not None else None)
+        producer.poll(0)
+
+    yield send
+    left = producer.flush(60)
+    if left or failed:
+        raise click.ClickException(f"{left + len(failed)} records not delivered to {to_topic}"
+                                   + (f": {failed[0].str()}" if failed else " within 60 s"))

@@ -7,7 +7,9 @@ query topic. Each gets exactly one answer, a JSON object keyed as the query:
   "ld_similarity", "query_in_match", "match_in_query"}`` (``kafka.queries.reveal: yes_no``:
   ``found`` alone);
 - ``{"error": ...}`` for a record that is no query (not a fingerprint record, made with other
-  fingerprint settings, a dead letter) and for a client past its rate.
+  fingerprint settings, a dead letter) and for a client past its rate;
+- ``{"params": ...}`` for a params announcement with the index's own settings (one with other
+  settings gets an error naming them).
 
 Answering never indexes the query and never changes a decision (``engine.query``).
 """
@@ -93,7 +95,8 @@ class Answerer:
                 good.append(k)
             elif why is not None:
                 out[k] = {"error": why}
-            else:
-                what = "a dead-letter record (its story could not be read)" if kind == KIND_DEAD else "a params announcement"
-                out[k] = {"error": f"not a query: {what}"}
+            elif kind == KIND_DEAD:
+                out[k] = {"error": "not a query: a dead-letter record (its story could not be read)"}
+            else:  # a params announcement (`streamdedup fingerprint` sends one first) with this index's settings
+                out[k] = {"params": "the fingerprint settings of this index"}
         return good

@@ -63,9 +63,11 @@ def test_a_text_free_index_answers_text_free_queries(kafka_bootstrap, tmp_path) 
            "STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC": answers, "STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT": "1"}
     cfg = load_config(environ=env)
     stories = [orjson.loads(v) for _, v in news_records(400, seed=31, variant_every=10**9)]
-    source = TextFingerprinter(cfg, t.input)  # the partner: its records name the input partition it read
-    values = [orjson.dumps(s) for s in stories]
-    produce(kafka_bootstrap, t.fingerprints, [(None, r) for r in [source.announcement(), *source.records(values)]])
+    # the partner, with the command a user runs: its records name the input partition it read
+    feed = tmp_path / "partner.jsonl"
+    feed.write_bytes(b"\n".join(orjson.dumps(s) for s in stories) + b"\n")
+    subprocess.run([sys.executable, "-m", "streamdedup.cli", "fingerprint", "--input", str(feed), "--source", t.input,
+                    "--to-topic", t.fingerprints], env=env, check=True, capture_output=True)
     log = tmp_path / "decider.log"
     dec = run_processor(env, str(tmp_path / "decider"), 12.0, log, ("--topology", "staged", "--role", "decider"))
     # a query sees the index as it is when answered: ask once every story is decided

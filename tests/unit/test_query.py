@@ -103,7 +103,8 @@ def test_each_query_record_gets_one_answer_and_a_client_past_its_rate_an_error()
               fp.codec.encode_dead(Source("asker"), 9, "json", "not JSON"), good[2]]
     out = answerer.answer(values, ["a"] * len(values))
     assert [o.get("matched") for o in out] == ["s0", None, None, "s1", None, None, "s2"]
-    assert "cut short" in out[1]["error"] and out[2] == {"error": "not a query: a params announcement"}
+    assert "cut short" in out[1]["error"] and out[2] == {"params": "the fingerprint settings of this index"}
+    assert "num_perm" in answerer.answer([other.announcement()], ["a"])[0]["error"]
     assert "fingerprint params" in out[4]["error"] and "dead-letter" in out[5]["error"]
     burst = answerer.answer([good[0]] * 25, ["b"] * 25)  # 20 at once (ten seconds at 2 a second), then none
     assert sum("error" in o for o in burst) == 5 and all("past its rate" in o["error"] for o in burst[20:])
