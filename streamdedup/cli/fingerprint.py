@@ -34,13 +34,16 @@ def _chunks(stream: BinaryIO) -> Iterator[list[bytes]]:
 @click.option("--source", default=None, help="The records' source name (default: the input file's name, or 'stdin').")
 @click.option("--with-text", is_flag=True,
               help="Keep the canonical text in each record (a decider that keeps texts needs it); default: text-free.")
+@click.option("--first-offset", type=click.IntRange(0, 2**62), default=0, show_default=True,
+              help="The position of the first input line in --source: a source sending another file later goes on "
+                   "from where the last one ended (a decider takes a position it has seen for a re-send).")
 @click.option("--to-topic", default=None, metavar="TOPIC",
               help="Send the records (binary, not base64) to this Kafka topic of the config's cluster instead of "
                    "--output: a decider's fingerprints topic, or the query topic.")
 @click.option("--client", default=None, help="With --to-topic: a 'client' header on each record (queries' rate limit).")
 @click.option("--bootstrap-servers", default=None, help="With --to-topic: overrides kafka.bootstrap_servers.")
 def fingerprint(config_path: str | None, input_path: str, output_path: str, source: str | None, with_text: bool,
-                to_topic: str | None, client: str | None, bootstrap_servers: str | None) -> None:
+                first_offset: int, to_topic: str | None, client: str | None, bootstrap_servers: str | None) -> None:
     """Fingerprint input records where they are: one fingerprint record per input line.
 
     The first line is the params announcement (the fingerprint settings, so a decider with
@@ -61,10 +64,11 @@ def fingerprint(config_path: str | None, input_path: str, output_path: str, sour
     fp = TextFingerprinter(cfg, name, with_text)
     counts = {"records": 0, "fingerprints": 0, "dead_letter": 0}
     with click.open_file(input_path, "rb") as inp, _sink(cfg, output_path, to_topic, client) as send:
-        send([fp.announcement()])
+        send([fp.announcement()], [None])
         for lines in _chunks(inp):
-            records = fp.records(lines, counts["records"])
-            send(records)
+            first = first_offset + counts["records"]
+            records = fp.records(lines, first)
+            send(records, [f"{name}:{first + k}".encode() for k in range(len(records))])
             dead = sum(1 for r in records if r[1] == KIND_DEAD)
             counts["records"] += len(lines)
             counts["dead_letter"] += dead
@@ -75,11 +79,12 @@ def fingerprint(config_path: str | None, input_path: str, output_path: str, sour
 
 
 @contextmanager
-def _sink(cfg, output_path: str, to_topic: str | None, client: str | None) -> Iterator[Callable[[list[bytes]], None]]:
-    """Where the records go: base64 lines to ``output_path``, or binary records to ``to_topic``."""
+def _sink(cfg, output_path: str, to_topic: str | None, client: str | None) -> Iterator[Callable[[list, list], None]]:
+    """Where the records go: base64 lines to ``output_path``, or binary records to ``to_topic``
+    keyed ``SOURCE:POSITION`` (the query topic answers under the query's key)."""
     if to_topic is None:
         with click.open_file(output_path, "wb", atomic=output_path != "-") as out:
-            yield lambda records: out.write(b"".join(base64.b64encode(r) + b"\n" for r in records))
+            yield lambda records, _keys: out.write(b"".join(base64.b64encode(r) + b"\n" for r in records))
         return
     from confluent_kafka import Producer
 
@@ -90,9 +95,9 @@ def _sink(cfg, output_path: str, to_topic: str | None, client: str | None) -> It
     producer = Producer(client_settings(cfg.kafka, {"enable.idempotence": True, "linger.ms": 20}))
     headers = [("client", client.encode())] if client else None
 
-    def send(records: list[bytes]) -> None:
-        for r in records:
-            produce_waiting(producer, to_topic, r, headers=headers,
+    def send(records: list[bytes], keys: list) -> None:
+        for r, key in zip(records, keys):
+            produce_waiting(producer, to_topic, r, key, headers=headers,
                             on_delivery=lambda err, _m: failed.append(err) if err is not None else None)
         producer.poll(0)
 

@@ -67,6 +67,8 @@ if TYPE_CHECKING:
     from streamdedup.engine.deduplicator import BeforeCommit, Deduplicator
 
 KIND_FINGERPRINT, KIND_DEAD, KIND_PARAMS = K.KIND_FINGERPRINT, K.KIND_DEAD, K.KIND_PARAMS
+#: other senders' params kept to name a mismatch (the oldest goes first)
+MAX_ANNOUNCED = 64
 _LOW32 = np.uint64(0xFFFFFFFF)
 _PROBLEMS = {
     K.TRUNCATED: "is cut short (a field runs past its end)",
@@ -283,6 +285,15 @@ class FingerprintCodec:
         if theirs.key != key:
             raise FingerprintRecordError(
                 f"fingerprint record {k}: a params announcement whose key does not match its params (garbled)", k)
+        if theirs.key == self.key:
+            return
+        try:  # the settings are the sender's text: they must read as settings before they are named
+            theirs.differences(self.params)
+        except (ValueError, TypeError, AttributeError, RecursionError):
+            raise FingerprintRecordError(f"fingerprint record {k}: a params announcement whose settings are not "
+                                         "settings (garbled)", k) from None
+        if len(self.announced) >= MAX_ANNOUNCED:  # a sender of ever new settings keeps no memory here
+            self.announced.pop(next(old for old in self.announced if old != self.key))
         self.announced[key] = theirs
         if raise_on_mismatch:
             self.params.require_same(theirs)

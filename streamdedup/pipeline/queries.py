@@ -27,6 +27,8 @@ MAX_CLIENTS = 10_000
 #: the longest client name kept (a longer header is cut)
 MAX_CLIENT_NAME = 64
 ANONYMOUS = "anonymous"
+#: the longest error an answer carries (a reason can quote what the sender sent)
+MAX_ERROR = 500
 
 
 class RateLimit:
@@ -82,13 +84,16 @@ class Answerer:
         try:
             dec = self.codec.decode(values)
             checked = [(where[k], int(dec.kinds[k]), None) for k in range(len(values))]
-        except (FingerprintRecordError, IncompatibleFingerprintError):
+        except Exception:  # noqa: BLE001 - one bad record among them: each on its own below
             checked = []
             for k, v in zip(where, values):
                 try:
                     checked.append((k, int(self.codec.decode([v]).kinds[0]), None))
                 except (FingerprintRecordError, IncompatibleFingerprintError) as exc:
-                    checked.append((k, -1, str(exc).replace("fingerprint record 0", "the query")))
+                    why = str(exc).replace("fingerprint record 0", "the query")
+                    checked.append((k, -1, why if len(why) <= MAX_ERROR else why[:MAX_ERROR] + "..."))
+                except Exception as exc:  # noqa: BLE001 - a query is the sender's bytes: never the owner's crash
+                    checked.append((k, -1, f"the query could not be read ({type(exc).__name__})"))
         good = []
         for k, kind, why in checked:
             if kind == KIND_FINGERPRINT:

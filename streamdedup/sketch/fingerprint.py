@@ -23,7 +23,7 @@ from streamdedup.text.canonical import PreparedTexts, check_fold, prepare_batch 
 from streamdedup.config import FingerprintConfig
 from streamdedup.errors import InputError
 from streamdedup.sketch.lsh import LSHChoice, choose
-from streamdedup.sketch.params import FingerprintParams, hash_key, secret_id  # noqa: F401 (re-exported)
+from streamdedup.sketch.params import FingerprintParams, hash_key, secret_id, signature_seed  # noqa: F401 (re-exported)
 from streamdedup.text.scripts import token_classes
 from streamdedup.text.unicode_map import UnicodeTables, built_tables, tables
 
@@ -139,9 +139,9 @@ class Fingerprinter:
         self._classes = token_classes()
         self._unicode: UnicodeTables | None = None  # built on the first non-ASCII text
         self._key = hash_key(cfg)
-        # keyed, the signature's windows are seeded from the key too (the symbols come from a
-        # seeded mixer: someone without the key cannot compute them for a guessed text)
-        self._sig_seed = np.uint64(cfg.signature.seed) ^ (self._key[0] if self._key[2] else np.uint64(0))
+        # keyed, the signature's windows are seeded from the secret too: someone without it
+        # cannot compute the symbols of a guessed text
+        self._sig_seed = signature_seed(cfg)
         check_fold(cfg.canonical)  # a fold that cannot run fails at start-up (~7 ms to load)
 
     def check_text(self, text: object, index: int = 0) -> str:

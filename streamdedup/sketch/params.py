@@ -14,6 +14,8 @@ from streamdedup.config import FingerprintConfig
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.sketch.lsh import choose
 
+#: differences named at most (settings sent by another party can be anything)
+MAX_DIFFERENCES = 12
 #: Bumped whenever a kernel's output changes for the same settings; stored in every record.
 FORMAT_VERSION = 3
 
@@ -64,7 +66,11 @@ class FingerprintParams:
         theirs = _flat(json.loads(other.settings), "fingerprint.")
         for name in sorted(mine.keys() | theirs.keys()):
             if mine.get(name) != theirs.get(name):
-                out.append(f"{name}: {mine.get(name, '(unset)')} vs {theirs.get(name, '(unset)')}")
+                # another sender's settings are its text: each named in a line, the list cut short
+                out.append(f"{name[:80]}: {str(mine.get(name, '(unset)'))[:60]} vs {str(theirs.get(name, '(unset)'))[:60]}")
+                if len(out) >= MAX_DIFFERENCES:
+                    out.append("...")
+                    break
         return out
 
     def require_same(self, other: "FingerprintParams") -> None:
@@ -79,7 +85,13 @@ class FingerprintParams:
 
 
 def _flat(tree: dict, prefix: str = "") -> dict[str, object]:
-    """A nested settings dict as ``{"a.b.c": value}``."""
+    """A nested settings dict as ``{"a.b.c": value}``.
+
+    Raises:
+        TypeError: ``tree`` is not a dict of settings.
+    """
+    if not isinstance(tree, dict):
+        raise TypeError(f"settings are a JSON object, not {type(tree).__name__}")
     out: dict[str, object] = {}
     for k, v in tree.items():
         if isinstance(v, dict):
@@ -94,6 +106,17 @@ def secret_id(cfg: FingerprintConfig) -> str:
     one secret have the same id. It reveals the secret only to a search of every secret, hence
     the 16-character minimum; give a long random one."""
     return hashlib.blake2b(cfg.secret.get_secret_value().encode(), digest_size=8, person=b"sdd-secret-id").hexdigest()
+
+
+def signature_seed(cfg: FingerprintConfig) -> np.uint64:
+    """The seed of the signature's window mixer: ``signature.seed``, and keyed, a value of the
+    secret's own (not a half of the SipHash key: the mixer is invertible)."""
+    seed = np.uint64(cfg.signature.seed)
+    secret = cfg.secret.get_secret_value()
+    if not secret:
+        return seed
+    raw = hashlib.blake2b(secret.encode(), digest_size=8, person=b"sdd-sig-seed").digest()
+    return seed ^ np.uint64(int.from_bytes(raw, "little"))
 
 
 def hash_key(cfg: FingerprintConfig) -> tuple[np.uint64, np.uint64, bool]:

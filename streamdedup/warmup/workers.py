@@ -86,10 +86,18 @@ def start_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen | _F
         os._exit(code)
 
 
+def worker_job(cfg: Config, units: list[str]) -> dict:
+    """What a spawned worker is sent: only the sections kernels depend on, so nothing secret
+    leaves this process (a secret dumps as asterisks, which no config accepts: it goes as empty,
+    the kernels take the key as an argument)."""
+    job = {"config": cfg.model_dump(mode="json", include={"fingerprint", "verify", "engine", "input"}), "units": units}
+    job["config"]["fingerprint"]["secret"] = ""
+    return job
+
+
 def _spawn_worker(cfg: Config, units: list[str], errors) -> subprocess.Popen:
     root = str(Path(__file__).resolve().parents[1])
-    # only the sections kernels depend on: nothing secret leaves this process
-    job = {"config": cfg.model_dump(mode="json", include={"fingerprint", "verify", "engine", "input"}), "units": units}
+    job = worker_job(cfg, units)
     proc = subprocess.Popen([sys.executable, "-c", _WORKER, root], stdin=subprocess.PIPE,
                             stdout=subprocess.DEVNULL, stderr=errors)
     assert proc.stdin is not None

@@ -55,7 +55,10 @@ def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path)
     lines += [orjson.dumps({"id": "bad-time", "text": "some text", "time": HOSTILE_TIME}), b'{"id": "no-text"}']
     inp = tmp_path / "in.jsonl"
     inp.write_bytes(b"\n".join(lines) + b"\n")
-    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": "time", **NO_REVISIONS})
+    # the hostile time is a dead letter whose reason quotes it (by default it would be decided
+    # at the stream's time, and shown nowhere)
+    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": "time", "STREAMDEDUP_INPUT__INVALID_TIME": "dead_letter",
+                               **NO_REVISIONS})
     run_file(cfg, str(inp), str(tmp_path / "out"))
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
@@ -70,7 +73,7 @@ def test_the_overview_with_record_times_and_hostile_dead_letters(page, tmp_path)
             assert sum(d for d, _ in counted) == 5 and sum(n for _, n in counted) == len(records)
             assert "2026-03-02 06:00:00 UTC + 30 seconds: 0 duplicates of 1 records (0.0%)" in tips
             assert "event time" in page.locator("#rate").inner_text()
-            assert page.locator("#dead-letters svg text.label").all_text_contents() == ["fields"]
+            assert sorted(page.locator("#dead-letters svg text.label").all_text_contents()) == ["fields", "time"]
             assert HOSTILE_TIME in page.locator("#reasons").inner_text()  # shown as text
             assert page.evaluate("window.__xss") is None and page.locator("img").count() == 0
     finally:
@@ -86,3 +89,26 @@ def test_the_overview_of_a_run_with_nothing_decided_yet(page, tmp_path) -> None:
         assert page.locator("#overall-rate").inner_text() == "0.0%"
         assert page.locator("svg.chart").count() == 0  # nothing to draw: each panel says so
         assert "no duplicates yet" in page.locator("#relations").inner_text()
+
+
+def test_the_overview_of_records_decided_at_the_streams_time(page, tmp_path) -> None:
+    """A record whose time could not be used is decided at the stream's time and goes out
+    unique; its output holds the unusable time, which the overview must leave out (it drew the
+    decoder's placeholder, a time 73 million years before 1970, and answered 500)."""
+    records = feed()
+    for k, r in enumerate(records):
+        r["time"] = T0 + 60_000 * k
+    lines = [orjson.dumps(r) for r in records] + [b'{"id": "far", "text": "some text", "time": 1e30}',
+                                                   b'{"id": "soon", "text": "other text", "time": "soon"}']
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"\n".join(lines) + b"\n")
+    cfg = load_config(environ={"STREAMDEDUP_INPUT__TIME_FIELD": "time", **NO_REVISIONS})
+    run_file(cfg, str(inp), str(tmp_path / "out"))
+    source = FileDuplicates(tmp_path / "out", cfg, inp)
+    try:
+        with serve(Inspector(cfg, source, "file mode", WhatIfInput(str(inp), ()))) as site:
+            assert page.goto(site + "/").status == 200
+            tips = " ".join(page.locator("#rate svg rect.rate title").all_text_contents())
+            assert sum(int(n) for n in re.findall(r"duplicates of (\d+) records", tips)) == len(records)
+    finally:
+        source.close()

@@ -222,6 +222,7 @@ class Producer:
         return 0
 
     def flush(self, timeout=None) -> int:
+        self.b._call("flush")
         return self.poll(timeout)
 
     def send_offsets_to_transaction(self, offsets, group, timeout=None) -> None:
@@ -322,6 +323,8 @@ class Consumer:
         return self.group
 
     def commit(self, offsets=None, asynchronous=True) -> None:
+        if offsets is None:  # librdkafka: the current positions
+            offsets = [TopicPartition(t, p, pos) for (t, p), pos in self.positions.items()]
         self.b.groups.setdefault(self.group, {}).update({(tp.topic, tp.partition): tp.offset for tp in offsets})
 
     def close(self) -> None:

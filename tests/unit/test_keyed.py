@@ -127,3 +127,12 @@ def test_boilerplate_blocks_are_found_with_the_keyed_anchors() -> None:
         assert mask is not None and mask[0] == 1
         if hash_key(cfg.fingerprint)[2]:
             assert block_mask_of(canon, keys, hots, 3) is None  # without the key the keyed anchors are not found
+
+
+def test_a_keyed_config_reaches_the_warm_up_workers_without_its_secret() -> None:
+    from streamdedup.config import Config
+    from streamdedup.warmup.workers import worker_job
+
+    job = worker_job(_cfg(), ["fingerprint"])
+    assert SECRET not in str(job)
+    assert Config.model_validate(job["config"]).fingerprint.secret.get_secret_value() == ""

@@ -4,6 +4,8 @@ text-free fingerprints; ``yes_no`` answers say nothing else."""
 
 from __future__ import annotations
 
+import orjson
+
 from streamdedup import load_config
 from streamdedup.engine.checkpoint import Source
 from streamdedup.engine.deduplicator import Deduplicator, Document
@@ -111,3 +113,63 @@ def test_each_query_record_gets_one_answer_and_a_client_past_its_rate_an_error()
     assert answerer.answer([good[0]], ["c"])[0]["found"]  # another client has its own rate
     now[0] += 1.0
     assert [("error" in o) for o in answerer.answer([good[0]] * 3, ["b"] * 3)] == [False, False, True]
+
+
+def test_hostile_announcements_are_error_answers_of_bounded_size_and_leave_no_memory() -> None:
+    """A params announcement is the sender's text: settings that are not JSON, not an object,
+    nested past the recursion limit or huge, with a key made to match, must be an error answer
+    (the owner answering them crashed before, and crashed again on the same record after every
+    restart), short, and not kept."""
+    from streamdedup._kernels import fprecords as K
+    from streamdedup.pipeline.fingerprints import MAX_ANNOUNCED, _text, _varint
+    from streamdedup.sketch.params import FingerprintParams
+
+    cfg = load_config(environ=NO_EVIDENCE)
+    engine = _indexed(cfg, 5)
+    fp = TextFingerprinter(cfg, "asker")
+    answerer = Answerer(fp.codec, engine.query, "ids", RateLimit(1e6, lambda: 0.0))
+
+    def announcement(settings: str) -> bytes:
+        key = FingerprintParams(3, settings, 30, 4).key
+        return bytes([K.CODEC_VERSION, K.KIND_PARAMS]) + key.to_bytes(4, "little") + _varint(3) + _varint(30) + \
+            _varint(4) + _text(settings)
+
+    hostile = ["not json", "[1, 2]", "[" * 100_000 + "]" * 100_000, '{"a": ' * 5000 + "1" + "}" * 5000,
+               orjson.dumps({f"k{i}": {"x" * 50: "y" * 200} for i in range(2000)}).decode()]
+    for settings in hostile:
+        out = answerer.answer([announcement(settings)], ["h"])
+        assert len(out) == 1 and "error" in out[0] and len(orjson.dumps(out[0])) < 1000, settings[:40]
+    for i in range(3 * MAX_ANNOUNCED):
+        answerer.answer([announcement(orjson.dumps({"n": i}).decode())], ["h"])
+    assert len(fp.codec.announced) <= MAX_ANNOUNCED
+    assert answerer.answer([fp.records([b'{"id": "q", "text": "%s"}' % story(500, 220).encode()])[0]], ["h"])[0]["found"]
+
+
+def test_the_query_topic_survives_a_reply_topic_that_fails_and_a_consumer_that_dies() -> None:
+    """A flush that fails leaves the queries to be read and answered again, a fatal query
+    consumer stops the queries alone: neither may stop the index's owner."""
+    from confluent_kafka import KafkaError
+
+    from streamdedup.runtime.kafka.clients import Clients
+    from streamdedup.runtime.kafka.queries import QueryTopic
+    from tests.unit.fake_kafka import Admin, Broker, Consumer, Producer, kafka_error
+
+    cfg = load_config(environ={**NO_EVIDENCE, "STREAMDEDUP_KAFKA__QUERIES__TOPIC": "q",
+                               "STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC": "a"})
+    engine = _indexed(cfg, 5)
+    b = Broker()
+    for t in ("q", "a"):
+        b.create(t)
+    fp = TextFingerprinter(cfg, "asker")
+    b.append("q", [(b"k%d" % k, r) for k, r in enumerate(
+        fp.records([b'{"id": "q%d", "text": "%s"}' % (k, story(500 + k, 220).encode()) for k in range(3)]))])
+    clients = Clients(consumer=lambda conf: Consumer(b, conf), producer=lambda conf: Producer(b, conf),
+                      admin=lambda conf: Admin(b, conf))
+    topic = QueryTopic(cfg, clients, engine.query)
+    b.fail("flush", kafka_error(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"))
+    assert topic.serve() == 0  # not delivered: rewound
+    assert topic.serve() == 3
+    answered = {key for _, key, _, _ in b.read_committed(["a"])}
+    assert answered == {b"k0", b"k1", b"k2"}
+    b.consumer_events[b.calls["consume"] + 1] = KafkaError(KafkaError._FATAL, "Fatal error: fenced")
+    assert topic.serve() == 0 and topic.stopped and topic.serve() == 0

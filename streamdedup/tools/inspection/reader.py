@@ -141,7 +141,9 @@ class DocDecoder:
         res = self.decoder(raw, fallback_id or position, 0)
         if not isinstance(res, Decoded):
             return f"{position}: {res.stage}: {res.reason}"
-        if time_ms is None and self.has_time and res.event_time_ms:
+        # a time the record carries but the run could not use was decided at another time, which
+        # the output does not hold: no time, rather than the placeholder it was decoded to
+        if time_ms is None and self.has_time and res.event_time_ms and res.time_invalid is None:
             time_ms = res.event_time_ms
         return Doc(res.id, res.text, position, time_ms)
 
