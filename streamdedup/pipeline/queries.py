@@ -20,7 +20,7 @@ from collections import OrderedDict
 from typing import Callable, Sequence
 
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
-from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, FingerprintCodec
+from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, DecodedFingerprints, FingerprintCodec
 
 #: clients whose rate is tracked at once: a flood of made-up client names evicts the oldest
 MAX_CLIENTS = 10_000
@@ -70,17 +70,20 @@ class Answerer:
                 out[k] = {"error": f"client {client!r} is past its rate (kafka.queries.rate_per_client): ask again later"}
             else:
                 asked.append(k)
-        good = self._decode([values[k] for k in asked], asked, out)
+        good, dec = self._decode([values[k] for k in asked], asked, out)
         if good:
-            dec = self.codec.decode([values[k] for k in good])
+            if dec is None:  # decoded one by one: the good ones together now
+                dec = self.codec.decode([values[k] for k in good])
             answers = self.query(dec.ids, dec.batch, self.reveal)
             for k, a in zip(good, answers):
                 out[k] = a.to_json()
         return out  # type: ignore[return-value]
 
-    def _decode(self, values: list[bytes], where: list[int], out: list) -> list[int]:
-        """The positions of the values that are fingerprint records; the others' errors into ``out``.
-        One decode for the lot; record by record only when it fails (a bad record among them)."""
+    def _decode(self, values: list[bytes], where: list[int], out: list) -> tuple[list[int], DecodedFingerprints | None]:
+        """The positions of the values that are fingerprint records, and their decoded batch when
+        one decode read them all (None when a bad record made it go record by record); the
+        others' errors into ``out``."""
+        dec: DecodedFingerprints | None = None
         try:
             dec = self.codec.decode(values)
             checked = [(where[k], int(dec.kinds[k]), None) for k in range(len(values))]
@@ -104,4 +107,4 @@ class Answerer:
                 out[k] = {"error": "not a query: a dead-letter record (its story could not be read)"}
             else:  # a params announcement (`streamdedup fingerprint` sends one first) with this index's settings
                 out[k] = {"params": "the fingerprint settings of this index"}
-        return good
+        return good, dec  # dec's fingerprints are the good ones, in order
