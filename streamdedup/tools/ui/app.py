@@ -35,7 +35,7 @@ from streamdedup.tools.inspection.overview import Summary, summarise
 from streamdedup.tools.inspection.pair import ELIDED, Doc, side
 from streamdedup.tools.inspection.reader import DuplicateSource, Filter, clusters, pairs
 from streamdedup.tools.ui import charts, views
-from streamdedup.tools.ui.guard import LOOPBACK_NAMES, FormGuard
+from streamdedup.tools.ui.guard import LOOPBACK_NAMES, FormGuard, read_capped
 from streamdedup.tools.ui.views import BadQuery, ListQuery, cursor_text, parse_cursor
 from streamdedup.tools.ui.whatif_form import MAIN_FLIPS, WhatIfInput, run_whatif
 
@@ -155,16 +155,10 @@ def _has_time(entries) -> bool:
 
 
 async def _form_body(request: Request) -> str:
-    """The what-if form's body, read no further than :data:`MAX_FORM_BYTES` (a page on another
-    site can post to the loopback: its size must not cost memory before the token refuses it)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdecimal() and int(declared) > MAX_FORM_BYTES:
+    """The what-if form's body, read no further than :data:`MAX_FORM_BYTES`."""
+    body = await read_capped(request, MAX_FORM_BYTES)
+    if body is None:
         raise HTTPException(413, f"a what-if form is at most {MAX_FORM_BYTES:,} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            raise HTTPException(413, f"a what-if form is at most {MAX_FORM_BYTES:,} bytes")
     return body.decode("utf-8", "replace")
 
 

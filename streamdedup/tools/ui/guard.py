@@ -69,3 +69,17 @@ class FormGuard:
         if origin == "null" or not token or not hmac.compare_digest(token.encode(), self.token.encode()):
             return "the form has expired or did not come from this inspector: reload the page"
         return None
+
+
+async def read_capped(request, limit: int) -> bytes | None:
+    """A request's body, read no further than ``limit`` bytes (None past it): a page elsewhere
+    can post to the inspector, and what it sends must not cost memory before it is refused."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdecimal() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)

@@ -26,6 +26,7 @@ from starlette.routing import Route
 from streamdedup.config import Config
 from streamdedup.pipeline.fingerprints import KIND_PARAMS
 from streamdedup.runtime.kafka.clientlog import client_settings
+from streamdedup.tools.ui.guard import read_capped
 
 #: the largest body read (about 1,500 text-free records)
 MAX_BODY = 1 << 20
@@ -122,15 +123,10 @@ def query_route(relay: QueryRelay, token: str) -> Route:
         given = request.headers.get("authorization", "")
         if not token or not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
             return JSONResponse({"error": "Authorization: Bearer <kafka.queries.http_token> required"}, 401)
-        declared = request.headers.get("content-length", "")
-        if declared.isdecimal() and int(declared) > MAX_BODY:
+        body = await read_capped(request, MAX_BODY)
+        if body is None:
             return JSONResponse({"error": f"at most {MAX_BODY:,} bytes a request"}, 413)
-        body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY:
-                return JSONResponse({"error": f"at most {MAX_BODY:,} bytes a request"}, 413)
-        records = _records(bytes(body))
+        records = _records(body)
         if isinstance(records, str):
             return JSONResponse({"error": records}, 400)
         if not records or len(records) > MAX_QUERIES:
