@@ -53,7 +53,7 @@ from streamdedup.runtime.kafka.limits import check_size_settings
 from streamdedup.runtime.kafka.metrics import Metrics
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.queries import QueryTopic
-from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
+from streamdedup.runtime.kafka.supervisor import Watchdog
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 
@@ -182,11 +182,7 @@ class Processor:
                  extra={"rebuilt_records": r.records, "rebuilt_indexed": r.indexed, "rebuilt_duplicates": r.duplicates})
 
     def run(self) -> RunSummary:
-        try:
-            return self._run()
-        except ConsumerFatal as exc:
-            self.watchdog.restart_for(exc)  # a new process; returns only where restarting is a test's call
-            return self.summary
+        return self.watchdog.restarting(self._run, self.summary)  # a consumer's fatal error: a new process
 
     def _run(self) -> RunSummary:
         t0 = time.perf_counter()

@@ -92,6 +92,15 @@ class Watchdog:
             del self._work[me]
             self.touch()
 
+    def restarting(self, run: Callable[[], T], otherwise: T) -> T:
+        """``run()``; when it ends with a consumer's fatal error, :meth:`restart_for` it (and,
+        where restarting returns, as in a test, ``otherwise``)."""
+        try:
+            return run()
+        except ConsumerFatal as exc:
+            self.restart_for(exc)
+            return otherwise
+
     def restart_for(self, exc: ConsumerFatal) -> None:
         """A fresh process for a consumer that cannot consume again: it joins under the same
         member id, replacing the fenced one, and replays from the committed offsets (nothing

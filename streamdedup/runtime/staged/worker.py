@@ -37,7 +37,7 @@ from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.transactions import (aborted, commit_offsets, init_transactions, produce_waiting,
                                                       retriable)
 from streamdedup.runtime.kafka.startup import check_cluster
-from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
+from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.runtime.staged.decision_record import BadDecisionRecord, decode
 from streamdedup.runtime.staged.pending import Pending
 from streamdedup.runtime.staged.topics import check_staged_topics
@@ -95,11 +95,7 @@ class Worker:
         return f"{self.kcfg.group_id}.workers"
 
     def run(self) -> WorkerSummary:
-        try:
-            return self._run()
-        except ConsumerFatal as exc:
-            self.watchdog.restart_for(exc)  # a new process; returns only where restarting is a test's call
-            return self.summary
+        return self.watchdog.restarting(self._run, self.summary)  # a consumer's fatal error: a new process
 
     def _run(self) -> WorkerSummary:
         t0 = time.perf_counter()
