@@ -52,13 +52,19 @@ def _phrases(texts: list[str]) -> set[bytes]:
     return out
 
 
+def _query_topics(t: Topics) -> tuple[str, str]:
+    """The query and reply topics of a run, created: their names."""
+    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
+    admin = AdminClient({"bootstrap.servers": t.bootstrap})
+    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
+        fut.result(60)
+    return queries, answers
+
+
 def test_a_text_free_index_answers_text_free_queries(kafka_bootstrap, tmp_path) -> None:
     t = Staged(kafka_bootstrap, partitions=1)
     t.create()
-    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
-        fut.result(60)
+    queries, answers = _query_topics(t)
     env = {**t.staged_env(), **TEXT_OFF, "STREAMDEDUP_KAFKA__QUERIES__TOPIC": queries,
            "STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC": answers, "STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT": "1"}
     cfg = load_config(environ=env)
@@ -128,10 +134,7 @@ def test_the_single_processor_answers_queries_between_its_batches(kafka_bootstra
     are answered on the decide thread between batches, and change nothing it decides."""
     t = Topics(kafka_bootstrap, partitions=1)
     t.create()
-    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
-        fut.result(60)
+    queries, answers = _query_topics(t)
     env = t.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[title, text]", STREAMDEDUP_ENGINE__MAX_DOCUMENTS="200000",
                 STREAMDEDUP_KAFKA__QUERIES__TOPIC=queries, STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=answers,
                 STREAMDEDUP_KAFKA__QUERIES__REVEAL="yes_no")
@@ -180,10 +183,7 @@ def test_queries_over_http_through_the_inspector(kafka_bootstrap, tmp_path) -> N
     inspector was not started for, it is refused."""
     t = Topics(kafka_bootstrap, partitions=1)
     t.create()
-    queries, answers = f"q-{t.run_id}", f"a-{t.run_id}"
-    admin = AdminClient({"bootstrap.servers": kafka_bootstrap})
-    for fut in admin.create_topics([NewTopic(queries, 1, 1), NewTopic(answers, 1, 1)], request_timeout=30).values():
-        fut.result(60)
+    queries, answers = _query_topics(t)
     token = "t0ken-" + t.run_id
     env = t.env(STREAMDEDUP_INPUT__TEXT_FIELDS="[title, text]", STREAMDEDUP_ENGINE__MAX_DOCUMENTS="200000",
                 STREAMDEDUP_KAFKA__QUERIES__TOPIC=queries, STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=answers,
