@@ -64,28 +64,21 @@ def test_single_processor(kafka_bootstrap, tmp_path, bad_ts) -> None:
     _check(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records)), t.outputs, len(records))
 
 
-def test_staged(kafka_bootstrap, tmp_path) -> None:
+@pytest.mark.parametrize(("worker", "bad_ts"), [
+    (("--topology", "staged", "--role", "worker", "--instance", "w0"), b"18446744073709551615"),
+    # the faust agent reads the times with the staged worker's preparer; the decider keeps the
+    # stream's clock across the fingerprints of both
+    (("--topology", "faust"), b'"soon"'),
+], ids=["staged", "faust"])
+def test_staged_and_faust(kafka_bootstrap, tmp_path, worker, bad_ts) -> None:
+    if "faust" in worker:
+        pytest.importorskip("faust", reason="the faust extra (make test installs it)")
     t = Staged(kafka_bootstrap)
     t.create()
-    records = _feed(b"18446744073709551615")
+    records = _feed(bad_ts)
     produce(kafka_bootstrap, t.input, records)
     env = {**t.staged_env(), **ENV}
     dec = run_processor(env, str(tmp_path / "decider"), 10.0, None, ("--topology", "staged", "--role", "decider"))
-    work = run_processor(env, None, 8.0, None, ("--topology", "staged", "--role", "worker", "--instance", "w0"))
-    assert work.wait(300) == 0 and dec.wait(300) == 0
-    _check(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records)), t.outputs, len(records))
-
-
-def test_faust(kafka_bootstrap, tmp_path) -> None:
-    """The faust agent reads the times (its preparer is the staged worker's); the decider keeps
-    the stream's clock across the fingerprints of both."""
-    pytest.importorskip("faust", reason="the faust extra (make test installs it)")
-    t = Staged(kafka_bootstrap)
-    t.create()
-    records = _feed(b'"soon"')
-    produce(kafka_bootstrap, t.input, records)
-    env = {**t.staged_env(), **ENV}
-    dec = run_processor(env, str(tmp_path / "decider"), 10.0, None, ("--topology", "staged", "--role", "decider"))
-    work = run_processor(env, None, 8.0, None, ("--topology", "faust"))
+    work = run_processor(env, None, 8.0, None, worker)
     assert work.wait(300) == 0 and dec.wait(300) == 0
     _check(consume_all(kafka_bootstrap, list(t.outputs.values()), len(records)), t.outputs, len(records))
