@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 from streamdedup.config import Config
-from streamdedup.runtime.kafka.lost_state import Since
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.lost_state import Since
+from streamdedup.runtime.single.processor import Processor
 
 
 def build(config: Config, state_dir: str | None = None, stop_when_idle: float | None = None,

@@ -31,8 +31,9 @@ def _processor_targets() -> list[tuple[object, str, str]]:
     from streamdedup.engine import deduplicator, matches
     from streamdedup.pipeline.decide import FingerprintAndDecide
     from streamdedup.pipeline.prepare import Preparer
-    from streamdedup.runtime.kafka import batch, processor
-    from streamdedup.runtime.kafka.delivery import Delivery
+    from streamdedup.runtime.kafka import batch
+    from streamdedup.runtime.single import processor
+    from streamdedup.runtime.single.delivery import Delivery
     from streamdedup.runtime.kafka.metrics import Metrics
     from streamdedup.runtime.kafka.oversize import OutputGuard
     from streamdedup.state.pipelined import PipelinedStore
@@ -99,7 +100,8 @@ class _Window:
 
 def processor_cost(cfg: Config, bootstrap: str, source: str, n: int) -> dict:
     """The processor over ``n`` records of ``source`` with its stages timed."""
-    from streamdedup.runtime.kafka import batch, processor
+    from streamdedup.runtime.kafka import batch
+    from streamdedup.runtime.single import processor
 
     stages = Stages()
     window = _Window(stages)

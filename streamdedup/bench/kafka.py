@@ -100,7 +100,7 @@ def _processor_env(cfg_env: dict, bootstrap: str, source: str, run: str) -> dict
 
 def processor_rate(cfg: Config, bootstrap: str, source: str, n: int) -> tuple[float, dict]:
     """Run the exactly-once processor in-process over ``n`` records; returns records/s."""
-    from streamdedup.runtime.kafka.processor import Processor
+    from streamdedup.runtime.single.processor import Processor
 
     run = uuid.uuid4().hex[:6]
     _topics(bootstrap, [f"u-{run}", f"d-{run}", f"x-{run}"])

@@ -134,7 +134,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
 
     from streamdedup.runtime.kafka.admin import create_topics, produce_all
     from streamdedup.runtime.kafka.clientlog import client_settings
-    from streamdedup.runtime.kafka.processor import Processor
+    from streamdedup.runtime.single.processor import Processor
     from streamdedup.logs import setup_logging
 
     console = make_console()

@@ -124,7 +124,7 @@ def _lost_state(rebuild_since: str | None, accept: bool):
 def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, lost_state) -> None:
     import logging
 
-    from streamdedup.runtime.kafka.processor import Processor
+    from streamdedup.runtime.single.processor import Processor
     from streamdedup.logs import setup_logging
 
     _startup.done()

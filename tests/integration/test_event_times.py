@@ -18,7 +18,7 @@ import pytest
 
 from streamdedup import load_config
 from streamdedup.bench.feeds import news_records
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.processor import Processor
 from streamdedup.pipeline.tags import parse_headers
 
 from .kafka_helpers import Topics, consume_all, produce, run_processor, stop_processors

@@ -18,7 +18,7 @@ from streamdedup import load_config
 from streamdedup.bench.feeds import news_records
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.engine.stored import recent_positions, unconfirmed_decisions
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.processor import Processor
 from streamdedup.runtime.staged.decider import Decider
 from streamdedup.runtime.staged.worker import Worker
 from streamdedup.state import open_store

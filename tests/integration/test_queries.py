@@ -28,7 +28,7 @@ from streamdedup.engine.deduplicator import Deduplicator
 from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
 from streamdedup.pipeline.fingerprints import decide
 from streamdedup.state import MemoryStore
-from streamdedup.runtime.staged.decision_record import decode
+from streamdedup.runtime.kafka.decision_record import decode
 from tests.unit.test_engine import story
 
 from .kafka_helpers import Topics, consume_all, finish, free_ports, produce, run_processor, stop_processors, wait_for

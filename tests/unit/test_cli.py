@@ -181,7 +181,7 @@ def test_a_plain_install_runs_the_pipeline_without_any_extra() -> None:
     blocked = ["matplotlib", "datasketch", "rensa", "faust"]
     code = ("import sys\n"
             f"for m in {blocked!r}: sys.modules[m] = None\n"
-            "import streamdedup.cli, streamdedup.runtime.filemode, streamdedup.runtime.kafka.processor, streamdedup.runtime.kafka.metrics\n"
+            "import streamdedup.cli, streamdedup.runtime.filemode, streamdedup.runtime.single.processor, streamdedup.runtime.kafka.metrics\n"
             "import streamdedup.bench.kafka, streamdedup.bench.staged, topologies.single_index, topologies.staged\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert out.returncode == 0, out.stderr

@@ -13,7 +13,7 @@ from streamdedup.config import Config, load_config
 from streamdedup.pipeline.route import kafka_output
 from streamdedup.runtime.faust.agent import EventMessage, app_settings
 from streamdedup.runtime.faust.decisions import DecisionReader, _part_of_key
-from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, encode
+from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, DecisionRecord, encode
 from streamdedup.runtime.kafka.startup import StartupError
 from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError
 from streamdedup import StreamdedupError, load_config
 from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
 from streamdedup.runtime.kafka.clients import Clients
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.processor import Processor
 from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, parse_headers
 
@@ -423,7 +423,7 @@ def test_a_dead_letter_topic_that_refuses_everything_stops_the_processor(referen
 def test_caught_up_needs_an_assignment_at_the_high_watermark() -> None:
     """--stop-when-idle stops only when caught up; during a rebalance (a broker restart) the
     assignment is empty for a while, and that is not caught up (an empty loop said it was)."""
-    from streamdedup.runtime.kafka.idle import caught_up
+    from streamdedup.runtime.single.idle import caught_up
 
     broker = Broker()
     broker.logs[("in", 0)] = []

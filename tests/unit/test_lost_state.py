@@ -14,9 +14,9 @@ import orjson
 import pytest
 
 from streamdedup.engine.deduplicator import Source
-from streamdedup.runtime.kafka.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
+from streamdedup.runtime.single.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
 from streamdedup.runtime.kafka.clients import Clients
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.processor import Processor
 from streamdedup.runtime.kafka.startup import StartupError
 from streamdedup.pipeline.tags import parse_headers
 
@@ -134,7 +134,7 @@ def test_a_rebuild_of_the_last_n_starts_within_what_the_partition_holds() -> Non
     below the partition's first offset would send the consumer to its end)."""
     from confluent_kafka import TopicPartition
 
-    from streamdedup.runtime.kafka.rebuild import _start_offsets
+    from streamdedup.runtime.single.rebuild import _start_offsets
 
     class Held:
         def get_watermark_offsets(self, tp, timeout=None):

@@ -78,7 +78,7 @@ def test_the_dashboard_shows_every_metric_family() -> None:
 def test_every_runtime_that_serves_metrics_uses_the_one_class() -> None:
     """The processor, the staged decider and the workers build this Metrics (their names are the
     dashboard's); a runtime with its own registry would need its own check."""
-    from streamdedup.runtime.kafka import processor
+    from streamdedup.runtime.single import processor
     from streamdedup.runtime.staged import decider, worker
 
     for module in (processor, decider, worker):

@@ -8,7 +8,7 @@ import orjson
 from streamdedup import load_config
 from streamdedup.runtime.filemode import run_file
 from streamdedup.runtime.kafka.clients import Clients
-from streamdedup.runtime.kafka.processor import Processor
+from streamdedup.runtime.single.processor import Processor
 from streamdedup.pipeline.tags import (DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers, parse_file_tags,
                                        parse_headers, with_tags)
 

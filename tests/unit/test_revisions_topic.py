@@ -257,7 +257,7 @@ class _Msg:
 
 def _decided():
     from streamdedup.pipeline.tags import DeadLetterTags
-    from streamdedup.runtime.staged.decision_record import DecisionRecord
+    from streamdedup.runtime.kafka.decision_record import DecisionRecord
 
     revision = DuplicateTags("a", "near_duplicate", 0.9, None, "a", "r", status="revision", changed=("400 -> 600",))
     return [DecisionRecord(0), DecisionRecord(1, DuplicateTags("a", "exact", 1.0, None, "a", "r")), DecisionRecord(2, revision),

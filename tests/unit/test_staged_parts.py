@@ -2,7 +2,7 @@
 
 import pytest
 
-from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, decode, encode
+from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, DecisionRecord, decode, encode
 from streamdedup.runtime.staged.pending import Pending
 from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
 
@@ -112,7 +112,7 @@ def test_recent_positions_are_bounded():
 
 def test_partition_map_and_staged_topic_checks():
     from streamdedup.config import KafkaConfig
-    from streamdedup.runtime.staged.topics import check_staged_topics
+    from streamdedup.runtime.kafka.staged_topics import check_staged_topics
     from streamdedup.runtime.kafka.startup import StartupError
 
     k = KafkaConfig(input_topics=("a", "b"))

@@ -51,10 +51,10 @@ from streamdedup.runtime.faust.decisions import DecisionReader
 from streamdedup.runtime.faust.fingerprints import FingerprintSender
 from streamdedup.runtime.faust.transactions import PartitionTransactions, StableOffsets
 from streamdedup.runtime.kafka.oversize import OutputGuard
-from streamdedup.runtime.staged.decision_record import DecisionRecord
-from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
+from streamdedup.runtime.kafka.decision_record import DecisionRecord
+from streamdedup.runtime.kafka.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.startup import StartupError, check_cluster
-from streamdedup.runtime.staged.topics import check_staged_topics
+from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.runtime.faust")
 #: seconds between "still waiting for decisions" warnings (the decider down or failing over)

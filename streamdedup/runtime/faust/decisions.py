@@ -21,7 +21,7 @@ import asyncio
 import logging
 from typing import Any
 
-from streamdedup.runtime.staged.decision_record import BadDecisionRecord, DecisionRecord, decode
+from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, DecisionRecord, decode
 
 log = logging.getLogger("streamdedup.runtime.faust")
 

@@ -1,5 +1,5 @@
 """The transactional producer's steps, one copy for every Kafka runtime (the single processor's
-:mod:`~streamdedup.runtime.kafka.delivery` and the staged worker): which errors are retried,
+:mod:`~streamdedup.runtime.single.delivery` and the staged worker): which errors are retried,
 producing past a full local queue, starting a transactional producer (which fences a zombie
 with the same transactional id), committing a batch's offsets with its outputs, and a failed
 transaction's abort (or the new producer it needs).

@@ -43,9 +43,9 @@ from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.queries import QueryTopic
 from streamdedup.runtime.kafka.supervisor import Watchdog
-from streamdedup.runtime.staged.decision_record import DecisionRecord, encode, partition_key
+from streamdedup.runtime.kafka.decision_record import DecisionRecord, encode, partition_key
 from streamdedup.runtime.staged.recent import RecentPositions
-from streamdedup.runtime.staged.topics import check_staged_topics
+from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.runtime.staged")
 

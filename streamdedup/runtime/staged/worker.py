@@ -30,7 +30,7 @@ from streamdedup.pipeline.tags import DuplicateTags, with_tags
 from streamdedup.runtime.kafka.batch import consume_good, describe
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
-from streamdedup.runtime.staged.fingerprinting import fingerprint_messages
+from streamdedup.runtime.kafka.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.retry import retry
@@ -38,9 +38,9 @@ from streamdedup.runtime.kafka.transactions import (aborted, commit_offsets, ini
                                                       retriable)
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
-from streamdedup.runtime.staged.decision_record import BadDecisionRecord, decode
+from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, decode
 from streamdedup.runtime.staged.pending import Pending
-from streamdedup.runtime.staged.topics import check_staged_topics
+from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
 log = logging.getLogger("streamdedup.runtime.staged")
 #: batches a worker reads ahead of its decisions (the decider's latency times its rate)

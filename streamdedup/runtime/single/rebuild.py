@@ -21,7 +21,7 @@ from streamdedup.engine.decisions import DUPLICATE
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.runtime.kafka.batch import KafkaPipeline
 from streamdedup.runtime.kafka.clientlog import client_settings
-from streamdedup.runtime.kafka.lost_state import Gap, Since
+from streamdedup.runtime.single.lost_state import Gap, Since
 
 log = logging.getLogger("streamdedup.runtime.kafka")
 

@@ -43,10 +43,10 @@ from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good, describe
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.clients import Clients
-from streamdedup.runtime.kafka.delivery import Delivery
-from streamdedup.runtime.kafka.idle import IdleClock
-from streamdedup.runtime.kafka.lost_state import Since, refusal, state_gaps
-from streamdedup.runtime.kafka.rebuild import rebuild
+from streamdedup.runtime.single.delivery import Delivery
+from streamdedup.runtime.single.idle import IdleClock
+from streamdedup.runtime.single.lost_state import Since, refusal, state_gaps
+from streamdedup.runtime.single.rebuild import rebuild
 from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.startup import Cluster, check_cluster
 from streamdedup.runtime.kafka.limits import check_size_settings
