@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from streamdedup.config import Config
-from streamdedup.runtime.single.lost_state import Since
+from streamdedup.runtime.since import Since
 from streamdedup.runtime.single.processor import Processor
 
 

@@ -22,7 +22,7 @@ from streamdedup.config import Config
 from streamdedup.errors import StreamdedupError
 from streamdedup.tools.whatif import ReplayInput
 from streamdedup.runtime.kafka.clientlog import client_settings
-from streamdedup.runtime.single.lost_state import Since
+from streamdedup.runtime.since import Since
 
 
 class ReplayReadError(StreamdedupError):

@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import Producer
 
 from streamdedup.config import load_config, with_settings
-from streamdedup.runtime.single.lost_state import Since
+from streamdedup.runtime.since import Since
 from streamdedup.tools.whatif_input import ReplayReadError, read_recent
 from streamdedup.tools.whatif import DUPLICATE_CHANGED, DUPLICATE_TO_UNIQUE, Replayer, ReplayInput
 from tests.unit.test_replay import _feed

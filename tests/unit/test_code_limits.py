@@ -82,3 +82,22 @@ def test_allowed_functions_are_long_numba_kernels(entry: str) -> None:
 def test_allowed_modules_are_still_long(entry: str) -> None:
     lines = _module_lines()[entry]
     assert lines > MAX_MODULE_LINES, f"{entry} is {lines} lines now: take it off the allow-list"
+
+
+def _module_loggers() -> dict[str, str]:
+    """``path`` -> the name a module-level ``log = logging.getLogger(...)`` gives, as written."""
+    out = {}
+    for p in _sources():
+        for node in ast.parse(p.read_text()).body:
+            if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                    and ast.unparse(node.value.func) == "logging.getLogger" and node.value.args):
+                out[str(p.relative_to(ROOT))] = ast.unparse(node.value.args[0])
+    return out
+
+
+def test_module_loggers_are_named_for_their_modules() -> None:
+    """A log line's ``logger`` says which module wrote it (``streamdedup`` itself only for the
+    command line's own lines), so a folder that moves takes its loggers' names with it."""
+    loggers = _module_loggers()
+    assert len(loggers) > 10
+    assert {p: name for p, name in loggers.items() if name != "__name__" and not p.startswith("streamdedup/cli/")} == {}

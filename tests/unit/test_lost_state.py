@@ -14,7 +14,8 @@ import orjson
 import pytest
 
 from streamdedup.engine.deduplicator import Source
-from streamdedup.runtime.single.lost_state import Gap, LostStateError, Since, parse_since, refusal, state_gaps
+from streamdedup.runtime.since import Since, parse_since
+from streamdedup.runtime.single.lost_state import Gap, LostStateError, refusal, state_gaps
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.single.processor import Processor
 from streamdedup.runtime.kafka.startup import StartupError

@@ -56,7 +56,7 @@ from streamdedup.runtime.kafka.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.startup import StartupError, check_cluster
 from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
-log = logging.getLogger("streamdedup.runtime.faust")
+log = logging.getLogger(__name__)
 #: seconds between "still waiting for decisions" warnings (the decider down or failing over)
 WAIT_WARNING_S = 30.0
 #: exit code when a batch fails (see the module docstring)

@@ -23,7 +23,7 @@ from typing import Any
 
 from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, DecisionRecord, decode
 
-log = logging.getLogger("streamdedup.runtime.faust")
+log = logging.getLogger(__name__)
 
 InputPart = tuple[str, int]
 

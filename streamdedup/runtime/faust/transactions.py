@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-log = logging.getLogger("streamdedup.runtime.faust")
+log = logging.getLogger(__name__)
 
 InputPart = tuple[str, int]
 

@@ -29,7 +29,7 @@ from streamdedup.runtime.kafka.supervisor import ConsumerFatal
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
 DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 
 @dataclass

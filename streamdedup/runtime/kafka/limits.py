@@ -26,7 +26,7 @@ from typing import Iterable, Mapping
 from streamdedup.config import Config
 from streamdedup.errors import ConfigError
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: librdkafka's worst-case framing of one record (v2): length 5, attributes 1, timestamp
 #: delta 10, offset delta 5, key length 5, value length 5, header count 5

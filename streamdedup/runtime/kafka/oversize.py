@@ -51,7 +51,7 @@ from streamdedup.runtime.kafka.batch import DEST_INDEX, OutBatch, source_name
 from streamdedup.runtime.kafka.limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
                      record_bytes)
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: delivery-report errors about the record (or its batch): it would be refused again as it is
 SIZE_ERRORS = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})

@@ -27,7 +27,7 @@ from streamdedup.runtime.kafka.supervisor import ConsumerFatal
 from streamdedup.runtime.kafka.transactions import produce_waiting
 from streamdedup.sketch.fingerprint import Fingerprinter
 
-log = logging.getLogger("streamdedup.runtime.queries")
+log = logging.getLogger(__name__)
 
 #: queries read and answered at once (one decode and one kernel call)
 MAX_QUERIES = 512

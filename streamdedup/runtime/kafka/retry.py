@@ -7,7 +7,7 @@ import time
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 
 def retry(call: Callable[[], T], *, what: str, deadline_s: float, retriable: Callable[[BaseException], bool],

@@ -20,7 +20,7 @@ from streamdedup.config import KafkaConfig
 from streamdedup.errors import StreamdedupError
 from streamdedup.runtime.kafka.clientlog import client_settings
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: errors that waiting does not cure: fail at once instead of at the deadline
 _AUTH_CODES = frozenset({KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED})

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
 T = TypeVar("T")
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: seconds a bounded client call may run past its own timeout before the process restarts
 #: (librdkafka returns within about a second of a timeout it honours)

@@ -44,7 +44,7 @@ from streamdedup.runtime.kafka.batch import OutBatch
 from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.transactions import Bounded, aborted, commit_offsets, init_transactions, unbounded
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: seconds per commit_transaction call (resumed until the deadline): after the broker refused
 #: a record, librdkafka's commit first waits out its whole timeout for the records queued

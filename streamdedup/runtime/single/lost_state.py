@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from streamdedup.engine.deduplicator import Source
 from streamdedup.errors import StreamdedupError
-from streamdedup.runtime.since import Since, parse_since  # noqa: F401 (the rebuild's start)
 
 
 class LostStateError(StreamdedupError):

@@ -45,7 +45,8 @@ from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.single.delivery import Delivery
 from streamdedup.runtime.single.idle import IdleClock
-from streamdedup.runtime.single.lost_state import Since, refusal, state_gaps
+from streamdedup.runtime.since import Since
+from streamdedup.runtime.single.lost_state import refusal, state_gaps
 from streamdedup.runtime.single.rebuild import rebuild
 from streamdedup.runtime.kafka.retry import retry
 from streamdedup.runtime.kafka.startup import Cluster, check_cluster
@@ -55,7 +56,7 @@ from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.queries import QueryTopic
 from streamdedup.runtime.kafka.supervisor import Watchdog
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 #: while a batch fills, how often the loop looks whether the one before it is decided (and
 #: sends it): short against kafka.linger_ms, long against a consume call's cost

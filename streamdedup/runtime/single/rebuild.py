@@ -21,9 +21,10 @@ from streamdedup.engine.decisions import DUPLICATE
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.runtime.kafka.batch import KafkaPipeline
 from streamdedup.runtime.kafka.clientlog import client_settings
-from streamdedup.runtime.single.lost_state import Gap, Since
+from streamdedup.runtime.since import Since
+from streamdedup.runtime.single.lost_state import Gap
 
-log = logging.getLogger("streamdedup.runtime.kafka")
+log = logging.getLogger(__name__)
 
 
 @dataclass

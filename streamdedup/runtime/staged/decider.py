@@ -47,7 +47,7 @@ from streamdedup.runtime.kafka.decision_record import DecisionRecord, encode, pa
 from streamdedup.runtime.staged.recent import RecentPositions
 from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
-log = logging.getLogger("streamdedup.runtime.staged")
+log = logging.getLogger(__name__)
 
 
 @dataclass

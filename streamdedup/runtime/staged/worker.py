@@ -42,7 +42,7 @@ from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, decode
 from streamdedup.runtime.staged.pending import Pending
 from streamdedup.runtime.kafka.staged_topics import check_staged_topics
 
-log = logging.getLogger("streamdedup.runtime.staged")
+log = logging.getLogger(__name__)
 #: batches a worker reads ahead of its decisions (the decider's latency times its rate)
 MAX_PENDING_BATCHES = 16
 
