@@ -73,13 +73,13 @@ def build_stream(per_kind: int, hard_negatives: int, seed: int) -> list[Item]:
             # a copy arrives 1 minute to 6 hours after its source, placed by time in the stream
             t = src.time_ms + rng.randint(60, 6 * 3600) * 1000
             at = max(bisect.bisect_right(times, t) - 1, times.index(src.time_ms))
-            insert_after[at].append(Item(f"syn-{kind.replace(' ', '_')}-{n}", text, t, kind, src.id, True))
+            insert_after[at].append(Item(f"syn-{kind.replace(' ', '_')}-{n}", text, t, kind, src.id, truth=True))
             n += 1
     # hard negatives: groups of held-out stories sharing one long footer each
     for n, s in enumerate(held):
         footer = LONG_FOOTERS[n % len(LONG_FOOTERS)]
         at = rng.randrange(len(items))
-        insert_after[at].append(Item(f"neg-{n}", with_footer(s.title, s.body, footer), items[at].time_ms, "hard negative", None, False))
+        insert_after[at].append(Item(f"neg-{n}", with_footer(s.title, s.body, footer), items[at].time_ms, "hard negative", None, truth=False))
     stream: list[Item] = []
     for i, it in enumerate(items):
         stream.append(it)

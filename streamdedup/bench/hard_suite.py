@@ -128,7 +128,7 @@ def _copies(placer: _Placer, base: list[Story], per_kind: int, rng: random.Rando
                 continue
             src = items[pos].id
             placer.after_source(pos, lambda t, text=text, n=n, kind=kind, src=src:
-                                Item(f"hard-{_slug(kind)}-{n}", text, t, kind, src, True))
+                                Item(f"hard-{_slug(kind)}-{n}", text, t, kind, src, truth=True))
             n += 1
 
 
@@ -163,13 +163,13 @@ def _negatives(placer: _Placer, base: list[Story], held: list[Story], per_kind: 
             text, pos = found
             related = items[pos].id
             placer.after_source(pos, lambda t, text=text, n=n, kind=kind, related=related:
-                                Item(f"near-{_slug(kind)}-{n}", text, t, kind, related, False))
+                                Item(f"near-{_slug(kind)}-{n}", text, t, kind, related, truth=False))
     for n in range(per_kind):
         story = next(fresh, None)
         if story is None:
             raise StreamdedupError("the held-out stories ran out: lower --per-kind (or use more stories)")
         text = with_footer(story.title, story.body, LONG_FOOTERS[n % len(LONG_FOOTERS)])
-        placer.anywhere(Item(f"near-{_slug(FOOTER_NEGATIVE)}-{n}", text, 0, FOOTER_NEGATIVE, None, False))
+        placer.anywhere(Item(f"near-{_slug(FOOTER_NEGATIVE)}-{n}", text, 0, FOOTER_NEGATIVE, None, truth=False))
 
 
 def build_stream(per_kind: int, seed: int, stories: int | None = None) -> list[Item]:

@@ -155,7 +155,7 @@ def _copies(lang: str, placer: _Placer, base: list[Story], per_kind: int, rng: r
                 continue
             src = placer.items[pos].id
             placer.after_source(pos, lambda t, text=text, n=n, kind=kind, src=src:
-                                Item(f"{lang}-{_slug(kind)}-{n}", text, t, kind, src, True))
+                                Item(f"{lang}-{_slug(kind)}-{n}", text, t, kind, src, truth=True))
             n += 1
 
 
@@ -188,14 +188,14 @@ def _negatives(lang: str, placer: _Placer, base: list[Story], held: list[Story],
             text, pos = found
             related = placer.items[pos].id
             placer.after_source(pos, lambda t, text=text, n=n, kind=kind, related=related:
-                                Item(f"{lang}-near-{_slug(kind)}-{n}", text, t, kind, related, False))
+                                Item(f"{lang}-near-{_slug(kind)}-{n}", text, t, kind, related, truth=False))
     footers = Z.FOOTERS[lang]
     for n in range(per_kind):
         story = next(fresh, None)
         if story is None:
             break
         text = Z.with_footer(story.title, story.body, footers[n % len(footers)])
-        placer.anywhere(Item(f"{lang}-near-{_slug(FOOTER_NEGATIVE)}-{n}", text, 0, FOOTER_NEGATIVE, None, False))
+        placer.anywhere(Item(f"{lang}-near-{_slug(FOOTER_NEGATIVE)}-{n}", text, 0, FOOTER_NEGATIVE, None, truth=False))
 
 
 def build_stream(lang: str, per_kind: int, seed: int, stories: int | None = None,

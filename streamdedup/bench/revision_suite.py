@@ -88,7 +88,7 @@ def _add(placer: _Placer, base: list[Story], kinds: dict, per_kind: int, rng: ra
             src = items[pos].id
             used.add(pos)
             placer.after_source(pos, lambda t, text=text, n=n, kind=kind, src=src:
-                                Item(f"rev-{_slug(kind)}-{n}", text, t, kind, src, True))
+                                Item(f"rev-{_slug(kind)}-{n}", text, t, kind, src, truth=True))
             n += 1
 
 

@@ -94,13 +94,13 @@ def _copies(b: _Builder, per_kind: int) -> dict[int, list[int]]:
             if page is None or text is None:
                 continue
             b.items[pos].text = page
-            b.add(pos, text, kind, n, True)
+            b.add(pos, text, kind, n, truth=True)
             n += 1
     under: dict[int, list[int]] = {0: [], 1: []}
     for n, pos in enumerate(b.pool(*S.SHORT_WORDS)[:per_kind]):
         d = n % len(S.DISCLAIMERS)
         b.items[pos].text = S.under_block(b.base[pos], S.DISCLAIMERS[d])
-        b.add(pos, S.under_block(b.base[pos], S.FOOTERS[n % len(S.FOOTERS)]), BOILERPLATE, n, True)
+        b.add(pos, S.under_block(b.base[pos], S.FOOTERS[n % len(S.FOOTERS)]), BOILERPLATE, n, truth=True)
         under[d].append(pos)
     return under
 
@@ -114,22 +114,22 @@ def _negatives(b: _Builder, held_long: list[Story], held_short: list[Story], und
     for n in range(per_kind):
         while (found := _related_negative(quote, next(fresh, None), b.base, b.items, candidates, rng)) is None:
             pass
-        b.add(found[1], found[0], QUOTES, n, False)
+        b.add(found[1], found[0], QUOTES, n, truth=False)
     for n in range(per_kind):  # five stories of the last few hours, the briefing after the latest
         pos = rng.randrange(50, len(b.base))
         picks = sorted(rng.sample(range(pos - 50, pos + 1), 5))
         b.placer.after_source(picks[-1], lambda t, n=n, picks=picks: Item(
-            f"near-{_slug(ROUND_UP)}-{n}", S.round_up([b.base[i] for i in picks]), t, ROUND_UP, b.items[picks[-1]].id, False))
+            f"near-{_slug(ROUND_UP)}-{n}", S.round_up([b.base[i] for i in picks]), t, ROUND_UP, b.items[picks[-1]].id, truth=False))
     shorts = iter(held_short)
     for n, pos in enumerate(b.pool(*S.SHORT_WORDS)[:per_kind]):
         line = S.SECTION_LINES[n % len(S.SECTION_LINES)]
         b.items[pos].text = S.with_line(b.base[pos], line)
-        b.add(pos, S.with_line(_next(shorts), line), SHARED_LINE, n, False)
+        b.add(pos, S.with_line(_next(shorts), line), SHARED_LINE, n, truth=False)
     for n in range(per_kind):
         d = n % len(S.DISCLAIMERS)
         pos = under[d][n // len(S.DISCLAIMERS) % len(under[d])]
         b.placer.after_source(pos, lambda t, n=n, text=S.under_block(_next(shorts), S.DISCLAIMERS[d]), src=b.items[pos].id:
-                              Item(f"near-{_slug(SAME_DISCLAIMER)}-{n}", text, t, SAME_DISCLAIMER, src, False))
+                              Item(f"near-{_slug(SAME_DISCLAIMER)}-{n}", text, t, SAME_DISCLAIMER, src, truth=False))
 
 
 def _next(it) -> Story:
@@ -190,7 +190,7 @@ def zh_stream(per_kind: int, seed: int, stories: int | None = None) -> list[Item
         if st.id.endswith("-feature"):
             text, src = S.zh_short_teaser(st, rng), items[pos].id
             placer.after_source(pos, lambda t, text=text, n=n, src=src:
-                                Item(f"short-{_slug(ZH_TEASER)}-{n}", text, t, ZH_TEASER, src, True))
+                                Item(f"short-{_slug(ZH_TEASER)}-{n}", text, t, ZH_TEASER, src, truth=True))
             n += 1
     return placer.stream()
 

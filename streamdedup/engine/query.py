@@ -99,9 +99,10 @@ def ask(engine: Any, ids: Sequence[str], batch: FingerprintBatch, policy: Policy
             answers.append(Answer(str(ids[i]), rel != 0))
             continue
         num = numbers[i]
-        answers.append(Answer(str(ids[i]), True, matched_ids.get(int(seqs[i])), RELATION_NAMES[rel], _opt(num[D_JACCARD]),
-                              _opt(num[D_LD_SIMILARITY]), _opt(num[D_CONTAINMENT_B_IN_A]),
-                              _opt(num[D_CONTAINMENT_A_IN_B])))
+        answers.append(Answer(str(ids[i]), found=True, matched=matched_ids.get(int(seqs[i])), relation=RELATION_NAMES[rel],
+                              jaccard=_opt(num[D_JACCARD]), ld_similarity=_opt(num[D_LD_SIMILARITY]),
+                              query_in_match=_opt(num[D_CONTAINMENT_B_IN_A]),
+                              match_in_query=_opt(num[D_CONTAINMENT_A_IN_B])))
     return answers
 
 

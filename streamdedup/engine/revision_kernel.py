@@ -34,7 +34,7 @@ WORK_BUDGET = 5_000
 PARTIAL_ITEM = "(partial reading)"
 _KINDS = ((I.K_MARKER, "marker"), (I.K_FIGURES, "figures"), (I.K_NEGATION, "negation"), (I.K_WORDS, "words"),
           (I.K_ADDED, "added"))
-_NOT_REVISED = Revision(False)
+_NOT_REVISED = Revision(revised=False)
 
 
 @lru_cache(maxsize=1)
@@ -93,9 +93,10 @@ def detect_many(pairs: Sequence[tuple], earlier_head: int = HEAD_CHARS, later_he
 def _result(store: np.ndarray, slen: np.ndarray, meta: np.ndarray) -> Revision:
     revised, kinds, typos, n_items, partial = meta.tolist()[:5]
     if not revised:
-        return Revision(False, (), (), typos, bool(partial)) if typos or partial else _NOT_REVISED
+        return Revision(revised=False, typos=typos, partial=bool(partial)) if typos or partial else _NOT_REVISED
     changed = tuple(store[q, :slen[q, 0]].tobytes().decode("utf-32-le") for q in range(n_items))
-    return Revision(True, tuple(name for bit, name in _KINDS if kinds & bit), changed, typos, bool(partial))
+    return Revision(revised=True, kinds=tuple(name for bit, name in _KINDS if kinds & bit), changed=changed, typos=typos,
+                    partial=bool(partial))
 
 
 def detect_bytes(earlier, later, earlier_head: int = HEAD_CHARS, later_head: int | None = None,

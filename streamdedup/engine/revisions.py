@@ -221,7 +221,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
     by characters would end at another token in each text as soon as a word before the cut
     changed length)."""
     if earlier == later:
-        return Revision(False)
+        return Revision(revised=False)
     ta, tb = tokens(earlier), tokens(later)
     sa = set(ta)  # the words of the earlier text: which words are new
     head_a = _head_len(earlier, ta, earlier_head)
@@ -275,7 +275,7 @@ def detect(earlier: str, later: str, earlier_head: int = HEAD_CHARS, later_head:
             f.add(kind, item)
     kinds = tuple(k for k in ("marker", "figures", "negation", "words", "added") if k in f.kinds)
     if kinds == ("marker",) and all(m in HEAD_MARKERS for m in markers):
-        return Revision(False, typos=f.typos)  # a slug alone ("UPDATE 1-", "REFILE-") on a copy: a copy
+        return Revision(revised=False, typos=f.typos)  # a slug alone ("UPDATE 1-", "REFILE-") on a copy: a copy
     return Revision(bool(kinds), kinds, tuple(f.changed), f.typos)
 
 

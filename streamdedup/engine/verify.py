@@ -220,12 +220,13 @@ def compare(
     a_lo, a_hi = _digest_words(a.digest)
     b_lo, b_hi = _digest_words(b.digest)
     params = kernel_params(verify, sig)
+    lazy = False  # every estimate worked out: this pair is explained, not only decided
     rel = int(K.compare_pair(
         np.ascontiguousarray(a.minhash, dtype=np.uint32), a.minhash_bits, a.empty, np.uint64(a_lo), np.uint64(a_hi),
         a.n_shingles, a.length, a.chars, sa,
         np.ascontiguousarray(b.minhash, dtype=np.uint32), b.minhash_bits, b.empty, np.uint64(b_lo), np.uint64(b_hi),
         b.n_shingles, b.length, b.chars, sb,
-        mask, boilerplate, shared_boilerplate, full, False, params, runs, out,
+        mask, boilerplate, shared_boilerplate, full, lazy, params, runs, out,
     ))
     ld = None
     if not np.isnan(out[K.O_LD_RAW]):

@@ -172,7 +172,7 @@ class Replayer:
             default_time = src.times if src.times is not None else self.now_ms
         else:
             data = src.data
-            scan, _ = preparer.scanner.scan(np.frombuffer(data, dtype=np.uint8), True)
+            scan, _ = preparer.scanner.scan(np.frombuffer(data, dtype=np.uint8), final=True)
             default_time = self.now_ms
         prep = preparer.prepare(data, scan, 0, scan.n, src.name, default_time)
         fp = Fingerprinter(cfg.fingerprint)

@@ -65,7 +65,7 @@ def _scan(cfg: Config) -> None:
     data = b"\n".join(sample_lines(cfg.input)) + b"\n"
     # file mode: a chunk as filemode._chunks scans it; its documents adjacent (their texts are
     # a view of the scan) and not (gathered by a kernel)
-    scan, _ = prep.scanner.scan(np.frombuffer(data, dtype=np.uint8), True)
+    scan, _ = prep.scanner.scan(np.frombuffer(data, dtype=np.uint8), final=True)
     prepared = prep.prepare(data, scan, 0, scan.n, lambda k: f"line:{k + 1}", 0)
     docs = prepared.docs
     for batch in (docs, docs[::2]):
@@ -76,7 +76,7 @@ def _scan(cfg: Config) -> None:
     decisions = BatchDecisions([str(k) for k in range(n)], np.arange(n, dtype=np.int64), np.zeros(n, np.int8),
                                np.zeros((n, 5), np.float32), np.zeros(n, np.uint8), {}, {}, cfg.verify)
     with tempfile.TemporaryDirectory(prefix="streamdedup-kernels-") as tmp:
-        writer = _Writer(Path(tmp), Summary(), False)
+        writer = _Writer(Path(tmp), Summary(), sync=False)
         try:
             writer.batch(data, scan, docs, prepared.slow, 0, decisions, None)()
         finally:

@@ -101,3 +101,29 @@ def test_module_loggers_are_named_for_their_modules() -> None:
     loggers = _module_loggers()
     assert len(loggers) > 10
     assert {p: name for p, name in loggers.items() if name != "__name__" and not p.startswith("streamdedup/cli/")} == {}
+
+
+#: callees whose bool argument is a value, not a switch: a setting's default, a default value,
+#: rocksdict's option setters
+BOOL_VALUES = {"setting", "getattr", "get", "create_if_missing", "create_missing_column_families", "flush_wal"}
+
+
+def _bare_bool_calls() -> list[str]:
+    out = []
+    for p in _sources():
+        tree = ast.parse(p.read_text())
+        kernels = {id(c) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                   and any("njit" in ast.unparse(d) for d in node.decorator_list) for c in ast.walk(node)}
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or id(node) in kernels:
+                continue
+            name = ast.unparse(node.func).rsplit(".", 1)[-1]
+            if name not in BOOL_VALUES and any(isinstance(a, ast.Constant) and isinstance(a.value, bool) for a in node.args):
+                out.append(f"{p.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)[:80]}")
+    return out
+
+
+def test_no_call_passes_a_bare_boolean_by_position() -> None:
+    """``f(x, True)`` says nothing at the call site: a switch is passed by name (Numba kernels,
+    which take positions only, get a named local)."""
+    assert _bare_bool_calls() == []

@@ -137,7 +137,7 @@ class FileDuplicates:
 
     def latest(self, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
         page = self.older(None, limit, filt, max_scan)
-        return Page(page.entries, {0: len(self.dups)}, page.scanned, True)
+        return Page(page.entries, {0: len(self.dups)}, page.scanned, at_end=True)
 
     def older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
         n = self.dups.refresh()

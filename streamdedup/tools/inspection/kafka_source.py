@@ -116,7 +116,7 @@ class KafkaDuplicates:
     def latest(self, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
         wm = self.watermarks()
         page = self._older(None, limit, filt, max_scan, wm)
-        return Page(page.entries, {p: hi for p, (_, hi) in wm.items()}, page.scanned, True)
+        return Page(page.entries, {p: hi for p, (_, hi) in wm.items()}, page.scanned, at_end=True)
 
     def older(self, before: Cursor | None, limit: int, filt: Filter, max_scan: int = 100_000) -> Page:
         return self._older(before, limit, filt, max_scan, self.watermarks())

@@ -240,14 +240,14 @@ def create_app(inspector: Inspector, hosts: Sequence[str] = LOOPBACK_NAMES, guar
 
     async def whatif(request: Request):
         if request.method != "POST":  # the form, filled from the query; a replay needs the POST
-            return await run_in_threadpool(whatif_page, request, dict(request.query_params), False)
+            return await run_in_threadpool(whatif_page, request, dict(request.query_params), run=False)
         body = await _form_body(request)
         fields = {k: v[-1] for k, v in parse_qs(body, keep_blank_values=True).items()}
         why = guard.refusal(request.headers.get("origin"), request.headers.get("host"), request.url.scheme,
                             fields.get("token"))
         if why is not None:
             raise HTTPException(403, why)
-        return await run_in_threadpool(whatif_page, request, fields, True)
+        return await run_in_threadpool(whatif_page, request, fields, run=True)
 
     routes = [Route("/", overview), Route("/duplicates", index), Route("/pair", pair), Route("/clusters", clusters_page), Route("/whatif", whatif, methods=["GET", "POST"]),
               *api, Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
