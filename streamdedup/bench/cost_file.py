@@ -98,7 +98,7 @@ def _in_process(cfg: Config, path: str, out: str) -> dict:
             filemode._flush = flush
     threads = cpu.by_role()
     threads["MainThread"] = threads.get("MainThread", 0.0) - cpu.seconds_overhead
-    return {"wall": wall, "cpu": total, "lines": summary.lines, "rows": table(stages, threads, summary.lines, _ORDER)}
+    return {"wall": wall, "cpu": total, "lines": summary.records, "rows": table(stages, threads, summary.records, _ORDER)}
 
 
 def file_cost(cfg: Config, config_path: str | None, rounds: int = 3) -> dict:

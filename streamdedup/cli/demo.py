@@ -157,7 +157,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
         processor = Processor(demo_cfg, state, stop_when_idle=3.0)
         s = processor.run()
     console.print(f"processor: {s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
-                  f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {s.by_relation}; "
+                  f"dead-letter {s.dead_letter:,} (reconciles: {s.reconciles()}); by relation {dict(s.relations)}; "
                   f"revisions {s.revisions:,} (tagged, with the {demo_cfg.verify.revisions} topic)")
     consumer = Consumer(client_settings(kcfg, {"group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
                                                "isolation.level": "read_committed"}))
@@ -238,7 +238,7 @@ def _file_demo(cfg, n_stories: int, output_dir: str, seed: int) -> None:
     fill_kernel_cache(demo_cfg, "demo")
     summary = run_file(demo_cfg, str(feed), str(out))
     console.print(
-        f"{summary.lines:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "
+        f"{summary.records:,} records in {summary.seconds:.2f} s ({summary.docs_per_s:,.0f} docs/s): unique {summary.unique:,}, "
         f"duplicates {summary.duplicates:,}, dead-letter {summary.dead_letter:,} (reconciles: {summary.reconciles()})"
     )
     console.print("duplicates by relation: " + ", ".join(f"{k} {v}" for k, v in summary.relations.most_common()))

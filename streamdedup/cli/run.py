@@ -88,10 +88,10 @@ def run(config_path: str | None, input_path: str | None, output_dir: str | None,
     if summary.skipped_resumed:
         console.print(f"resumed: skipped {summary.skipped_resumed:,} lines already done with this state")
     # a short run's rate is its start-up (kernels loaded, state opened), not the speed of the filter
-    rate = f" ({summary.docs_per_s:,.0f} docs/s, start-up included)" if summary.lines >= RATE_FROM_LINES else ""
+    rate = f" ({summary.docs_per_s:,.0f} docs/s, start-up included)" if summary.records >= RATE_FROM_LINES else ""
     on_file = cfg.verify.revisions == "topic"
     console.print(
-        f"{summary.lines:,} lines in {summary.seconds:.2f} s{rate}: "
+        f"{summary.records:,} lines in {summary.seconds:.2f} s{rate}: "
         f"unique {summary.unique:,}, duplicates {summary.duplicates:,}, "
         + (f"revisions {summary.revisions_out:,}, " if on_file else "") + f"dead-letter {summary.dead_letter:,}"
     )
@@ -136,10 +136,8 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     processor.install_signal_handlers()
     s = processor.run()
     logging.getLogger("streamdedup").info(
-        "done", extra={"records": s.records, "unique": s.unique, "duplicates": s.duplicates, "dead_letter": s.dead_letter,
-                       "revisions_out": s.revisions_out, "replayed": s.replayed, "revisions": s.revisions, "batches": s.batches,
-                       "aborted_batches": s.aborted_batches, "queries": s.queries,
-                       "seconds": round(s.seconds, 3), "by_relation": s.by_relation},
+        "done", extra={**s.as_log(), "replayed": s.replayed, "batches": s.batches, "aborted_batches": s.aborted_batches,
+                       "queries": s.queries},
     )
     # the same totals for the person at the terminal (the log line is for machines)
     replayed = f", {s.replayed:,} replayed (decided before a restart)" if s.replayed else ""
@@ -147,8 +145,8 @@ def _run_kafka(cfg, state_dir, bootstrap_servers, input_topics, stop_when_idle, 
     own_topic = f"revisions {s.revisions_out:,}, " if cfg.verify.revisions == "topic" else ""
     click.echo(f"{s.records:,} records in {s.seconds:.1f} s: unique {s.unique:,}, duplicates {s.duplicates:,}, "
                f"{own_topic}dead-letter {s.dead_letter:,}{replayed}")
-    if s.by_relation:
-        click.echo("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in sorted(s.by_relation.items(), key=lambda kv: -kv[1])))
+    if s.relations:
+        click.echo("  duplicates by relation: " + ", ".join(f"{k} {v:,}" for k, v in s.relations.most_common()))
     if s.revisions and not own_topic:
         click.echo(f"  revisions (content changed, tagged revision; counted with the topic they went to): {s.revisions:,}")
     if not s.reconciles():

@@ -43,10 +43,8 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
         worker.execute_from_commandline()
     except SystemExit as exc:
         code = exc.code or 0
-    c = stage.counts
     logging.getLogger("streamdedup").info("done", extra={
-        "topology": "faust", "records": c["records"], "unique": c["unique"], "duplicates": c["duplicate"],
-        "dead_letter": c["dead_letter"], "revisions_out": c["revision"], "batches": c["batches"], "exit_code": code,
+        "topology": "faust", **stage.summary.as_log(), "batches": stage.batches, "exit_code": code,
         "not_ours": stage.txns.dropped if stage.txns else 0, "fenced": stage.txns.fenced if stage.txns else 0})
     if code:
         raise click.ClickException(f"the faust worker exited with code {code}")

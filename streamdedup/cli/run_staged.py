@@ -38,10 +38,8 @@ def run_staged(cfg, role: str, state_dir: str | None, bootstrap_servers: str | N
     worker = Worker(cfg, stop_when_idle, instance=instance)
     _on_signals(worker.request_stop)
     w = worker.run()
-    log.info("done", extra={"role": "worker", "records": w.records, "unique": w.unique, "duplicates": w.duplicates,
-                            "dead_letter": w.dead_letter, "revisions_out": w.revisions_out, "fingerprints_sent": w.fingerprints_sent,
-                            "transactions": w.transactions, "rewinds": w.rewinds, "seconds": round(w.seconds, 3),
-                            "by_relation": w.by_relation})
+    log.info("done", extra={"role": "worker", **w.as_log(), "fingerprints_sent": w.fingerprints_sent,
+                            "transactions": w.transactions, "rewinds": w.rewinds})
     if not w.reconciles():
         raise click.ClickException("counts do not reconcile: this is a bug")
 

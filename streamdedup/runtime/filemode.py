@@ -46,7 +46,9 @@ from streamdedup.text.ids import Ids
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.pipeline import Prepared, Preparer
 from streamdedup.pipeline.decide import FingerprintAndDecide
-from streamdedup.pipeline.route import duplicate_tags, rejected_tags
+from streamdedup.pipeline.outputs import OutputCounts
+from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST, duplicate_tags,
+                                      rejected_tags)
 from streamdedup.pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from streamdedup.text.scan import LineScanner, Scanned
 from streamdedup.state import open_store
@@ -54,30 +56,21 @@ from streamdedup.state.pipelined import PipelinedStore
 
 _UNIQUE_TAIL = b"," + UNIQUE_SPLICE + b"\n"
 _TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)
+#: each output file's destination
+_FILE_DEST = {"unique": UNIQUE_DEST, "duplicates": DUPLICATE_DEST, "revisions": REVISION_DEST}
 _READ_CHUNK = 8 << 20
 
 
 @dataclass
-class Summary:
-    lines: int = 0
+class Summary(OutputCounts):
+    """A file-mode run's counts: its records are the input's lines."""
+
     skipped_resumed: int = 0
-    unique: int = 0
-    duplicates: int = 0
-    dead_letter: int = 0
-    #: lines written to revisions.jsonl (verify.revisions: topic)
-    revisions_out: int = 0
-    #: revisions, wherever verify.revisions sent them (counted with that output too)
-    revisions: int = 0
-    relations: Counter = field(default_factory=Counter)
     dead_letter_stages: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
 
     @property
     def docs_per_s(self) -> float:
-        return self.lines / self.seconds if self.seconds > 0 else 0.0
-
-    def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.lines
+        return self.records / self.seconds if self.seconds > 0 else 0.0
 
 
 def _splice(raw: bytes, decoded: Decoded, tags: bytes) -> bytes:
@@ -132,7 +125,7 @@ class _Writer:
 
     def dead_letter(self, raw: bytes, line_no: int, tags: DeadLetterTags) -> None:
         self.dead.append((line_no, dead_letter_line(raw, line_no, tags)))
-        self.summary.dead_letter += 1
+        self.summary.sent[DEAD_LETTER_DEST] += 1
         self.summary.dead_letter_stages[tags.stage] += 1
 
     def batch(self, data: bytes | None, s: Scanned | None, docs: np.ndarray, slow: dict[int, Decoded],
@@ -190,12 +183,7 @@ class _Writer:
                 out = assemble(np.frombuffer(data, np.uint8), s.starts[lines], s.close_at[lines], kinds,
                                np.frombuffer(b"".join(extra) or b"\0", np.uint8), extra_off, _TAIL_ARRAY)
                 chunks.append((self.files[name], out))
-                if name == "unique":
-                    self.summary.unique += len(which)
-                elif name == "duplicates":
-                    self.summary.duplicates += len(which)
-                else:
-                    self.summary.revisions_out += len(which)
+                self.summary.sent[_FILE_DEST[name]] += len(which)
         due = self.dead if through is None else [d for d in self.dead if d[0] <= through]
         if due:
             self.dead = [] if through is None else [d for d in self.dead if d[0] > through]
@@ -265,7 +253,7 @@ def run_file(
         engine.commit_positions({source: end[0]} if source else None,
                                 before_commit=lambda d: writer.batch(None, None, np.zeros(0, np.int64), {}, 0, d, None))
         if progress:
-            progress(summary.lines)
+            progress(summary.records)
     finally:
         ahead.shutdown(cancel_futures=True)
         try:
@@ -296,7 +284,7 @@ def _batches(stream: BinaryIO, preparer: Preparer, writer: _Writer, done_before:
         last = s.n if stop_after is None else min(s.n, first + stop_after - lines)
         before = lines
         lines += last - first
-        summary.lines = lines
+        summary.records = lines
         prep = preparer.prepare(data, s, first, last, lambda k, base=base: f"line:{base + k + 1}", int(time.time() * 1000))
         for k, why in prep.dead.items():
             line = base + k + 1

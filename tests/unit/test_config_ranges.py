@@ -59,7 +59,7 @@ def _runs(cfg: Config, tmp_path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes(b"\n".join(orjson.dumps(x) for x in lines) + b"\n")
     summary = run_file(cfg, str(path), str(tmp_path / "out"))
-    assert summary.reconciles() and summary.lines == 3
+    assert summary.reconciles() and summary.records == 3
 
 
 @pytest.mark.parametrize("setting", SETTINGS)

@@ -54,7 +54,7 @@ def test_every_line_lands_once_with_reasons(tmp_path) -> None:
     cfg = load_config(environ={"STREAMDEDUP_INPUT__MAX_RECORD_BYTES": "4000"})
     summary = run_file(cfg, str(inp), str(tmp_path / "out"))
     unique, dups, dead = (_read(tmp_path / "out" / f"{n}.jsonl") for n in ("unique", "duplicates", "dead_letter"))
-    assert summary.lines == len(lines) == len(unique) + len(dups) + len(dead)
+    assert summary.records == len(lines) == len(unique) + len(dups) + len(dead)
     assert summary.reconciles()
     assert len(dead) == len(MALFORMED) + 1
     stages = {d["line"]: (d["stage"], d["reason"]) for d in dead}

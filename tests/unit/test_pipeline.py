@@ -60,7 +60,7 @@ def test_hostile_records_get_the_same_tags_in_file_mode_and_kafka(tmp_path) -> N
     feed = tmp_path / "feed.jsonl"
     feed.write_bytes(b"\n".join(HOSTILE) + b"\n")
     s = run_file(cfg, str(feed), str(tmp_path / "out"))
-    assert s.reconciles() and s.lines == len(HOSTILE)
+    assert s.reconciles() and s.records == len(HOSTILE)
     by_line = {}
     for name in ("unique", "duplicates", "dead_letter"):
         for line in (tmp_path / "out" / f"{name}.jsonl").read_bytes().splitlines():

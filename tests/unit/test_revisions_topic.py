@@ -106,7 +106,7 @@ def test_file_mode_writes_revisions_to_revisions_jsonl(tmp_path) -> None:
     assert "400 -> 600" in tags.changed and "corrected" in tags.changed
     assert dups["copy"].status == "duplicate" and not dups["copy"].changed
     assert (summary.unique, summary.duplicates, summary.revisions_out, summary.dead_letter) == (1, 1, 1, 0)
-    assert summary.revisions == 1 and summary.reconciles() and summary.lines == 3
+    assert summary.revisions == 1 and summary.reconciles() and summary.records == 3
     assert sum(summary.relations.values()) == 1  # the duplicates file's lines by relation: not the revision
 
 
@@ -187,7 +187,7 @@ def test_the_processor_sends_revisions_to_their_topic(on_topic) -> None:
     assert s.revisions_out == s.revisions == len(revisions)
     assert (s.unique, s.duplicates, s.dead_letter) == tuple(sum(out == d for out, _ in got.values())
                                                             for d in ("unique", "duplicate", "dead_letter"))
-    assert sum(s.by_relation.values()) == s.duplicates
+    assert sum(s.relations.values()) == s.duplicates
 
 
 def test_the_revisions_topic_is_in_the_transactions(on_topic, tmp_path) -> None:
@@ -285,7 +285,7 @@ def test_the_staged_worker_emits_revisions_to_their_topic() -> None:
     assert dict(sent[2][3])["dedup.status"] == b"revision" and dict(sent[2][3])["dedup.changed"] == b"400 -> 600"
     s = worker.summary
     assert (s.unique, s.duplicates, s.revisions_out, s.dead_letter, s.records) == (1, 1, 1, 1, 4) and s.reconciles()
-    assert s.by_relation == {"exact": 1}
+    assert s.relations == {"exact": 1}
     worker.metrics.close()
 
 
@@ -305,7 +305,7 @@ def test_the_faust_agent_emits_revisions_to_their_topic() -> None:
     stage.txns = Txns()
     _run(stage._emit([_Msg(k) for k in range(4)], _decided(), {}))
     assert [topic for topic, *_ in sent] == ["news.unique", "news.duplicates", "news.revisions", "news.dead-letter"]
-    assert stage.counts["revision"] == 1 and stage.counts["records"] == 4 and stage.reconciles()
+    assert stage.summary.revisions_out == 1 and stage.summary.records == 4 and stage.reconciles()
 
 
 def test_the_file_inspector_finds_a_document_on_revisions_jsonl(tmp_path) -> None:
@@ -363,7 +363,7 @@ def test_the_file_inspector_totals_count_revisions_jsonl(tmp_path) -> None:
     try:
         totals = src.totals()
         assert totals == {"unique": 1, "duplicate": 1, "revision": 1, "dead_letter": 0}
-        assert sum(totals.values()) == summary.lines
+        assert sum(totals.values()) == summary.records
         ins = Inspector(cfg, src, "out", None)
         assert ins.counts()["totals"] == totals and ins.overview(100)["totals"] == totals
         on_topic_rate = _overall_rate(ins)

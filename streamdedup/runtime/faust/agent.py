@@ -37,15 +37,15 @@ import logging
 import os
 import tempfile
 import time
-from collections import Counter
 from typing import Any
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import DESTINATIONS, Preparer, output_topics
+from streamdedup.pipeline import DUPLICATE_DEST, Preparer, output_topics
 from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.outputs import OutputCounts
 from streamdedup.pipeline.route import kafka_output, revision_dest
-from streamdedup.pipeline.tags import with_tags
+from streamdedup.pipeline.tags import DuplicateTags, with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
 from streamdedup.runtime.faust.fingerprints import FingerprintSender
@@ -109,7 +109,8 @@ class FaustStage:
         self.cfg, self.kcfg, self.app = cfg, cfg.kafka, app
         self.out = output_topics(cfg)
         self.revisions = revision_dest(cfg.verify)
-        self.counts: Counter = Counter()  # records, each destination (DESTINATIONS), batches
+        self.summary = OutputCounts()
+        self.batches = 0
         self.last_active = time.monotonic()
         self.in_flight = 0  # batches submitted and not yet emitted
         self.started = False
@@ -134,8 +135,7 @@ class FaustStage:
         return msgs
 
     def reconciles(self) -> bool:
-        c = self.counts
-        return sum(c[d] for d in DESTINATIONS) == c["records"]
+        return self.summary.reconciles()
 
     async def start(self) -> None:
         """Startup checks (topics, partition map, output limits), then the Kafka clients."""
@@ -218,7 +218,7 @@ class FaustStage:
                     msgs += batch_msgs
                     decided += await self._wait(futures, positions)
                 await self._emit(msgs, decided, time_invalid)
-                self.counts["batches"] += len(taken)
+                self.batches += len(taken)
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # noqa: BLE001 - see the module docstring
@@ -249,16 +249,21 @@ class FaustStage:
 
     async def _emit(self, msgs: list[EventMessage], decided: list[DecisionRecord], time_invalid: dict[int, str]) -> None:
         """Per input partition, its outputs in order and its next offset in one transaction."""
-        parts: dict[tuple[str, int], tuple[list, Counter, list]] = {}
+        parts: dict[tuple[str, int], tuple[list, OutputCounts, list]] = {}
         for k, (m, rec) in enumerate(zip(msgs, decided)):
             dest, tags = kafka_output(rec.tags, time_invalid.get(k), self.revisions)
             part = (m.topic(), m.partition())
             got = parts.get(part)
-            if got is None:  # not setdefault: its default (a Counter) would be built per record
-                got = parts[part] = ([], Counter(), [0])
+            if got is None:  # not setdefault: its default would be built per record
+                got = parts[part] = ([], OutputCounts(), [0])
             outputs, counts, last = got
             outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
-            counts[dest] += 1
+            counts.records += 1
+            counts.sent[dest] += 1
+            if isinstance(rec.tags, DuplicateTags):  # the duplicates' relations, and revisions wherever they went
+                if dest == DUPLICATE_DEST:
+                    counts.relations[rec.tags.relation] += 1
+                counts.revisions += rec.tags.status == "revision"
             last[0] = m.offset()
         # the partitions' transactions at once (a producer each): one after another, every input
         # partition added its commit's round trips to every batch's latency
@@ -266,8 +271,7 @@ class FaustStage:
                                       for part, (outputs, _, last) in parts.items()))
         for ok, (outputs, counts, _) in zip(done, parts.values()):
             if ok:
-                self.counts.update(counts)
-                self.counts["records"] += len(outputs)
+                self.summary.add(counts.records, counts.sent, counts.relations, counts.revisions)
 
 
 def batch_failed(exc: BaseException) -> None:

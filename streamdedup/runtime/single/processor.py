@@ -30,7 +30,7 @@ import logging
 import signal
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from confluent_kafka import KafkaException, TopicPartition
 
@@ -38,6 +38,7 @@ from streamdedup.config import Config
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator
 from streamdedup.engine.stored import unconfirmed_decisions
 from streamdedup.pipeline.decide import warm_up
+from streamdedup.pipeline.outputs import OutputCounts
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
 from streamdedup.runtime.kafka.batch import KafkaBatch, KafkaPipeline, OutBatch, consume_good, describe
@@ -64,43 +65,22 @@ DECIDED_POLL_S = 0.005
 
 
 @dataclass
-class RunSummary:
-    records: int = 0
-    unique: int = 0
-    duplicates: int = 0
-    dead_letter: int = 0
+class RunSummary(OutputCounts):
     replayed: int = 0
-    #: records sent to the revisions topic (verify.revisions: topic)
-    revisions_out: int = 0
-    #: revisions, wherever verify.revisions sent them (counted with that output too)
-    revisions: int = 0
     batches: int = 0
     aborted_batches: int = 0
     #: queries answered (kafka.queries.topic)
     queries: int = 0
-    seconds: float = 0.0
-    by_relation: dict = field(default_factory=dict)
     #: perf_counter() when the first batch started and the last one committed (busy time)
     first_batch_at: float = 0.0
     last_batch_at: float = 0.0
 
-    def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.records
-
-    def add(self, batch: OutBatch) -> None:
-        c = batch.counts
-        self.records += batch.records
-        self.unique += c["unique"]
-        self.duplicates += c["duplicate"]
-        self.dead_letter += c["dead_letter"]
-        self.revisions_out += c["revision"]
-        self.replayed += c["replayed"]
-        self.revisions += c.get("revisions", 0)
+    def add_batch(self, batch: OutBatch) -> None:
+        self.add(batch.records, batch.counts, batch.relations, batch.counts.get("revisions", 0))
+        self.replayed += batch.counts["replayed"]
         self.batches += 1
         self.first_batch_at = self.first_batch_at or batch.started
         self.last_batch_at = time.perf_counter()
-        for k, v in batch.relations.items():
-            self.by_relation[k] = self.by_relation.get(k, 0) + v
 
 
 class Processor:
@@ -154,7 +134,7 @@ class Processor:
         return conf
 
     def _settled(self, batch: OutBatch) -> None:
-        self.summary.add(batch)
+        self.summary.add_batch(batch)
         self.metrics.batch(batch.records, batch.counts, time.perf_counter() - batch.started, self._engine.indexed_documents,
                            self._engine.evidence_counts)
 

@@ -16,15 +16,15 @@ from __future__ import annotations
 import logging
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import (DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST, Preparer,
-                                  output_topics)
+from streamdedup.pipeline import DESTINATIONS, DUPLICATE_DEST, Preparer, output_topics
 from streamdedup.pipeline.fingerprints import FingerprintCodec
+from streamdedup.pipeline.outputs import OutputCounts
 from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import DuplicateTags, with_tags
 from streamdedup.runtime.kafka.batch import consume_good, describe
@@ -48,21 +48,10 @@ MAX_PENDING_BATCHES = 16
 
 
 @dataclass
-class WorkerSummary:
-    records: int = 0
-    unique: int = 0
-    duplicates: int = 0
-    dead_letter: int = 0
-    #: records sent to the revisions topic (verify.revisions: topic)
-    revisions_out: int = 0
+class WorkerSummary(OutputCounts):
     fingerprints_sent: int = 0
     transactions: int = 0
     rewinds: int = 0
-    seconds: float = 0.0
-    by_relation: dict = field(default_factory=dict)
-
-    def reconciles(self) -> bool:
-        return self.unique + self.duplicates + self.revisions_out + self.dead_letter == self.records
 
 
 class Worker:
@@ -279,15 +268,8 @@ class Worker:
         # latency inside the worker: consumed -> fingerprint -> decider -> decision -> committed
         self.metrics.batch(len(outputs), {**counts, "revisions": revisions}, time.perf_counter() - oldest, None)
         self.metrics.observe_lag(self.input)
-        s = self.summary
-        s.records += len(outputs)
-        s.unique += counts[UNIQUE_DEST]
-        s.duplicates += counts[DUPLICATE_DEST]
-        s.dead_letter += counts[DEAD_LETTER_DEST]
-        s.revisions_out += counts[REVISION_DEST]
-        s.transactions += 1
-        for r, c in relations.items():
-            s.by_relation[r] = s.by_relation.get(r, 0) + c
+        self.summary.add(len(outputs), counts, relations, revisions)
+        self.summary.transactions += 1
         return len(outputs)
 
     def _transaction(self, outputs: list, offsets: list) -> bool:
