@@ -13,8 +13,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+import numpy as np
+
 from streamdedup.config import Config, VerifyConfig
-from streamdedup.engine.decisions import EMPTY_TEXT_REASON, REJECTED, UNIQUE, BatchDecisions, Decision
+from streamdedup.engine.decisions import DUPLICATE, EMPTY_TEXT_REASON, REJECTED, BatchDecisions, Decision
 from streamdedup.pipeline.prepare import Prepared
 from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers, duplicate_headers,
                                        time_invalid_header)
@@ -22,6 +24,7 @@ from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, Duplicate
 UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST = "unique", "duplicate", "dead_letter", "revision"
 #: every destination; ``revision`` is used only under ``verify.revisions: topic``
 DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST)
+DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
 
 
 def duplicate_tags(d: Decision) -> DuplicateTags:
@@ -74,6 +77,30 @@ def rejected_tags(reason: str | None, source: str) -> DeadLetterTags:
     return DeadLetterTags("text", reason or EMPTY_TEXT_REASON, source)
 
 
+def decision_tags(d: Decision | None, source: str) -> DuplicateTags | DeadLetterTags | None:
+    """A decided record's tags (None: unique); ``d`` None: a document the engine refused and
+    kept no decision of (a replay reads no stored decision for it)."""
+    if d is None or d.status == "rejected":
+        return rejected_tags(None if d is None else d.reason, source)
+    return duplicate_tags(d) if d.status in ("duplicate", "revision") else None
+
+
+def destinations(codes: np.ndarray, revised: np.ndarray, verify: VerifyConfig) -> np.ndarray:
+    """The routing rule, for a batch at once: each decided document's destination as an index
+    into :data:`DESTINATIONS`. A refused text is a dead letter, a revision goes where
+    ``verify.revisions`` says (:func:`revision_dest`), any other linked document to the
+    duplicates and the rest to unique.
+
+    >>> from streamdedup.config import VerifyConfig
+    >>> destinations(np.array([0, 1, 2, 1]), np.array([False, False, False, True]), VerifyConfig(revisions="topic")).tolist()
+    [0, 1, 2, 3]
+    """
+    out = np.where(codes == REJECTED, DEST_INDEX[DEAD_LETTER_DEST],
+                   np.where(codes == DUPLICATE, DEST_INDEX[DUPLICATE_DEST], DEST_INDEX[UNIQUE_DEST])).astype(np.int8)
+    out[revised & (codes != REJECTED)] = DEST_INDEX[revision_dest(verify)]
+    return out
+
+
 @dataclass
 class Routed:
     """Records ``lo..hi`` of a prepared batch: destination and tags (None for unique) of each;
@@ -99,31 +126,27 @@ def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Deci
     tags: list = [None] * n
     relations: Counter = Counter()
     revisions = 0
-    revised = decisions.revised.tolist()
+    revised = decisions.revised
     to_revision = revision_dest(decisions.verify)
     lo = prep.lo
     for k, why in prep.dead.items():
         dest[k - lo] = DEAD_LETTER_DEST
         tags[k - lo] = DeadLetterTags(why.stage, why.reason, source_of(k))
-    codes = decisions.codes.tolist()
-    for j, k in enumerate(prep.docs.tolist()):
-        code = codes[j]
-        if code == UNIQUE and not revised[j]:
-            continue
-        if code == REJECTED:
-            dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(decisions.decision(j).reason, source_of(k))
-            continue
-        t = duplicate_tags(decisions.decision(j))
-        dest[k - lo], tags[k - lo] = to_revision if revised[j] else DUPLICATE_DEST, t
-        relations[t.relation] += dest[k - lo] == DUPLICATE_DEST  # the duplicates topic's records by relation
-        revisions += revised[j]
+    where = destinations(decisions.codes, revised, decisions.verify)
+    # only the documents that are not plain unique ones need Python: their tags
+    for j in np.flatnonzero((where != DEST_INDEX[UNIQUE_DEST]) | revised).tolist():
+        k = int(prep.docs[j])
+        dest[k - lo] = DESTINATIONS[where[j]]
+        tags[k - lo] = decision_tags(decisions.decision(j), source_of(k))
     for k in prep.held.tolist():
         d = replayed.get(k)
-        if d is None:
-            dest[k - lo], tags[k - lo] = DEAD_LETTER_DEST, rejected_tags(None, source_of(k))
-        elif d.status in ("duplicate", "revision"):
-            t = duplicate_tags(d)
-            dest[k - lo], tags[k - lo] = to_revision if d.status == "revision" else DUPLICATE_DEST, t
-            relations[t.relation] += dest[k - lo] == DUPLICATE_DEST
-            revisions += d.status == "revision"
+        t = decision_tags(d, source_of(k))
+        if t is not None:
+            dest[k - lo] = DEAD_LETTER_DEST if isinstance(t, DeadLetterTags) else (
+                to_revision if d.status == "revision" else DUPLICATE_DEST)
+        tags[k - lo] = t
+    for t, d in zip(tags, dest):
+        if isinstance(t, DuplicateTags):
+            relations[t.relation] += d == DUPLICATE_DEST  # the duplicates topic's records by relation
+            revisions += t.status == "revision"
     return Routed(lo, dest, tags, relations, revisions)

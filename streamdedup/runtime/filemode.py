@@ -40,15 +40,15 @@ import orjson
 
 from streamdedup._kernels.jsonscan import assemble
 from streamdedup.config import Config
-from streamdedup.engine.decisions import DUPLICATE, REJECTED, UNIQUE, BatchDecisions
+from streamdedup.engine.decisions import REJECTED, BatchDecisions
 from streamdedup.text.decode import Decoded
 from streamdedup.text.ids import Ids
 from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.pipeline import Prepared, Preparer
 from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.outputs import OutputCounts
-from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST, duplicate_tags,
-                                      rejected_tags)
+from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DEST_INDEX, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST,
+                                      destinations, duplicate_tags, rejected_tags)
 from streamdedup.pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from streamdedup.text.scan import LineScanner, Scanned
 from streamdedup.state import open_store
@@ -146,7 +146,7 @@ class _Writer:
                 line = int(docs[k])
                 raw = data[s.starts[line]:s.ends[line]]
                 self.dead_letter(raw, base + line + 1, rejected_tags(decisions.decision(k).reason, f"line:{base + line + 1}"))
-            for name, which in self._split(codes, decisions.revised):
+            for name, which in self._split(decisions):
                 if not len(which):
                     continue
                 tagged = name != "unique"
@@ -190,15 +190,12 @@ class _Writer:
             chunks.append((self.files["dead_letter"], b"".join(line + b"\n" for _, line in sorted(due))))
         return lambda: self._write(chunks)
 
-    def _split(self, codes: np.ndarray, revised: np.ndarray) -> list[tuple[str, np.ndarray]]:
-        """Each output file's documents (indices into ``codes``): a revision is a linked document
-        (``DUPLICATE``) on the duplicates file, or on its own file with ``revisions_file``; under
-        ``verify.revisions: unique`` it is ``UNIQUE`` already."""
-        linked = codes == DUPLICATE
-        if not self.revisions_file:
-            return [("unique", np.flatnonzero(codes == UNIQUE)), ("duplicates", np.flatnonzero(linked))]
-        return [("unique", np.flatnonzero(codes == UNIQUE)), ("duplicates", np.flatnonzero(linked & ~revised)),
-                ("revisions", np.flatnonzero(linked & revised))]
+    def _split(self, decisions: BatchDecisions) -> list[tuple[str, np.ndarray]]:
+        """Each output file's documents (indices into the batch's decisions), by the one routing
+        rule (``route.destinations``); refused texts are written as dead letters apart."""
+        where = destinations(decisions.codes, decisions.revised, decisions.verify)
+        return [(name, np.flatnonzero(where == DEST_INDEX[dest])) for name, dest in _FILE_DEST.items()
+                if name in self.files]
 
     def _write(self, chunks: list) -> None:
         for f, data in chunks:

@@ -31,7 +31,7 @@ from streamdedup.engine.checkpoint import Source
 from streamdedup.sketch.fingerprint import Fingerprinter
 from streamdedup.pipeline.fingerprints import KIND_FINGERPRINT, FingerprintCodec, decide
 from streamdedup.pipeline.decide import warm_up
-from streamdedup.pipeline.route import duplicate_tags, rejected_tags
+from streamdedup.pipeline.route import decision_tags
 from streamdedup.pipeline.tags import DeadLetterTags
 from streamdedup.state.pipelined import PipelinedStore
 from streamdedup.state.rocks import open_waiting
@@ -60,13 +60,6 @@ class DeciderSummary:
     batches: int = 0
     queries: int = 0
     seconds: float = 0.0
-
-
-def _tags(d: Decision | None, source: str):
-    """A decision's tags as a worker emits them (None: unique)."""
-    if d is None or d.status == "rejected":
-        return rejected_tags(None if d is None else d.reason, source)
-    return duplicate_tags(d) if d.status in ("duplicate", "revision") else None
 
 
 class Decider:
@@ -132,7 +125,7 @@ class Decider:
         """Decisions stored but maybe never delivered (a crash before their confirmation)."""
         again = unconfirmed_decisions(self.engine)
         for (src, offset), d in sorted(again.items(), key=lambda kv: kv[1].seq if kv[1].seq is not None else -1):
-            self._send(src, offset, _tags(d, f"{src.topic}:{src.partition}:{offset}"))
+            self._send(src, offset, decision_tags(d, f"{src.topic}:{src.partition}:{offset}"))
         self.summary.resent_at_start = len(again)
         self._drain(60)
         self.engine.confirm_outputs()
@@ -212,7 +205,7 @@ class Decider:
                 tags = DeadLetterTags(why.stage, why.reason, name)
             elif k in decision_of:
                 d = decision_of[k]
-                tags = None if d is None or d.status == "unique" else _tags(d, name)
+                tags = None if d is None or d.status == "unique" else decision_tags(d, name)
             else:
                 continue
             self._send(src, offsets[k], tags, tracker)
