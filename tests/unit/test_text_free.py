@@ -125,3 +125,23 @@ def test_the_command_writes_the_announcement_then_one_record_per_line(tmp_path) 
     assert not engine_codec(load_config(environ=TEXT_OFF)).decode([base64.b64decode(x) for x in lines]).no_text.any()
     assert np.all(np.array([len(base64.b64decode(x)) for x in lines[1:]]) >=
                   np.array([len(r) for r in records[1:]]))
+
+
+def test_records_a_broker_does_not_take_fail_the_command_with_one_line(tmp_path) -> None:
+    """No broker at the address: every record's delivery fails within the client's message
+    timeout, and the command says how many were not delivered, where, and why, and exits 1."""
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inp = tmp_path / "feed.jsonl"
+    inp.write_bytes(b"\n".join(_feed(30)) + b"\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("kafka:\n  librdkafka:\n    message.timeout.ms: 2000\n")
+    res = CliRunner().invoke(main, ["fingerprint", "--config", str(cfg), "--input", str(inp), "--to-topic", "prints",
+                                    "--bootstrap-servers", f"127.0.0.1:{port}"], env=TEXT_OFF)
+    assert res.exit_code == 1, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and "records not delivered to prints" in errors[0], res.output
+    assert errors[0].startswith(f"Error: {len(_feed(30)) + 1} records"), errors[0]  # the announcement too
