@@ -20,6 +20,7 @@ from rich.table import Table
 from streamdedup.bench.edits import scattered
 from streamdedup.bench.corpus import load_reuters
 from streamdedup.sketch.fingerprint import Fingerprinter
+from streamdedup.pipeline.route import output_topics
 from streamdedup.pipeline.tags import parse_file_tags, parse_headers
 from streamdedup.engine.verify import Fingerprint, compare
 from streamdedup.cli._common import config_option, fill_kernel_cache, get_config, make_console
@@ -144,7 +145,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
         "duplicates_topic": f"news-{run}.duplicates", "dead_letter_topic": f"news-{run}.dead-letter",
         "group_id": f"demo-{run}", "transactional_id": f"demo-{run}", "partitions": 1})
     demo_cfg = cfg.model_copy(update={"kafka": kcfg, "input": cfg.input.model_copy(update=DEMO_INPUT)})
-    for topic, outcome in create_topics(kcfg).items():
+    for topic, outcome in create_topics(kcfg, revisions=demo_cfg.verify.revisions == "topic").items():
         console.print(f"topic {topic}: {outcome}")
     setup_logging()  # before the first client: librdkafka's lines go through the JSON logger
     lines, n = build_feed(n_stories, seed)
@@ -161,7 +162,7 @@ def _kafka_demo(cfg, n_stories: int, bootstrap: str, seed: int, output_dir: str,
                   f"revisions {s.revisions:,} (tagged, with the {demo_cfg.verify.revisions} topic)")
     consumer = Consumer(client_settings(kcfg, {"group.id": f"demo-read-{run}", "auto.offset.reset": "earliest",
                                                "isolation.level": "read_committed"}))
-    consumer.subscribe([kcfg.unique_topic, kcfg.duplicates_topic, kcfg.dead_letter_topic])
+    consumer.subscribe(list(output_topics(demo_cfg).values()))
     per_topic: dict[str, list] = {}
     idle = 0
     while idle < 6 and sum(len(v) for v in per_topic.values()) < len(lines):

@@ -22,9 +22,41 @@ from streamdedup.pipeline.tags import (UNIQUE_HEADERS, DeadLetterTags, Duplicate
                                        time_invalid_header)
 
 UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST = "unique", "duplicate", "dead_letter", "revision"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output, declared once: its destination (what routing, the counts and the
+    ``records_out`` metric call it), the ``kafka.*`` setting that names its topic, and file
+    mode's file (``<file>.jsonl``). ``topic_policy_only``: written only under
+    ``verify.revisions: topic``."""
+
+    dest: str
+    setting: str
+    file: str
+    topic_policy_only: bool = False
+
+    def topic(self, kcfg) -> str:
+        """Its topic under the Kafka settings ``kcfg``."""
+        return getattr(kcfg, self.setting)
+
+
+#: every output a run can write, in the order they are listed, created and checked
+OUTPUTS = (
+    Output(UNIQUE_DEST, "unique_topic", "unique"),
+    Output(DUPLICATE_DEST, "duplicates_topic", "duplicates"),
+    Output(DEAD_LETTER_DEST, "dead_letter_topic", "dead_letter"),
+    Output(REVISION_DEST, "revisions_topic", "revisions", topic_policy_only=True),
+)
 #: every destination; ``revision`` is used only under ``verify.revisions: topic``
-DESTINATIONS = (UNIQUE_DEST, DUPLICATE_DEST, DEAD_LETTER_DEST, REVISION_DEST)
+DESTINATIONS = tuple(o.dest for o in OUTPUTS)
 DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
+
+
+def outputs_in_use(revisions_topic: bool = False) -> tuple[Output, ...]:
+    """The outputs a run writes: all of them, those of ``verify.revisions: topic`` only when it
+    is the policy (``revisions_topic``)."""
+    return tuple(o for o in OUTPUTS if revisions_topic or not o.topic_policy_only)
 
 
 def duplicate_tags(d: Decision) -> DuplicateTags:
@@ -44,11 +76,7 @@ def output_topics(cfg: Config) -> dict[str, str]:
     >>> sorted(output_topics(Config()))
     ['dead_letter', 'duplicate', 'unique']
     """
-    k = cfg.kafka
-    out = {UNIQUE_DEST: k.unique_topic, DUPLICATE_DEST: k.duplicates_topic, DEAD_LETTER_DEST: k.dead_letter_topic}
-    if cfg.verify.revisions == "topic":
-        out[REVISION_DEST] = k.revisions_topic
-    return out
+    return {o.dest: o.topic(cfg.kafka) for o in outputs_in_use(cfg.verify.revisions == "topic")}
 
 
 def kafka_output(tags: DuplicateTags | DeadLetterTags | None, time_invalid: str | None = None,

@@ -47,8 +47,8 @@ from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.pipeline import Prepared, Preparer
 from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.outputs import OutputCounts
-from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DEST_INDEX, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST,
-                                      destinations, duplicate_tags, rejected_tags)
+from streamdedup.pipeline.route import (DEAD_LETTER_DEST, DEST_INDEX, OUTPUTS, destinations, duplicate_tags, outputs_in_use,
+                                      rejected_tags)
 from streamdedup.pipeline.tags import UNIQUE_SPLICE, DeadLetterTags, dead_letter_line, file_tags, with_time_invalid
 from streamdedup.text.scan import LineScanner, Scanned
 from streamdedup.state import open_store
@@ -57,7 +57,7 @@ from streamdedup.state.pipelined import PipelinedStore
 _UNIQUE_TAIL = b"," + UNIQUE_SPLICE + b"\n"
 _TAIL_ARRAY = np.frombuffer(_UNIQUE_TAIL, dtype=np.uint8)
 #: each output file's destination
-_FILE_DEST = {"unique": UNIQUE_DEST, "duplicates": DUPLICATE_DEST, "revisions": REVISION_DEST}
+_FILE_DEST = {o.file: o.dest for o in OUTPUTS}
 _READ_CHUNK = 8 << 20
 
 
@@ -115,7 +115,7 @@ class _Writer:
     """
 
     def __init__(self, out: Path, summary: Summary, sync: bool, revisions_file: bool = False):
-        names = ("unique", "duplicates", "dead_letter") + (("revisions",) if revisions_file else ())
+        names = tuple(o.file for o in outputs_in_use(revisions_file))
         self.files = {name: open(out / f"{name}.jsonl", "ab") for name in names}
         self.revisions_file = revisions_file
         self.summary = summary
@@ -195,7 +195,7 @@ class _Writer:
         rule (``route.destinations``); refused texts are written as dead letters apart."""
         where = destinations(decisions.codes, decisions.revised, decisions.verify)
         return [(name, np.flatnonzero(where == DEST_INDEX[dest])) for name, dest in _FILE_DEST.items()
-                if name in self.files]
+                if name in self.files and dest != DEAD_LETTER_DEST]
 
     def _write(self, chunks: list) -> None:
         for f, data in chunks:

@@ -6,6 +6,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from streamdedup.config import KafkaConfig
+from streamdedup.pipeline.route import outputs_in_use
 
 
 def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminClient | None = None,
@@ -24,8 +25,7 @@ def create_topics(cfg: KafkaConfig, timeout: float | None = None, admin: AdminCl
         from streamdedup.runtime.kafka.clientlog import client_settings
 
         admin = AdminClient(client_settings(cfg))
-    names = list(dict.fromkeys([*cfg.input_topics, cfg.unique_topic, cfg.duplicates_topic, cfg.dead_letter_topic,
-                                *([cfg.revisions_topic] if revisions else [])]))
+    names = list(dict.fromkeys([*cfg.input_topics, *(o.topic(cfg) for o in outputs_in_use(revisions))]))
     out = _create(admin, [NewTopic(t, cfg.partitions, cfg.replication_factor) for t in names], timeout)
     if staged:
         meta = admin.list_topics(timeout=timeout)

@@ -22,13 +22,13 @@ from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
 from streamdedup.pipeline import DESTINATIONS, UNIQUE_DEST, Prepared, Preparer, output_topics, route
 from streamdedup.pipeline.decide import FingerprintAndDecide
-from streamdedup.pipeline.route import kafka_output, revision_dest
+from streamdedup.pipeline.route import DEST_INDEX, kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
 from streamdedup.runtime.kafka.limits import headers_bytes
 from streamdedup.runtime.kafka.supervisor import ConsumerFatal
 
 UNIQUE_TAG_BYTES = headers_bytes(UNIQUE_HEADERS)
-DEST_INDEX = {d: i for i, d in enumerate(DESTINATIONS)}
+
 log = logging.getLogger(__name__)
 
 

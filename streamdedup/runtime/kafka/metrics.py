@@ -7,6 +7,8 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from streamdedup.pipeline.route import DESTINATIONS
+
 
 class Metrics:
     """Processor metrics, served over HTTP for Prometheus when ``port`` is not 0.
@@ -69,7 +71,7 @@ class Metrics:
             self.record_reads.inc(read - seen_read)
             self._evidence_seen = evidence
         self.records_in.inc(n)
-        for status in ("unique", "duplicate", "dead_letter", "revision"):  # revision: the revisions topic
+        for status in DESTINATIONS:  # revision: the revisions topic
             if counts.get(status):
                 self.records_out.labels(status).inc(counts[status])
         if counts.get("revisions"):

@@ -43,7 +43,8 @@ from confluent_kafka import KafkaError
 
 from streamdedup.config import Config, KafkaConfig
 from streamdedup.errors import StreamdedupError
-from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST
+from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST
+from streamdedup.pipeline.route import outputs_in_use
 from streamdedup.pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
@@ -91,10 +92,7 @@ class OutputGuard:
         """``revisions``: the revisions topic is an output (``verify.revisions: topic``)."""
         self.unique_topic, self.duplicates_topic = kcfg.unique_topic, kcfg.duplicates_topic
         self.dead_topic = kcfg.dead_letter_topic
-        self.dest_of = {kcfg.unique_topic: UNIQUE_DEST, kcfg.duplicates_topic: DUPLICATE_DEST,
-                        kcfg.dead_letter_topic: DEAD_LETTER_DEST}
-        if revisions:
-            self.dest_of[kcfg.revisions_topic] = REVISION_DEST
+        self.dest_of = {o.topic(kcfg): o.dest for o in outputs_in_use(revisions)}
         #: each destination's topic in ``DESTINATIONS`` order (``DEST_INDEX``); without a revisions
         #: topic no output has that destination, and its slot holds the dead-letter topic
         topic_of = {d: t for t, d in self.dest_of.items()}
@@ -130,7 +128,7 @@ class OutputGuard:
 
     @staticmethod
     def _outputs(k: KafkaConfig, revisions: bool = False) -> tuple[str, ...]:
-        return (k.unique_topic, k.duplicates_topic, k.dead_letter_topic) + ((k.revisions_topic,) if revisions else ())
+        return tuple(o.topic(k) for o in outputs_in_use(revisions))
 
     def _set_limits(self, limits: OutputLimits) -> None:
         self.limits = limits

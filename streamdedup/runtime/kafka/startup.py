@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from streamdedup.config import KafkaConfig
 from streamdedup.errors import StreamdedupError
+from streamdedup.pipeline.route import outputs_in_use
 from streamdedup.runtime.kafka.clientlog import client_settings
 
 log = logging.getLogger(__name__)
@@ -48,10 +49,7 @@ def topic_settings(kcfg: KafkaConfig, staged: bool = False, revisions: bool = Fa
     ``staged`` adds the staged topology's fingerprints and decisions topics, ``revisions`` the
     revisions topic (``verify.revisions: topic``); ``kafka.queries.topic`` set, the query topics."""
     out = {t: "kafka.input_topics" for t in kcfg.input_topics}
-    named = [(kcfg.unique_topic, "kafka.unique_topic"), (kcfg.duplicates_topic, "kafka.duplicates_topic"),
-             (kcfg.dead_letter_topic, "kafka.dead_letter_topic")]
-    if revisions:
-        named.append((kcfg.revisions_topic, "kafka.revisions_topic"))
+    named = [(o.topic(kcfg), f"kafka.{o.setting}") for o in outputs_in_use(revisions)]
     if staged:
         named += [(kcfg.staged.fingerprints_topic, "kafka.staged.fingerprints_topic"),
                   (kcfg.staged.decisions_topic, "kafka.staged.decisions_topic")]

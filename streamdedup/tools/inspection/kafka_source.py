@@ -27,6 +27,7 @@ from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.tools.inspection.kafka_counts import RecordCounter
 from streamdedup.tools.inspection.kafka_tail import tail
 from streamdedup.tools.inspection.overview import Recent
+from streamdedup.pipeline.route import DUPLICATE_DEST, OUTPUTS, output_topics
 from streamdedup.pipeline.tags import parse_headers
 from streamdedup.tools.inspection.pair import Doc
 from streamdedup.runtime.since import parse_since
@@ -152,14 +153,13 @@ class KafkaDuplicates:
     def totals(self) -> dict[str, int | None]:
         """Committed records per output, read (incrementally: only what was added since the last
         call; :mod:`.kafka_counts`)."""
-        k = self.cfg.kafka
         out: dict[str, int | None] = {}
         exact = True
         deadline = self._counter().deadline()  # one budget for the page, not one per topic
-        outputs = [("unique", k.unique_topic), ("duplicate", self.topic), ("dead_letter", k.dead_letter_topic)]
-        if self.cfg.verify.revisions == "topic":  # a fourth output: without it the totals fall short of the input
-            outputs.append(("revision", k.revisions_topic))
-        for status, topic in outputs:
+        # every output the run writes (the revisions topic under verify.revisions: topic: without
+        # it the totals fall short of the input)
+        outputs = {**output_topics(self.cfg), DUPLICATE_DEST: self.topic}
+        for status, topic in outputs.items():
             meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
             if meta is None or meta.error is not None or not meta.partitions:
                 out[status] = None
@@ -174,9 +174,7 @@ class KafkaDuplicates:
         """The last ``limit`` records of an output topic (``unique``, ``duplicate``,
         ``dead_letter``, ``revision``: the revisions topic): tags and timestamps only
         (:mod:`.kafka_tail`); empty when the topic does not exist."""
-        k = self.cfg.kafka
-        topic = {"unique": k.unique_topic, "duplicate": self.topic, "dead_letter": k.dead_letter_topic,
-                 "revision": k.revisions_topic}[output]
+        topic = self.topic if output == DUPLICATE_DEST else next(o.topic(self.cfg.kafka) for o in OUTPUTS if o.dest == output)
         meta = self.consumer.list_topics(topic, timeout=self.timeout_s).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
             return Recent(output)
