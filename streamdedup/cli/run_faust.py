@@ -39,10 +39,12 @@ def run_faust(cfg, bootstrap_servers: str | None, input_topics: tuple[str, ...],
     worker = faust.Worker(app, loglevel="WARNING", quiet=True, redirect_stdouts=False)
     worker.spinner = None  # its cursor escapes would land in our JSON log lines
     code = 0
+    t0 = time.perf_counter()
     try:
         worker.execute_from_commandline()
     except SystemExit as exc:
         code = exc.code or 0
+    stage.summary.seconds = time.perf_counter() - t0
     logging.getLogger("streamdedup").info("done", extra={
         "topology": "faust", **stage.summary.as_log(), "batches": stage.batches, "exit_code": code,
         "not_ours": stage.txns.dropped if stage.txns else 0, "fenced": stage.txns.fenced if stage.txns else 0})
