@@ -161,20 +161,24 @@ def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Deci
         dest[k - lo] = DEAD_LETTER_DEST
         tags[k - lo] = DeadLetterTags(why.stage, why.reason, source_of(k))
     where = destinations(decisions.codes, revised, decisions.verify)
-    # only the documents that are not plain unique ones need Python: their tags
+    tagged = []  # batch rows given tags (plain unique records, most of them, need no Python)
+    docs = prep.docs.tolist()
     for j in np.flatnonzero((where != DEST_INDEX[UNIQUE_DEST]) | revised).tolist():
-        k = int(prep.docs[j])
+        k = docs[j]
         dest[k - lo] = DESTINATIONS[where[j]]
         tags[k - lo] = decision_tags(decisions.decision(j), source_of(k))
+        tagged.append(k - lo)
     for k in prep.held.tolist():
         d = replayed.get(k)
         t = decision_tags(d, source_of(k))
         if t is not None:
             dest[k - lo] = DEAD_LETTER_DEST if isinstance(t, DeadLetterTags) else (
                 to_revision if d.status == "revision" else DUPLICATE_DEST)
-        tags[k - lo] = t
-    for t, d in zip(tags, dest):
+            tags[k - lo] = t
+            tagged.append(k - lo)
+    for r in tagged:
+        t = tags[r]
         if isinstance(t, DuplicateTags):
-            relations[t.relation] += d == DUPLICATE_DEST  # the duplicates topic's records by relation
+            relations[t.relation] += dest[r] == DUPLICATE_DEST  # the duplicates topic's records by relation
             revisions += t.status == "revision"
     return Routed(lo, dest, tags, relations, revisions)
