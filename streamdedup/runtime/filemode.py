@@ -117,7 +117,6 @@ class _Writer:
     def __init__(self, out: Path, summary: Summary, sync: bool, revisions_file: bool = False):
         names = tuple(o.file for o in outputs_in_use(revisions_file))
         self.files = {name: open(out / f"{name}.jsonl", "ab") for name in names}
-        self.revisions_file = revisions_file
         self.summary = summary
         self.sync = sync
         #: (line number, output line) of dead letters not yet handed to a commit
