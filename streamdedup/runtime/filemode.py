@@ -15,7 +15,7 @@ with ``state.sync`` a power loss, can repeat the last batches' output lines but 
 (at-least-once). The commit itself runs on a worker thread while the next batch is decided,
 and another worker fingerprints the batch after it (the kernel releases the GIL).
 A batch that fails stops the run before anything later is written or committed (the rule of
-a failed batch: ``kafka.processor``); running again resumes after the last committed line.
+a failed batch: ``single.processor``); running again resumes after the last committed line.
 
 Speed: input is read in chunks of up to 8 MB (what is available, for pipes). The JSON fast
 path (``scan.LineScanner``) checks and splits the chunk's lines in Numba; the plain lines

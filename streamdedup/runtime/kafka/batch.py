@@ -20,7 +20,7 @@ from streamdedup.config import Config
 from streamdedup.engine.decisions import Decision
 from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
-from streamdedup.pipeline import DESTINATIONS, UNIQUE_DEST, Prepared, Preparer, output_topics, route
+from streamdedup.pipeline import UNIQUE_DEST, Prepared, Preparer, output_topics, route
 from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.route import DEST_INDEX, kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags

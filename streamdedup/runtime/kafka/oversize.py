@@ -44,11 +44,11 @@ from confluent_kafka import KafkaError
 from streamdedup.config import Config, KafkaConfig
 from streamdedup.errors import StreamdedupError
 from streamdedup.pipeline import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST
-from streamdedup.pipeline.route import outputs_in_use
+from streamdedup.pipeline.route import DEST_INDEX, outputs_in_use
 from streamdedup.pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLetterTags, DuplicateTags, dead_letter_headers,
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
-from streamdedup.runtime.kafka.batch import DEST_INDEX, OutBatch, source_name
+from streamdedup.runtime.kafka.batch import OutBatch, source_name
 from streamdedup.runtime.kafka.limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
                      record_bytes)
 

@@ -2,7 +2,7 @@
 
 One process owns the whole index: it consumes all partitions of the input topics, runs each
 micro-batch through the pipeline (``kafka.batch``: prepare, decide, route) and hands the
-outputs to the delivery state machine (``kafka.delivery``: transactions, settle, rewind,
+outputs to the delivery state machine (``single.delivery``: transactions, settle, rewind,
 replay). Three batches are in flight: batch k + 1 is consumed and decoded on this thread
 while k is decided on the decide thread (the engine's kernels release the GIL) and k - 1's
 transaction commits on the delivery's worker.
@@ -90,7 +90,7 @@ class Processor:
                  watchdog: bool = True, lost_state: str | Since = "refuse"):
         """``lost_state``: what to do when the group committed further than the state holds:
         "refuse" (raise :class:`~.lost_state.LostStateError`), "accept" (go on), or a
-        :class:`~.lost_state.Since` to rebuild the index from the input first."""
+        :class:`~streamdedup.runtime.since.Since` to rebuild the index from the input first."""
         if not (lost_state in ("refuse", "accept") or isinstance(lost_state, Since)):
             raise ValueError(f"lost_state must be 'refuse', 'accept' or a Since, got {lost_state!r}")
         self.lost_state = lost_state
@@ -139,7 +139,7 @@ class Processor:
                            self._engine.evidence_counts)
 
     def _check_state(self, consumer, engine: Deduplicator, cluster: Cluster) -> None:
-        """The lost-state check (``kafka.lost_state``): refuse, accept, or rebuild from the input."""
+        """The lost-state check (``single.lost_state``): refuse, accept, or rebuild from the input."""
         tps = [TopicPartition(t, p) for t in self.kcfg.input_topics for p in range(cluster.partitions[t])]
         committed = retry(lambda: consumer.committed(tps, timeout=10), what="reading the group's committed offsets",
                           deadline_s=self.kcfg.startup_timeout_s, retriable=lambda e: isinstance(e, KafkaException))

@@ -1,9 +1,11 @@
 """The staged topology: parallel fingerprint workers, one sequenced decider, routers.
 
 Status: being built. This docstring is the design. Built: ``worker`` and ``decider`` (run with
-``streamdedup run --topology staged --role worker|decider``), ``decision_record`` (what the
-decider sends a worker), ``pending`` (a worker's records waiting for decisions), ``recent``
-(the decider's memory of decided input positions), ``topics`` (partition map and checks).
+``streamdedup run --topology staged --role worker|decider``), ``pending`` (a worker's records
+waiting for decisions), ``recent`` (the decider's memory of decided input positions). What the
+decider sends a worker (``kafka.decision_record``), the workers' fingerprinting
+(``kafka.fingerprinting``) and the partition map and checks (``kafka.staged_topics``) are in the
+shared Kafka plumbing: the faust runtime speaks them too.
 
 Why: the per-record work that parallelises (decode, canonicalise, fingerprint: ~7.5 us for a
 1 KB story, ~650 us for a 50 KB page) outgrows one process long before the index does; the
