@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from streamdedup.pipeline.route import DEAD_LETTER_DEST, DESTINATIONS, DUPLICATE_DEST, REVISION_DEST, UNIQUE_DEST
+from streamdedup.pipeline.tags import DuplicateTags
 
 
 @dataclass
@@ -36,6 +37,19 @@ class OutputCounts:
         if relations:
             self.relations.update(relations)
         self.revisions += revisions
+
+    def count(self, dest: str, tags: object) -> None:
+        """One record sent to ``dest`` with ``tags`` (``kafka_output``'s answer for a decided record)."""
+        self.records += 1
+        self.sent[dest] += 1
+        if isinstance(tags, DuplicateTags):  # the duplicates' relations, and revisions wherever they went
+            if dest == DUPLICATE_DEST:
+                self.relations[tags.relation] += 1
+            self.revisions += tags.status == "revision"
+
+    def merge(self, other: "OutputCounts") -> None:
+        """Add ``other``'s counts (a committed batch's) to these."""
+        self.add(other.records, other.sent, other.relations, other.revisions)
 
     @property
     def unique(self) -> int:

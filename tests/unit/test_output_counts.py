@@ -35,3 +35,24 @@ def test_the_faust_stage_counts_with_the_one_type() -> None:
     from streamdedup.runtime.faust.agent import FaustStage
 
     assert isinstance(FaustStage(load_config(), app=None).summary, OutputCounts)
+
+
+def test_a_record_at_a_time_counts_as_a_batch_does() -> None:
+    """``count`` (the staged worker's and the faust stage's per-record emit) and ``merge``: a
+    duplicate counts its relation, a revision counts wherever it went, a dead letter only its
+    destination."""
+    from streamdedup.pipeline.tags import DeadLetterTags, DuplicateTags
+
+    dup = DuplicateTags("a", "exact", 1.0, None, "a", "why")
+    rev = DuplicateTags("a", "near_duplicate", 0.9, None, "a", "why", status="revision")
+    batch = OutputCounts()
+    for dest, tags in (("unique", None), ("duplicate", dup), ("revision", rev), ("unique", rev),
+                       ("dead_letter", DeadLetterTags("json", "invalid JSON", "t:0:1"))):
+        batch.count(dest, tags)
+    assert (batch.records, batch.unique, batch.duplicates, batch.revisions_out, batch.dead_letter) == (5, 2, 1, 1, 1)
+    assert batch.relations == {"exact": 1} and batch.revisions == 2 and batch.reconciles()
+    total = OutputCounts()
+    total.merge(batch)
+    total.merge(batch)
+    assert total.as_log() == {**batch.as_log(), "records": 10, "unique": 4, "duplicates": 2, "dead_letter": 2,
+                              "revisions_out": 2, "revisions": 4, "by_relation": {"exact": 2}}

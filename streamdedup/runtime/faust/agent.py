@@ -41,11 +41,11 @@ from typing import Any
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import DUPLICATE_DEST, Preparer, output_topics
+from streamdedup.pipeline import Preparer, output_topics
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.outputs import OutputCounts
 from streamdedup.pipeline.route import kafka_output, revision_dest
-from streamdedup.pipeline.tags import DuplicateTags, with_tags
+from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.faust.decisions import DecisionReader
 from streamdedup.runtime.faust.fingerprints import FingerprintSender
@@ -258,12 +258,7 @@ class FaustStage:
                 got = parts[part] = ([], OutputCounts(), [0])
             outputs, counts, last = got
             outputs.append((self.out[dest], m.key(), m.value(), with_tags(m.headers(), tags)))
-            counts.records += 1
-            counts.sent[dest] += 1
-            if isinstance(rec.tags, DuplicateTags):  # the duplicates' relations, and revisions wherever they went
-                if dest == DUPLICATE_DEST:
-                    counts.relations[rec.tags.relation] += 1
-                counts.revisions += rec.tags.status == "revision"
+            counts.count(dest, rec.tags)
             last[0] = m.offset()
         # the partitions' transactions at once (a producer each): one after another, every input
         # partition added its commit's round trips to every batch's latency
@@ -271,7 +266,7 @@ class FaustStage:
                                       for part, (outputs, _, last) in parts.items()))
         for ok, (outputs, counts, _) in zip(done, parts.values()):
             if ok:
-                self.summary.add(counts.records, counts.sent, counts.relations, counts.revisions)
+                self.summary.merge(counts)
 
 
 def batch_failed(exc: BaseException) -> None:

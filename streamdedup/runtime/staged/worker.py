@@ -22,11 +22,11 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from streamdedup.config import Config
 from streamdedup.sketch.fingerprint import Fingerprinter
-from streamdedup.pipeline import DESTINATIONS, DUPLICATE_DEST, Preparer, output_topics
+from streamdedup.pipeline import Preparer, output_topics
 from streamdedup.pipeline.fingerprints import FingerprintCodec
 from streamdedup.pipeline.outputs import OutputCounts
 from streamdedup.pipeline.route import kafka_output, revision_dest
-from streamdedup.pipeline.tags import DuplicateTags, with_tags
+from streamdedup.pipeline.tags import with_tags
 from streamdedup.runtime.kafka.batch import consume_good, describe
 from streamdedup.runtime.kafka.clientlog import client_settings
 from streamdedup.runtime.kafka.metrics import Metrics
@@ -241,9 +241,7 @@ class Worker:
     def _emit(self) -> int:
         """Produce every decided prefix in one transaction with the offsets; how many records."""
         outputs = []
-        counts = dict.fromkeys(DESTINATIONS, 0)
-        revisions = 0
-        relations: dict[str, int] = {}
+        counts = OutputCounts()
         offsets = []
         dec_topic = self.kcfg.staged.decisions_topic
         oldest = None
@@ -254,10 +252,7 @@ class Worker:
             oldest = min(oldest or released[0][0][1], released[0][0][1])
             for (m, _, why_time), rec in released:
                 dest, headers = kafka_output(rec.tags, why_time, self.revisions)
-                if dest == DUPLICATE_DEST:
-                    relations[rec.tags.relation] = relations.get(rec.tags.relation, 0) + 1
-                counts[dest] += 1
-                revisions += isinstance(rec.tags, DuplicateTags) and rec.tags.status == "revision"
+                counts.count(dest, rec.tags)
                 outputs.append((self.topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
             offsets.append(TopicPartition(tp[0], tp[1], self.pending.floor(tp)))
             resume = self.pending.decisions_resume(tp)
@@ -266,9 +261,9 @@ class Worker:
         if not outputs or not self._transaction(outputs, offsets):
             return 0
         # latency inside the worker: consumed -> fingerprint -> decider -> decision -> committed
-        self.metrics.batch(len(outputs), {**counts, "revisions": revisions}, time.perf_counter() - oldest, None)
+        self.metrics.batch(len(outputs), {**counts.sent, "revisions": counts.revisions}, time.perf_counter() - oldest, None)
         self.metrics.observe_lag(self.input)
-        self.summary.add(len(outputs), counts, relations, revisions)
+        self.summary.merge(counts)
         self.summary.transactions += 1
         return len(outputs)
 
