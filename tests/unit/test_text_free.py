@@ -135,8 +135,9 @@ def test_records_a_broker_does_not_take_fail_the_command_with_one_line(tmp_path)
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    values = _feed(30)
     inp = tmp_path / "feed.jsonl"
-    inp.write_bytes(b"\n".join(_feed(30)) + b"\n")
+    inp.write_bytes(b"\n".join(values) + b"\n")
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("kafka:\n  librdkafka:\n    message.timeout.ms: 2000\n")
     res = CliRunner().invoke(main, ["fingerprint", "--config", str(cfg), "--input", str(inp), "--to-topic", "prints",
@@ -144,4 +145,4 @@ def test_records_a_broker_does_not_take_fail_the_command_with_one_line(tmp_path)
     assert res.exit_code == 1, res.output
     errors = [line for line in res.output.splitlines() if line.startswith("Error:")]
     assert len(errors) == 1 and "records not delivered to prints" in errors[0], res.output
-    assert errors[0].startswith(f"Error: {len(_feed(30)) + 1} records"), errors[0]  # the announcement too
+    assert errors[0].startswith(f"Error: {len(values) + 1} records"), errors[0]  # the announcement too
