@@ -31,7 +31,7 @@ from streamdedup.engine.deduplicator import Deduplicator, Document  # noqa: E402
 from streamdedup.pipeline.fingerprint_texts import TextFingerprinter  # noqa: E402
 from streamdedup.state import MemoryStore  # noqa: E402
 
-TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false",
+TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false",
             "STREAMDEDUP_VERIFY__REVISIONS": "off", "STREAMDEDUP_ENGINE__MAX_DOCUMENTS": "200000",
             # the corpus spans months: a window over all of it, so every story is present
             "STREAMDEDUP_ENGINE__WINDOW_HOURS": "87600"}

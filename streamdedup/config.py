@@ -306,8 +306,9 @@ class StateConfig(Frozen):
     dir: str | None = setting(None, "RocksDB state directory; null = OUTPUT_DIR/state in file mode, ./state for Kafka")
     sync: bool = setting(True, "fsync each micro-batch's state commit (power-loss safe; SIGKILL-safe either way)")
     # exact character evidence compares a noisy copy with the earlier story's kept text
-    keep_text: bool = setting(True, "keep each indexed story's canonical text in the state; false needs verify.exact_evidence: "
-                               "false and verify.revisions: off (the state then holds fingerprints, ids and decisions; older records keep theirs)")
+    keep_text: bool = setting(True, "keep each indexed story's canonical text in the state; false needs verify.revisions: off "
+                               "(the state then holds fingerprints, ids and decisions, and exact evidence is estimated from "
+                               "256-byte sketches of the texts; older records keep theirs)")
 
 
 class Config(Frozen):
@@ -320,9 +321,6 @@ class Config(Frozen):
 
     @model_validator(mode="after")
     def _text_for_evidence(self) -> "Config":
-        if not self.state.keep_text and self.verify.exact_evidence:
-            raise ValueError("state.keep_text: false needs verify.exact_evidence: false (exact evidence compares a "
-                             "copy with the earlier story's text, kept in the state)")
         if not self.state.keep_text and self.verify.revisions != "off":
             raise ValueError("state.keep_text: false needs verify.revisions: off (a revision is told from a copy on "
                              "the earlier story's text, kept in the state)")

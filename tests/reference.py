@@ -720,6 +720,34 @@ def blocks_held_kernel(a: bytes, b: bytes, blocks: list[int]) -> list[float]:
     return out.tolist()
 
 
+def evidence_sketch_ref(text: bytes, key: tuple[int, int] | None = None) -> list[list[int]]:
+    """The two evidence sketches of a text (``_kernels.sketches``): every 8-byte gram (one gram
+    of all bytes below 8), plain and with ASCII digits as ``0``, through SipHash under ``key``,
+    into one-permutation MinHash bins, the low 8 bits of each slot."""
+    from streamdedup._kernels.sketches import SEED, SLOTS
+
+    out = []
+    for fold in (False, True):
+        data = bytes(48 if fold and 48 <= c <= 57 else c for c in text)
+        k = min(8, len(data))
+        grams = [int.from_bytes(data[p:p + k], "big") for p in range(len(data) - k + 1)] if data else []
+        if key is not None:
+            grams = [siphash64_ref(key[0], key[1], g) for g in grams]
+        out.append([v & 0xFF for v in oph_ref(grams, SLOTS, int(SEED))])
+    return out
+
+
+def evidence_sketch_kernel(text: bytes, key: tuple[int, int] | None = None) -> list[list[int]]:
+    from streamdedup._kernels.sketches import SLOTS, sketch_batch
+
+    buf = np.frombuffer(text + b"\0", dtype=np.uint8)  # one byte more: an empty text is still an array
+    plain, folded = np.empty((1, SLOTS), np.uint8), np.empty((1, SLOTS), np.uint8)
+    k0, k1 = key if key is not None else (0, 0)
+    sketch_batch(buf, np.zeros(1, np.int64), np.array([len(text)], np.int64), np.uint64(k0), np.uint64(k1), key is not None,
+                 plain, folded)
+    return [plain[0].tolist(), folded[0].tolist()]
+
+
 @dataclass(frozen=True)
 class KernelCase:
     name: str
@@ -752,6 +780,7 @@ KERNELS = {
     "edit_runs": KernelCase("edit_runs", edit_runs_kernel, edit_runs_ref),
     "block_mask": KernelCase("block_mask", block_mask_kernel, block_mask_ref),
     "blocks_held": KernelCase("blocks_held", blocks_held_kernel, blocks_held_ref),
+    "evidence_sketch": KernelCase("evidence_sketch", evidence_sketch_kernel, evidence_sketch_ref),
 }
 
 # ---------------------------------------------------------------- verification of a pair

@@ -43,6 +43,7 @@ PIPELINE_KERNELS = (
     "fprecords.decode_sources",
     "fprecords.decode_prints",
     "revision.revisions",
+    "sketches.sketch_batch",
 )
 
 

@@ -16,6 +16,7 @@ from numba import njit
 
 from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
+from streamdedup._kernels.sketches import BITS, SLOTS
 
 CODEC_VERSION = 4
 #: a record without its canonical text (flag ``F_NO_TEXT``): a version of its own, so a
@@ -30,6 +31,8 @@ HEAD = 6
 _VARINT_MAX = 10
 F_EMPTY = 1
 F_NO_TEXT = 2
+#: what a text-free record carries instead of its text: the evidence sketches (``_kernels.sketches``)
+SKETCH_BYTES = 2 * SLOTS * BITS // 8
 
 # decode_batch statuses (the wrapper turns them into messages)
 OK = 0
@@ -51,7 +54,7 @@ def _put_bytes(buf, q, src, start, n):
 @njit(cache=True, nogil=True)
 def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shingles, times, fine_buf, fine_start, fine_len,
                  ids_buf, ids_off, topics_buf, topics_off, partitions, source_index, offsets, canon_buf, canon_start,
-                 anchors, anchor_n, with_text):
+                 anchors, anchor_n, with_text, sketch):
     """Fingerprint records of ``n`` documents: ``(buffer, offsets)``, record i at
     ``buffer[offsets[i]:offsets[i + 1]]``.
 
@@ -59,7 +62,8 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     source ``source_index[i]``, whose topic is ``topics_buf[topics_off[s]:topics_off[s + 1]]``
     and partition ``partitions[s]``, at ``offsets[i]``; its canonical text is
     ``canon_buf[canon_start[i]:][:lengths[i]]``; its anchor keys ``anchors[i, :anchor_n[i]]``.
-    Without ``with_text`` the records leave the texts out (version 5, flag ``F_NO_TEXT``).
+    Without ``with_text`` the records leave the texts out (version 5, flag ``F_NO_TEXT``) and
+    end with the evidence sketches ``sketch[i]`` (``SKETCH_BYTES`` uint8) instead.
     """
     n = empty.shape[0]
     k = minhash.shape[1]
@@ -69,8 +73,7 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
     for i in range(n):
         s = source_index[i]
         bound += fixed + (topics_off[s + 1] - topics_off[s]) + (ids_off[i + 1] - ids_off[i]) + fine_len[i] + _VARINT_MAX + 4 * anchor_n[i]
-        if with_text:
-            bound += lengths[i]
+        bound += lengths[i] if with_text else SKETCH_BYTES
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.zeros(n + 1, dtype=np.int64)
     q = 0
@@ -107,6 +110,8 @@ def encode_batch(key, bits, empty, digests, minhash, keys, lengths, chars, n_shi
         q = _put_bytes(buf, q, fine_buf, fine_start[i], fine_len[i])
         if with_text:
             q = _put_bytes(buf, q, canon_buf, canon_start[i], lengths[i])
+        else:
+            q = _put_bytes(buf, q, sketch[i], 0, SKETCH_BYTES)
         out_off[i + 1] = q
     return buf[:q], out_off
 
@@ -301,7 +306,8 @@ def decode_prints(buf, off, kind, rest, bits, max_id, max_sig, doc, docs):
         lengths[j] = np.int64(length)
         chars[j] = np.int64(length - extra)
         n_shingles[j] = np.int64(n_sh)
-        body = np.int64(n_sig) + (0 if empty[j] else packed) + (0 if no_text[j] else np.int64(length))  # the text last
+        # the text last, or the evidence sketches in its place
+        body = np.int64(n_sig) + (0 if empty[j] else packed) + (SKETCH_BYTES if no_text[j] else np.int64(length))
         if end - q < body:
             return TRUNCATED, i, j
         if end - q > body:

@@ -24,6 +24,9 @@ F_NO_TEXT = 4
 #: record flag: the duplicate revises the document it matched (``engine.revisions``); the
 #: record holds what changed after the matched id
 F_REVISION = 8
+#: record flag: a record without its text ends with the text's evidence sketches
+#: (``_kernels.sketches``) instead
+F_SKETCH = 16
 
 ENGINE_VERSION = 7
 #: the oldest version read: 5 and 6 are version 7 without revisions (5) and without anchor keys
@@ -126,7 +129,7 @@ def encode_batch(
     seq_out, root_out, match_out, rel_out, num_out, flag_out, hot_out,
     ids_buf, ids_off, roots_buf, roots_off, matched_buf, matched_off, changed_buf, changed_off,
     digests, lengths, chars, n_shingles, times, partitions, offsets, minhash, bits, keys, fine_buf, fine_start, fine_len,
-    canon_buf, canon_start, keep_text, anchors, anchor_n, anchor_hot,
+    canon_buf, canon_start, keep_text, anchors, anchor_n, anchor_hot, sketch,
 ):
     """Records of every indexed document of a batch (``seq_out >= 0``): ``(buffer, offsets)``.
 
@@ -135,10 +138,12 @@ def encode_batch(
     duplicate as UTF-8 (empty for roots), ``changed_*`` what a revision changed (written for
     records flagged ``F_REVISION``); document i's canonical text is
     ``canon_buf[canon_start[i]:][:lengths[i]]``; without ``keep_text`` no record holds it (flag
-    ``F_NO_TEXT``). ``anchors[i, :anchor_n[i]]`` are its anchor keys, ``anchor_hot`` their hot
-    counts. Layout: ``streamdedup/engine/record.py``.
+    ``F_NO_TEXT``) and, when ``sketch`` has a row per document, each ends with its evidence
+    sketches ``sketch[i]`` instead (flag ``F_SKETCH``). ``anchors[i, :anchor_n[i]]`` are its
+    anchor keys, ``anchor_hot`` their hot counts. Layout: ``streamdedup/engine/record.py``.
     """
-    text_flag = np.uint8(0) if keep_text else np.uint8(F_NO_TEXT)
+    sketched = not keep_text and sketch.shape[0] == seq_out.shape[0]
+    text_flag = np.uint8(0) if keep_text else np.uint8(F_NO_TEXT | (F_SKETCH if sketched else 0))
     n = seq_out.shape[0]
     bands = keys.shape[1]
     k = minhash.shape[1]
@@ -148,7 +153,7 @@ def encode_batch(
         # every varint at its longest, every band a hot entry: written compactly below
         bound += (fixed + 13 * _VARINT_MAX + 20 + (ids_off[i + 1] - ids_off[i]) + (roots_off[i + 1] - roots_off[i])
                   + (matched_off[i + 1] - matched_off[i]) + (changed_off[i + 1] - changed_off[i]) + (_VARINT_MAX + 1) * bands + fine_len[i] + 4 * N_NUMBERS
-                  + lengths[i] + 2 * _VARINT_MAX + (4 + _VARINT_MAX + 1) * anchor_n[i])
+                  + lengths[i] + sketch.shape[1] + 2 * _VARINT_MAX + (4 + _VARINT_MAX + 1) * anchor_n[i])
     buf = np.empty(bound, dtype=np.uint8)
     out_off = np.empty(n + 1, dtype=np.int64)  # every entry written below (np.zeros: a compile of its own)
     out_off[0] = 0
@@ -242,6 +247,10 @@ def encode_batch(
             for t in range(lengths[i]):
                 buf[q + t] = canon_buf[canon_start[i] + t]
             q += lengths[i]
+        elif sketched:
+            for t in range(sketch.shape[1]):
+                buf[q + t] = sketch[i, t]
+            q += sketch.shape[1]
         out_off[i + 1] = q
     return buf[:q], out_off
 

@@ -38,6 +38,7 @@ from streamdedup.engine.evidence import BatchTexts, Evidence
 from streamdedup.text.decode import stream_times
 from streamdedup.engine.checkpoint import Checkpoint, Source, StateMeta, StopsOnFailure, restore
 from streamdedup.errors import EngineStoppedError
+from streamdedup.sketch import evidence_sketch
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams, hash_key
 from streamdedup.text.ids import Ids, id_arrays, sparse_utf8
 from streamdedup.engine.sizing import check_fits, machine_memory
@@ -46,6 +47,8 @@ from streamdedup.state.base import StateBatch, Store
 from streamdedup.engine.verify import kernel_params
 
 HOUR_MS = 3_600_000
+#: what a record that keeps its text (or no sketch) is written with
+_NO_SKETCH = np.zeros((0, evidence_sketch.SKETCH_BYTES), np.uint8)
 #: receives a batch's decisions before its state commit; may return an action the store runs
 #: right before it applies the batch (see :meth:`Deduplicator.process`)
 BeforeCommit = Callable[[BatchDecisions], Callable[[], None] | None]
@@ -103,8 +106,11 @@ class Deduplicator:
         self._runs = np.zeros(2 * MAX_SIGNATURE_SYMBOLS + 1, dtype=np.int64)
         self._scratch = np.zeros(MAX_SIGNATURE_SYMBOLS, dtype=np.uint8)
         self._cmp = np.zeros(N_OUT, dtype=np.float64)
+        #: no texts kept: exact evidence is estimated from the texts' evidence sketches, which the
+        #: records keep instead
+        self.sketching = not cfg.state.keep_text and cfg.verify.exact_evidence
         self.evidence = Evidence(store, self.index_bands, self.num_perm, eng.hot_bucket_clusters,
-                                 key=hash_key(cfg.fingerprint))
+                                 key=hash_key(cfg.fingerprint), sketches=self.sketching)
         if raw is not None:
             restore(store, self.meta, self.index, self.arena, self.bits, self.window_ms)
         self._committed_lo = self.meta.seq_lo
@@ -246,7 +252,9 @@ class Deduplicator:
         params = KD.DecideParams(self.bands, self.rows, ix.hot_threshold, self.window_ms, self.cfg.engine.max_verified, self.bits,
                                  self._params)
         scratch = KD.Scratch(self._informative, self._runs, self._scratch, self._cmp)
-        texts = BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, out.anchor_hot)
+        sketch = evidence_sketch.of_batch(batch, self.evidence.key) if self.sketching else None
+        texts = BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, out.anchor_hot,
+                           sketch)
         i = 0
         while True:
             i = KD.decide_batch(i, ix.grow_at, docs, params, state, ix.arrays(), self.arena.arrays(), ix.probe, scratch, out)
@@ -272,6 +280,7 @@ class Deduplicator:
             matched_off, changed_buf, changed_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
             batch.canon_buf, batch.canon_start, self.cfg.state.keep_text, batch.anchors, batch.anchor_n, out.anchor_hot,
+            _NO_SKETCH if sketch is None else sketch,
         )
         raw = buf.tobytes()
         bounds = off.tolist()

@@ -20,7 +20,9 @@ import numpy as np
 
 from streamdedup._kernels import readonly
 from streamdedup._kernels.blocks import block_mask
+from streamdedup._kernels.questions import N_SAID
 from streamdedup.engine import record as engine_record
+from streamdedup.sketch import evidence_sketch
 from streamdedup.state.base import Store
 from streamdedup.engine.verify import EvidenceTables
 
@@ -38,7 +40,8 @@ _NO_KEYS = (np.zeros(0, np.uint32), np.zeros(0, np.uint8))
 @dataclass(frozen=True)
 class BatchTexts:
     """A batch's canonical texts (``buf[start[k]:][:length[k]]``) and anchor keys with the
-    counts that judge their boilerplate blocks (``anchors[k, :anchor_n[k]]``, ``anchor_hot``)."""
+    counts that judge their boilerplate blocks (``anchors[k, :anchor_n[k]]``, ``anchor_hot``);
+    where no text is kept, their evidence sketches (``sketch[k]``) answer instead."""
 
     buf: np.ndarray
     start: np.ndarray
@@ -46,6 +49,7 @@ class BatchTexts:
     anchors: np.ndarray
     anchor_n: np.ndarray
     anchor_hot: np.ndarray
+    sketch: np.ndarray | None = None
 
     def text(self, k: int) -> np.ndarray:
         s = int(self.start[k])
@@ -65,7 +69,8 @@ class _Texts:
         self.end = self.first + kept.shape[0]  # indexed documents get consecutive seqs
         self.row = kept
         self.texts = texts
-        self.nbytes = int(texts.buf.nbytes)  # what keeping it holds (a decoded staged batch: its records)
+        # what keeping it holds (a decoded staged batch: its records)
+        self.nbytes = int(texts.buf.nbytes) + (0 if texts.sketch is None else int(texts.sketch.nbytes))
 
     def row_of(self, seq: int) -> int:
         return int(self.row[seq - self.first])
@@ -115,8 +120,10 @@ class Evidence:
     (``engine.hot_bucket_clusters``) starts a boilerplate block."""
 
     def __init__(self, store: Store, bands: int, num_perm: int, hot: int, budget: int = RECENT_TEXT_BYTES,
-                 key: tuple = NO_KEY):
+                 key: tuple = NO_KEY, sketches: bool = False):
         self.store = store
+        #: no texts kept: questions are answered from the evidence sketches (:meth:`from_sketches`)
+        self.sketches = sketches
         self.key = key
         self.bands, self.num_perm, self.hot = bands, num_perm, hot
         self.budget = budget
@@ -135,6 +142,8 @@ class Evidence:
         as 0 and near-word share of the texts without their boilerplate blocks (-1.0 each when
         :meth:`blocks_left_out` leaves none out)."""
         self.asked += 1
+        if self.sketches:
+            return self.from_sketches(texts, i, seqs, seq, blocks)
         b = texts.text(i)
         earlier = self.prints_of(texts, i, seqs, seq, keys=blocks)
         if earlier is None:
@@ -144,6 +153,33 @@ class Evidence:
             return self._tables.measure(a, b) + (-1.0,) * 3
         left = self.blocks_left_out(a, a_keys, b, texts.keys(i))
         return (-1.0,) * 5 + ((-1.0,) * 3 if left is None else self._tables.measure(*left)[:3])
+
+    def from_sketches(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int, blocks: bool) -> tuple[float, ...]:
+        """:meth:`answer` without texts: the 8-gram Jaccard and the same with digits read as 0
+        estimated from the two texts' evidence sketches (``sketch.evidence_sketch``), and
+        ``NEAR_UNMEASURED`` for the near-word share, which no sketch holds (the digits' rule and
+        the threshold still judge). A short text in a longer one and a story without its
+        boilerplate blocks need the texts: those questions are answered no (-1.0), as is a pair
+        whose earlier record keeps no sketch (one written before sketches were kept)."""
+        if blocks or texts.sketch is None:
+            return (-1.0,) * N_SAID
+        earlier = self.sketch_of(texts, i, seqs, seq)
+        if earlier is None:
+            return (0.0,) * 5 + (-1.0,) * 3
+        plain, folded = evidence_sketch.jaccards(earlier, texts.sketch[i])
+        return (plain, folded, evidence_sketch.NEAR_UNMEASURED, -1.0, -1.0) + (-1.0,) * 3
+
+    def sketch_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
+        """The evidence sketches of the earlier document ``seq`` (None when its record keeps none)."""
+        same = np.flatnonzero(seqs[:i] == seq)
+        if same.shape[0]:
+            return texts.sketch[int(same[0])]
+        for t in reversed(self._recent):
+            if t.first <= seq < t.end and t.texts.sketch is not None:
+                return t.texts.sketch[t.row_of(seq)]
+        self.read += 1
+        raw = self.store.get_many([seq])[0]
+        return None if raw is None else engine_record.decode(seq, raw, self.bands, self.num_perm).sketch
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either

@@ -3,8 +3,9 @@
 A query is a fingerprint decided against the index as a new document would be (the same
 candidates, estimates and thresholds), without being indexed: it changes no decision, no
 window and no state, and queries in one call do not match each other. A query needs no
-text: exact evidence, which compares texts, is not asked, so a borderline pair is decided on
-its estimates alone (as a decider without texts decides it).
+text: where the index keeps none either (``state.keep_text: false``), exact evidence is
+estimated from the query's and the indexed document's evidence sketches, as that decider
+decides; against an index that keeps texts a borderline pair is decided on its estimates alone.
 
 The answer says whether it matched and, for a match, the matched document's id, the
 relation and the estimates (Jaccard, LD similarity, containment each way); nothing else of
@@ -20,11 +21,14 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from streamdedup._kernels import decide as KD
-from streamdedup._kernels.questions import D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_JACCARD, D_LD_SIMILARITY
+from streamdedup._kernels.questions import (D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_JACCARD, D_LD_SIMILARITY,
+                                            S_BLOCK_JACCARD)
 from streamdedup._kernels.verify import RELATION_NAMES
 from streamdedup.engine import record as engine_record
+from streamdedup.engine.evidence import BatchTexts
 from streamdedup.engine.verify import kernel_params
 from streamdedup.errors import StreamdedupError
+from streamdedup.sketch import evidence_sketch
 from streamdedup.sketch.fingerprint import FingerprintBatch
 from streamdedup.text.decode import STREAM_TIME, stream_times
 
@@ -80,11 +84,21 @@ def ask(engine: Any, ids: Sequence[str], batch: FingerprintBatch, policy: Policy
     params = KD.DecideParams(engine.bands, engine.rows, ix.hot_threshold, engine.window_ms, engine.cfg.engine.max_verified,
                              engine.bits, _params(engine))
     scratch = KD.Scratch(engine._informative, engine._runs, engine._scratch, engine._cmp)
-    # nothing is inserted, so no seq reaches the growth point, and no exact evidence is asked
-    done = KD.decide_batch(0, np.iinfo(np.int64).max, docs, params, state, ix.arrays(), engine.arena.arrays(), ix.probe,
-                           scratch, out)
-    if done != n:
-        raise StreamdedupError(f"a query stopped at {done} of {n}: the decide kernel asked for exact evidence")
+    texts = BatchTexts(batch.canon_buf, batch.canon_start, batch.lengths, batch.anchors, batch.anchor_n, out.anchor_hot,
+                       evidence_sketch.of_batch(batch, engine.evidence.key) if engine.sketching else None)
+    unindexed = np.full(n, -1, dtype=np.int64)
+    done = 0
+    while True:
+        # nothing is inserted, so no seq reaches the growth point; exact evidence is asked only
+        # of an index that keeps sketches
+        done = KD.decide_batch(done, np.iinfo(np.int64).max, docs, params, state, ix.arrays(), engine.arena.arrays(),
+                               ix.probe, scratch, out)
+        if done == n:
+            break
+        if not (engine.sketching and out.ask[done] >= 0 and np.isnan(out.said[done, 0])):
+            raise StreamdedupError(f"a query stopped at {done} of {n}: the decide kernel asked for the texts")
+        blocks = not np.isnan(out.said[done, S_BLOCK_JACCARD])
+        out.said[done] = engine.evidence.answer(texts, done, unindexed, int(out.ask[done]), blocks)
     seqs, relations, numbers = out.match, out.rel, out.num  # seqs: of the matched documents
     found = np.flatnonzero(relations).tolist()
     matched_ids = {}
@@ -107,10 +121,11 @@ def ask(engine: Any, ids: Sequence[str], batch: FingerprintBatch, policy: Policy
 
 
 def _params(engine: Any) -> np.ndarray:
-    """The engine's verification settings with exact evidence off (a query brings no text)."""
+    """The engine's verification settings, with exact evidence off unless the index keeps the
+    evidence sketches (a query brings no text)."""
     cached = getattr(engine, "_query_params", None)
     if cached is None:
         cfg = engine.cfg
-        cached = kernel_params(cfg.verify.model_copy(update={"exact_evidence": False}), cfg.fingerprint.signature)
+        cached = kernel_params(cfg.verify.model_copy(update={"exact_evidence": engine.sketching}), cfg.fingerprint.signature)
         engine._query_params = cached
     return cached

@@ -10,7 +10,9 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
     1      flags: bit 0 = boilerplate slots were left out of the estimates, bit 1 = a
            near-duplicate on exact character evidence (``_kernels.evidence``), bit 2 = the
            canonical text is not kept (``state.keep_text: false``: the record ends with the
-           signature), bit 3 = a revision (``engine.revisions``): what changed follows the ids
+           signature), bit 3 = a revision (``engine.revisions``): what changed follows the ids,
+           bit 4 = with bit 2, the record ends with the text's evidence sketches
+           (``sketch.evidence_sketch``, 256 bytes: what answers exact evidence without texts)
     1      b, MinHash bits per slot (minhash.storage_bits)
     16     digest of the canonical text
     var    id length (UTF-8 bytes), root id length, matched id length (0 and 0 for a unique)
@@ -33,7 +35,8 @@ fixed head, integers are LEB128 varints (signed ones zigzag-coded)::
            the number of them whose hot count is not 1, then per such key: its position
            (varint), its count (1 byte)
     ..     the canonical text (canonical length bytes; none with flag bit 2): the exact
-           evidence of a later pair compares it; restore stops before it
+           evidence of a later pair compares it; restore stops before it. With flag bit 4
+           the evidence sketches are here instead (earlier releases read past them)
 
 What it holds and why: the fingerprint as far as the engine uses it (to rebuild the in-memory
 index and verification arena on start, so a restarted engine decides exactly as one that
@@ -59,7 +62,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ, F_NO_TEXT, F_REVISION
+from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ, F_NO_TEXT, F_REVISION, F_SKETCH
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.sketch.estimate import unpack_bbit
 
@@ -116,6 +119,9 @@ class StoredDocument:
     changed: tuple[str, ...] = ()  # what a revision changed (``engine.revisions``)
     anchors: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))  # the anchor keys (none in a version-5/6 record)
     anchor_hot: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))  # their hot counts
+    #: the text's evidence sketches (``sketch.evidence_sketch``), which a record without its
+    #: text keeps instead (None in any other)
+    sketch: np.ndarray | None = None
 
 
 _NAN8 = (float("nan"),) * 8
@@ -219,9 +225,10 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
             anchor_hot[j] = data[pos]
             pos += 1
     text = None if flags & F_NO_TEXT else data[pos:pos + length]
+    sketch = np.frombuffer(data, dtype=np.uint8, offset=pos) if flags & F_SKETCH and data[0] == ENGINE_RECORD_VERSION else None
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature, text, changed, anchors, anchor_hot)
+                          signature, text, changed, anchors, anchor_hot, sketch)
 
 
 def canonical_text(data: bytes, seq: int = -1) -> bytes | None:

@@ -32,6 +32,8 @@ breaks the signature embedding, and holds too few shingles for the estimate.
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -155,6 +157,10 @@ def reasons(relation: int, j: float, ld_similarity: float | None, c_ba: float, c
             out.append(f"boilerplate blocks left out (sentences other stories carry): exact 8-gram Jaccard {grams[0]:.3f} "
                        f">= {verify.exact_gram_jaccard} (digits as 0: {grams[1] - grams[0]:+.3f}; own words one edit away: "
                        f"{grams[2]:.2f}), Jaccard {j:.3f}")
+        elif grams is not None and math.isinf(grams[2]):  # answered from the texts' sketches (no texts kept)
+            out.append(f"character noise: 8-gram Jaccard {grams[0]:.3f} >= {verify.exact_gram_jaccard} estimated from the "
+                       f"texts' sketches (digits as 0: {grams[1] - grams[0]:+.3f}), LD similarity {ld_similarity:.3f} >= "
+                       f"{verify.exact_min_ld}, Jaccard {j:.3f}")
         elif grams is not None:
             out.append(f"character noise: exact 8-gram Jaccard {grams[0]:.3f} >= {verify.exact_gram_jaccard} "
                        f"(digits as 0: {grams[1] - grams[0]:+.3f}; own words one edit away: {grams[2]:.2f}), "

@@ -25,7 +25,8 @@ integers are LEB128 varints (signed ones zigzag-coded)::
     4*B    the low half of each band key, main then lead (what the index uses)
     ..     fine LD signature
     ..     the canonical text (canonical length bytes: the decider's exact evidence compares
-           texts); absent in a version 5 record
+           texts); in a version 5 record the text's evidence sketches instead (256 bytes,
+           ``sketch.evidence_sketch``: what a decider without texts estimates that evidence from)
     -- kind 1, dead letter (prepare refused the input record; the router emits it)
     var    stage length, stage, reason length, reason (UTF-8)
     -- kind 2, params announcement (a worker's settings, so a mismatch can be named)
@@ -59,6 +60,7 @@ from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup.text.decode import MAX_ID_BYTES, Rejected
 from streamdedup.engine.checkpoint import Checkpoint, Source
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
+from streamdedup.sketch import evidence_sketch
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, FingerprintBatch, Fingerprinter, FingerprintParams
 from streamdedup.text.ids import Ids, id_arrays
 from streamdedup.pipeline.prepare import Prepared
@@ -70,6 +72,8 @@ KIND_FINGERPRINT, KIND_DEAD, KIND_PARAMS = K.KIND_FINGERPRINT, K.KIND_DEAD, K.KI
 #: other senders' params kept to name a mismatch (the oldest goes first)
 MAX_ANNOUNCED = 64
 _LOW32 = np.uint64(0xFFFFFFFF)
+#: what a record with text carries in place of the evidence sketches
+_NO_SKETCH = np.zeros((0, evidence_sketch.SKETCH_BYTES), np.uint8)
 _PROBLEMS = {
     K.TRUNCATED: "is cut short (a field runs past its end)",
     K.BAD_KIND: "has an unknown kind",
@@ -153,12 +157,13 @@ class FingerprintCodec:
         topics_buf, topics_off = id_arrays([s.topic for s in sources])
         partitions = np.array([s.partition for s in sources], dtype=np.int64)
         keys = batch.index_keys
+        sketch = _NO_SKETCH if with_text else evidence_sketch.of_batch(batch, self.fp.hash_key)
         buf, off = K.encode_batch(
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,
             ids_buf, ids_off, topics_buf, topics_off, partitions, source_index,
             np.ascontiguousarray(offsets, dtype=np.int64), batch.canon_buf, batch.canon_start, batch.anchors, batch.anchor_n,
-            bool(with_text))
+            bool(with_text), sketch)
         raw = buf.tobytes()
         bounds = off.tolist()
         return [raw[bounds[i]:bounds[i + 1]] for i in range(n)]
@@ -252,10 +257,13 @@ class FingerprintCodec:
             k = int(doc[np.searchsorted(ids_off, exc.start, side="right") - 1])
             raise FingerprintRecordError(f"fingerprint record {k}: its id is not UTF-8 (garbled)", k) from None
         none = np.zeros(0, np.uint8)
-        # the canonical text follows the signature
+        # the canonical text follows the signature, or in a text-free record the evidence sketches
+        after = sig_start + sig_len
         batch = FingerprintBatch(self.params, minhash, band_keys, lead_keys, lengths, n_shingles, empty, digests, buf, sig_start,
                                  sig_len, none, np.zeros(m, np.int64), np.zeros(m, np.int64), char_keys,
-                                 np.zeros((m, 0), np.uint32), chars, buf, sig_start + sig_len, anchors, anchor_n)
+                                 np.zeros((m, 0), np.uint32), chars, buf, after, anchors, anchor_n)
+        if no_text.any():
+            batch.evidence_sketch = evidence_sketch.of_records(buf, after, lengths, no_text, self.fp.hash_key)
         return doc, ids, batch, times, no_text
 
     def _fail(self, values: Sequence[bytes], status: int, k: int, key: int) -> None:
@@ -317,8 +325,7 @@ def decide(engine: "Deduplicator", decoded: DecodedFingerprints, positions: dict
         k = int(decoded.docs[int(np.argmax(decoded.no_text))])
         raise IncompatibleFingerprintError(
             f"fingerprint record {k} carries no text (a text-free fingerprint) and this decider keeps texts: run it with "
-            "state.keep_text: false, verify.exact_evidence: false and verify.revisions: off, or send fingerprints with "
-            "their texts")
+            "state.keep_text: false and verify.revisions: off, or send fingerprints with their texts")
     return engine.run_fingerprinted(decoded.ids, decoded.batch, decoded.times, decoded.engine_sources(engine),
                                     decoded.offsets[decoded.docs], positions, before_commit)
 

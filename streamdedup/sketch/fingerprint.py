@@ -91,6 +91,9 @@ class FingerprintBatch:
     #: ``anchors[i, :anchor_n[i]]``; none in a batch read from fingerprint records
     anchors: np.ndarray | None = None
     anchor_n: np.ndarray | None = None
+    #: ``(n, SKETCH_BYTES)`` uint8: the evidence sketches (``sketch.evidence_sketch``), made
+    #: only where no text is kept (None until then)
+    evidence_sketch: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.anchors is None:
@@ -139,6 +142,8 @@ class Fingerprinter:
         self._classes = token_classes()
         self._unicode: UnicodeTables | None = None  # built on the first non-ASCII text
         self._key = hash_key(cfg)
+        #: the SipHash key of every hash (``fingerprint.secret``; the evidence sketches take it too)
+        self.hash_key = self._key
         # keyed, the signature's windows are seeded from the secret too: someone without it
         # cannot compute the symbols of a guessed text
         self._sig_seed = signature_seed(cfg)

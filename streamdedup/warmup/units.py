@@ -183,6 +183,15 @@ def _fprecords(cfg: Config) -> None:
     codec.decode([codec.encode_params(), *values, codec.encode_dead(Source("in"), 2, "decode", "not JSON")])
 
 
+def _sketches(cfg: Config) -> None:
+    """The evidence sketches of a text (what a state or fingerprint without texts keeps)."""
+    from streamdedup.sketch import evidence_sketch
+    from streamdedup.sketch.params import hash_key
+
+    text = np.frombuffer(_STORY.encode(), np.uint8)
+    evidence_sketch.of_texts(text, np.zeros(1, np.int64), np.array([text.shape[0]]), hash_key(cfg.fingerprint))
+
+
 def _explain(cfg: Config) -> None:
     from streamdedup.sketch.fingerprint import Fingerprinter
     from streamdedup._kernels.evidence import contained, short_question
@@ -222,12 +231,14 @@ UNITS: dict[str, Unit] = {
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
     "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask",
                                   "evidence.blocks_held"), 2.5),
+    "sketches": Unit(_sketches, ("sketches.sketch_batch",), 1.0),
 }
 #: what each kind of run needs before its first batch: file mode and Kafka on a new state, each
 #: also restoring its state first, a staged topology's roles (the decider likewise),
-#: everything (warm-up). Not ``growth`` nor ``evidence``: a run may never call them (a Kafka index
-#: is full-size from the start; only a noisy copy asks for exact evidence), and on their first
-#: call they compile in ~0.5 and ~1.6 s, once, instead of lengthening every cold start
+#: everything (warm-up). Not ``growth``, ``evidence`` nor ``sketches``: a run may never call them (a
+#: Kafka index is full-size from the start; only a noisy copy asks for exact evidence; only a
+#: state without texts keeps sketches), and on their first call they compile in ~0.5, ~1.6 and
+#: ~1 s, once, instead of lengthening every cold start
 NEEDS: dict[str, tuple[str, ...]] = {
     "run": ("scan", "fingerprint", "engine", "revisions"),
     "run+restore": ("scan", "fingerprint", "engine+restore", "revisions"),
@@ -237,7 +248,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "worker": ("scan-values", "fingerprint", "fprecords"),
     "decider": ("fingerprint", "fprecords", "engine", "revisions"),
     "decider+restore": ("fingerprint", "fprecords", "engine+restore", "revisions"),
-    "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence", "revisions"),
+    "all": ("scan", "fingerprint", "engine+restore", "growth", "fprecords", "explain", "evidence", "sketches",
+            "revisions"),
     # the demo's run and the commands it prints next (inspect, ui: explain and evidence;
     # tune --replay: file mode's scan), so that none of them compiles again
     "demo": ("scan", "fingerprint", "engine", "explain", "evidence", "revisions"),

@@ -11,6 +11,8 @@ from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
 from streamdedup.engine.record import HEAD, canonical_text, decode, ids
 from streamdedup.sketch.estimate import pack_bbit
+from streamdedup.sketch import evidence_sketch
+from streamdedup.sketch.evidence_sketch import SKETCH_BYTES
 from tests.unit.test_engine import story, typo
 
 TEXTS = [story(1), "", typo(story(1), 2), "Ünïcode wörds in a störy about nothing", story(3, 900) + " 新华社北京电" * 30]
@@ -99,7 +101,14 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
     out, off = KR.encode_batch(seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids),
                                *buf(changed), batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits,
                                keys, batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, True,
-                               batch.anchors, batch.anchor_n, anchor_hot)
+                               batch.anchors, batch.anchor_n, anchor_hot, np.zeros((0, SKETCH_BYTES), np.uint8))
+    # the same records without their texts: each ends with the text's evidence sketches instead
+    sketch = evidence_sketch.of_batch(batch)
+    bare, bare_off = KR.encode_batch(
+        seqs, roots, matched, rels, numbers, flags, hots, *buf(IDS), *buf(root_ids), *buf(matched_ids), *buf(changed),
+        batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times, parts, offs, batch.minhash, bits, keys,
+        batch.fine_buf, batch.fine_start, batch.fine_len, batch.canon_buf, batch.canon_start, False, batch.anchors,
+        batch.anchor_n, anchor_hot, sketch)
     raw = out.tobytes()
     for i in range(n):
         got = raw[off[i]:off[i + 1]]
@@ -110,6 +119,12 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
                          IDS[i], root_ids[i], matched_ids[i], int(times[i]), int(parts[i]), int(offs[i]), changed[i],
                          anchor_hot[i])
         assert got == want, i
+        text_free = bare.tobytes()[bare_off[i]:bare_off[i + 1]]
+        assert text_free == (want[:2] + bytes([want[2] | KR.F_NO_TEXT | KR.F_SKETCH]) + want[3:len(want) - int(batch.lengths[i])]
+                             + sketch[i].tobytes()), i
+        bare_doc = decode(int(seqs[i]), text_free, bands, cfg.fingerprint.minhash.num_perm)
+        assert bare_doc.text is None and canonical_text(text_free) is None
+        assert bare_doc.sketch.tobytes() == sketch[i].tobytes()
         st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm)
         want_root = (roots[i], matched[i]) if rels[i] else (seqs[i], -1)
         assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], *want_root, rels[i], flags[i])

@@ -17,10 +17,12 @@ from streamdedup.engine.deduplicator import Deduplicator, Source
 from streamdedup.errors import FingerprintRecordError, IncompatibleFingerprintError
 from streamdedup.sketch.estimate import pack_bbit, unpack_bbit
 from streamdedup.sketch.fingerprint import MAX_SIGNATURE_SYMBOLS, Fingerprinter
+from streamdedup.sketch.evidence_sketch import SKETCH_BYTES
 from streamdedup.pipeline import Preparer
 from streamdedup.pipeline.decide import FingerprintAndDecide
 from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, KIND_PARAMS, FingerprintCodec, decide
 from streamdedup.state import MemoryStore
+from tests.reference import evidence_sketch_ref
 from tests.unit.test_engine import story, typo
 
 EVERY_BYTE_ID = "".join(chr(c) for c in range(256)) + "\U0001f600"
@@ -49,7 +51,8 @@ def _signed(v: int) -> bytes:
 
 def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: int, source: Source, offset: int,
                      with_text: bool = True) -> bytes:
-    """The layout of ``pipeline.fingerprints`` written field by field (version 5 without text)."""
+    """The layout of ``pipeline.fingerprints`` written field by field (version 5 without text,
+    ending with the text's evidence sketches as the reference computes them)."""
     idb, topic = doc_id.encode(), source.topic.encode()
     sig = batch.signatures[i]
     empty = bool(batch.empty[i])
@@ -66,8 +69,12 @@ def reference_encode(codec: FingerprintCodec, batch, i: int, doc_id: str, time: 
         parts += [int(k).to_bytes(4, "little") for k in keys]
     parts.append(sig)
     s = int(batch.canon_start[i])
+    text = batch.canon_buf[s:s + int(batch.lengths[i])].tobytes()
     if with_text:
-        parts.append(batch.canon_buf[s:s + int(batch.lengths[i])].tobytes())
+        parts.append(text)
+    else:
+        key = codec.fp.hash_key
+        parts += [bytes(half) for half in evidence_sketch_ref(text, (int(key[0]), int(key[1])) if key[2] else None)]
     return b"".join(parts)
 
 
@@ -116,6 +123,7 @@ def reference_decode(codec: FingerprintCodec, data: bytes) -> dict:
         out["keys"] = np.frombuffer(r.take(4 * bands), "<u4").astype(np.uint64)
     out["signature"] = r.take(n_sig)
     out["text"] = None if out["no_text"] else r.take(out["length"])
+    out["sketch"] = r.take(SKETCH_BYTES) if out["no_text"] else None
     assert r.pos == len(data)
     return out
 
@@ -170,7 +178,7 @@ def test_kernels_match_the_reference_and_round_trip(env, with_text) -> None:
             text = b.canon_buf[b.canon_start[i]:b.canon_start[i] + b.lengths[i]].tobytes()
             assert ref["text"] == text == codec.fp.fingerprint_batch([TEXTS[i]]).canonical[0]
         else:
-            assert ref["text"] is None
+            assert ref["text"] is None and ref["sketch"] == b.evidence_sketch[i].tobytes()
         if not ref["empty"]:
             assert np.array_equal(ref["minhash"], b.minhash[i])
             assert np.array_equal(ref["keys"], np.hstack((b.band_keys[i], b.lead_keys[i], b.char_keys[i])))

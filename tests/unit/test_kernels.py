@@ -67,6 +67,8 @@ CASES = {
     "semi_global": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20] + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"hello", b"say hallo there")],
     "semi_global_distance": [(a, b) for a, b in SIG_PAIRS if len(b) <= 20]
     + [(b"bcd", b"xxabcdyy"), (b"abc", b""), (b"", b"abc"), (b"hello", b"say hallo there"), (bytes(range(250, 256)), bytes(range(256)))],
+    "evidence_sketch": [(t, k) for t in SAMPLE_TEXTS + RAW_TEXTS[:4] + [b"", b"ab", b"abcdefgh", b"price 12.5 vs 13.75"]
+                        for k in (None, (7, 2**64 - 3))],
     "edit_runs": [(a, b, g) for a, b in SIG_PAIRS + [(b"aaaXaaaaYYYYaaa", b"aaaaaaaaaaa")] for g in (0, 2)],
 }
 

@@ -21,8 +21,7 @@ from streamdedup.pipeline.fingerprint_texts import TextFingerprinter
 from streamdedup.pipeline.fingerprints import KIND_DEAD, KIND_FINGERPRINT, KIND_PARAMS, decide
 from streamdedup.state import MemoryStore
 
-TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": "false",
-            "STREAMDEDUP_VERIFY__REVISIONS": "off"}
+TEXT_OFF = {"STREAMDEDUP_STATE__KEEP_TEXT": "false", "STREAMDEDUP_VERIFY__REVISIONS": "off"}
 NOW = 1_700_000_000_000
 
 
@@ -67,8 +66,11 @@ def engine_codec(cfg):
     return _CODECS[key]
 
 
-def test_text_free_records_carry_no_phrase_of_their_input_and_decide_as_records_with_text() -> None:
-    cfg = load_config(environ=TEXT_OFF)
+@pytest.mark.parametrize("exact", ["true", "false"])
+def test_text_free_records_carry_no_phrase_of_their_input_and_decide_as_records_with_text(exact: str) -> None:
+    """Exact evidence on, the text-free records' sketches answer as the sketches the decider
+    makes of the texts records with text carry: the same decisions either way."""
+    cfg = load_config(environ={**TEXT_OFF, "STREAMDEDUP_VERIFY__EXACT_EVIDENCE": exact})
     values = _feed()
     free = TextFingerprinter(cfg, "partner-a").records(values, 0, NOW)
     full = TextFingerprinter(cfg, "partner-a", with_text=True).records(values, 0, NOW)
@@ -80,7 +82,7 @@ def test_text_free_records_carry_no_phrase_of_their_input_and_decide_as_records_
     assert not [p for p in phrases if p in blob]
     assert [p for p in phrases if p in b"\n".join(full)], "the check finds texts where they are"
     saved = sum(len(a) - len(b) for a, b in zip(full, free))
-    assert saved > 0.5 * sum(map(len, full))
+    assert saved > 0.4 * sum(map(len, full))  # measured 0.47: the text out, its 256-byte sketches in
     assert [str(d) for d in _decided(cfg, free)] == [str(d) for d in _decided(cfg, full)]
     dups = sum(d.status == "duplicate" for d in _decided(cfg, free))
     assert dups > 300
