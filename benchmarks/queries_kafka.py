@@ -8,7 +8,10 @@ consume, decode, ``engine.query`` on its decide thread, the answers' produce, an
 
 Run (a broker on ``--bootstrap``; ``scripts/kafka-local start`` gives one)::
 
-    .venv/bin/python benchmarks/queries_kafka.py --bootstrap 127.0.0.1:9092 [--queries 20000]
+    .venv/bin/python benchmarks/queries_kafka.py --bootstrap 127.0.0.1:9092 [--queries 20000] [--without-texts]
+
+``--without-texts``: the processor keeps no text (``state.keep_text: false``), so a borderline
+pair is judged on the query's and the story's evidence sketches, read from the state.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", default="127.0.0.1:9092")
     ap.add_argument("--stories", type=int, default=20_000)
     ap.add_argument("--queries", type=int, default=20_000)
+    ap.add_argument("--without-texts", action="store_true", help="an index that keeps no text (its evidence sketches)")
     args = ap.parse_args()
     run = uuid.uuid4().hex[:8]
     names = {k: f"{k}-{run}" for k in ("in", "unique", "dups", "dead", "q", "a")}
@@ -48,6 +52,8 @@ def main() -> None:
                STREAMDEDUP_KAFKA__TRANSACTIONAL_ID=f"tx-{run}", STREAMDEDUP_KAFKA__QUERIES__TOPIC=names["q"],
                STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=names["a"], STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT="1000000",
                STREAMDEDUP_INPUT__TEXT_FIELDS="[title, text]", STREAMDEDUP_ENGINE__MAX_DOCUMENTS="200000")
+    if args.without_texts:
+        env.update(STREAMDEDUP_STATE__KEEP_TEXT="false", STREAMDEDUP_VERIFY__REVISIONS="off")
     stories = news_records(args.stories, seed=5)
     produce_all(args.bootstrap, names["in"], stories)
     fp = TextFingerprinter(load_config(environ=env), "asker")
@@ -85,7 +91,8 @@ def main() -> None:
         proc.wait(300)
     reader.close()
     print(f"{len(records):,} queries ({found:,} found) answered in {seconds:.2f} s through the broker: "
-          f"{len(records) / seconds:,.0f} queries/s (index of {len(stories):,} stories, one partition each way)")
+          f"{len(records) / seconds:,.0f} queries/s (index of {len(stories):,} stories{' without texts' if args.without_texts else ''}, "
+          "one partition each way)")
 
 
 if __name__ == "__main__":
