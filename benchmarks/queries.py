@@ -11,7 +11,12 @@ text-free deployment runs. The queries, as text-free fingerprint records
 - every near-miss negative (a story quoting or opening with a paragraph of an indexed story,
   stories under a shared footer): absent, so none should be found.
 
-Run: python benchmarks/queries.py [--per-kind 200] [--seed 11] [--stories N]
+Run: python benchmarks/queries.py [--per-kind 200] [--seed 11] [--stories N] [--bootstrap HOST:PORT]
+
+With ``--bootstrap`` the index is a single processor on that broker (``streamdedup run``, the
+natural stories produced to its input topic) and the queries go through its query topic as a
+client sends them; the answers are scored against the clusters of the in-process index, which
+decides the same stream identically.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ def main() -> None:
     ap.add_argument("--per-kind", type=int, default=200)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--stories", type=int, default=None)
+    ap.add_argument("--bootstrap", default=None, help="answer through a single processor on this broker")
     args = ap.parse_args()
     cfg = load_config(environ=TEXT_OFF)
     stream = hard_suite.build_stream(args.per_kind, args.seed, args.stories)
@@ -58,9 +64,12 @@ def main() -> None:
     records = fp.records([orjson.dumps({"id": it.id, "text": it.text}) for it in queries])
     decoded = [fp.codec.decode(records[lo:lo + BATCH]) for lo in range(0, len(records), BATCH)]
     assert all(d.no_text.all() and len(d.docs) == len(d) for d in decoded), "every query is a text-free fingerprint"
-    t0 = time.perf_counter()
-    answers = [a for d in decoded for a in engine.query(d.ids, d.batch)]
-    seconds = time.perf_counter() - t0
+    if args.bootstrap:
+        answers, seconds = broker_answers(args.bootstrap, naturals, records)
+    else:
+        t0 = time.perf_counter()
+        answers = [a for d in decoded for a in engine.query(d.ids, d.batch)]
+        seconds = time.perf_counter() - t0
     per_kind: dict[str, Counter] = defaultdict(Counter)
     found_right = found_wrong = 0
     for it, a in zip(queries, answers):
@@ -84,8 +93,72 @@ def main() -> None:
     precision = found_right / max(1, found_right + found_wrong)
     print(f"copies present: recall {recall:.4f}; precision over all found {precision:.4f} "
           f"({found_wrong} found wrong or absent)")
-    print(f"engine.query: {len(queries) / seconds:,.0f} queries/s in process ({seconds * 1e6 / len(queries):.0f} us a "
-          f"query, batches of {BATCH}, decoding not included)")
+    if args.bootstrap:
+        print(f"through the broker: {len(queries) / seconds:,.0f} queries/s (first query sent to last answer read)")
+    else:
+        print(f"engine.query: {len(queries) / seconds:,.0f} queries/s in process ({seconds * 1e6 / len(queries):.0f} us a "
+              f"query, batches of {BATCH}, decoding not included)")
+
+
+def broker_answers(bootstrap: str, naturals: list, records: list[bytes]) -> tuple[list, float]:
+    """The answers of a single processor on ``bootstrap`` that indexed ``naturals`` (without
+    texts) to the query ``records``, in their order (as objects with ``found`` and ``matched``),
+    and the seconds from the first query sent to the last answer read."""
+    import os
+    import subprocess
+    import tempfile
+    import uuid
+    from types import SimpleNamespace
+
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from streamdedup.runtime.kafka.admin import produce_all
+
+    run = uuid.uuid4().hex[:8]
+    names = {k: f"{k}-{run}" for k in ("in", "unique", "dups", "dead", "q", "a")}
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its futures
+    for fut in admin.create_topics([NewTopic(t, 1, 1) for t in names.values()]).values():
+        fut.result(60)
+    env = dict(os.environ, **TEXT_OFF, STREAMDEDUP_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+               STREAMDEDUP_KAFKA__INPUT_TOPICS=f"[{names['in']}]", STREAMDEDUP_KAFKA__UNIQUE_TOPIC=names["unique"],
+               STREAMDEDUP_KAFKA__DUPLICATES_TOPIC=names["dups"], STREAMDEDUP_KAFKA__DEAD_LETTER_TOPIC=names["dead"],
+               STREAMDEDUP_KAFKA__GROUP_ID=f"g-{run}", STREAMDEDUP_KAFKA__TRANSACTIONAL_ID=f"tx-{run}",
+               STREAMDEDUP_KAFKA__QUERIES__TOPIC=names["q"], STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=names["a"],
+               STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT="1000000", STREAMDEDUP_INPUT__TIME_FIELD="time")
+    produce_all(bootstrap, names["in"], [(it.id.encode(), orjson.dumps({"id": it.id, "text": it.text, "time": it.time_ms}))
+                                         for it in naturals])
+    with tempfile.TemporaryDirectory() as state:
+        proc = subprocess.Popen([sys.executable, "-m", "streamdedup.cli", "run", "--stop-when-idle", "20", "--state-dir", state],
+                                env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        out = Consumer({"bootstrap.servers": bootstrap, "group.id": f"o-{run}", "auto.offset.reset": "earliest",
+                        "isolation.level": "read_committed"})
+        out.subscribe([names["unique"], names["dups"], names["dead"]])
+        seen = 0
+        while seen < len(naturals):  # the index is complete before the first query
+            seen += sum(m.error() is None for m in out.consume(1000, 1.0))
+        out.close()
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{run}", "auto.offset.reset": "earliest"})
+        reader.subscribe([names["a"]])
+        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
+        t0 = time.perf_counter()
+        for k, r in enumerate(records):
+            while True:
+                try:
+                    p.produce(names["q"], r, b"%d" % k)
+                    break
+                except BufferError:
+                    p.poll(0.05)
+        p.flush(60)
+        got: dict[int, dict] = {}
+        while len(got) < len(records):
+            for m in reader.consume(1000, 1.0):
+                if m.error() is None:
+                    got[int(m.key())] = orjson.loads(m.value())
+        seconds = time.perf_counter() - t0
+        reader.close()
+        proc.wait(300)
+    return [SimpleNamespace(found=bool(got[k].get("found")), matched=got[k].get("matched")) for k in range(len(records))], seconds
 
 
 if __name__ == "__main__":

@@ -179,7 +179,7 @@ class Evidence:
                 return t.texts.sketch[t.row_of(seq)]
         self.read += 1
         raw = self.store.get_many([seq])[0]
-        return None if raw is None else engine_record.decode(seq, raw, self.bands, self.num_perm).sketch
+        return None if raw is None else engine_record.evidence_sketch(raw, evidence_sketch.SKETCH_BYTES)
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either

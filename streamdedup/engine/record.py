@@ -231,6 +231,14 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
                           signature, text, changed, anchors, anchor_hot, sketch)
 
 
+def evidence_sketch(data: bytes, sketch_bytes: int) -> np.ndarray | None:
+    """The evidence sketches a record without its text ends with (its last ``sketch_bytes``),
+    or None when it keeps none; nothing else of the record is read."""
+    if data[0] != ENGINE_RECORD_VERSION or not data[2] & F_SKETCH:
+        return None
+    return np.frombuffer(data, dtype=np.uint8, offset=len(data) - sketch_bytes)
+
+
 def canonical_text(data: bytes, seq: int = -1) -> bytes | None:
     """The canonical text a record ends with (its length is the record's canonical length);
     None when the record does not keep it (``state.keep_text: false``)."""
