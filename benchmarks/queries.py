@@ -104,61 +104,14 @@ def broker_answers(bootstrap: str, naturals: list, records: list[bytes]) -> tupl
     """The answers of a single processor on ``bootstrap`` that indexed ``naturals`` (without
     texts) to the query ``records``, in their order (as objects with ``found`` and ``matched``),
     and the seconds from the first query sent to the last answer read."""
-    import os
-    import subprocess
-    import tempfile
-    import uuid
     from types import SimpleNamespace
 
-    from confluent_kafka import Consumer, Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from queries_kafka import ask, processor_with_index  # this script's folder
 
-    from streamdedup.runtime.kafka.admin import produce_all
-
-    run = uuid.uuid4().hex[:8]
-    names = {k: f"{k}-{run}" for k in ("in", "unique", "dups", "dead", "q", "a")}
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: a collected client cancels its futures
-    for fut in admin.create_topics([NewTopic(t, 1, 1) for t in names.values()]).values():
-        fut.result(60)
-    env = dict(os.environ, **TEXT_OFF, STREAMDEDUP_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
-               STREAMDEDUP_KAFKA__INPUT_TOPICS=f"[{names['in']}]", STREAMDEDUP_KAFKA__UNIQUE_TOPIC=names["unique"],
-               STREAMDEDUP_KAFKA__DUPLICATES_TOPIC=names["dups"], STREAMDEDUP_KAFKA__DEAD_LETTER_TOPIC=names["dead"],
-               STREAMDEDUP_KAFKA__GROUP_ID=f"g-{run}", STREAMDEDUP_KAFKA__TRANSACTIONAL_ID=f"tx-{run}",
-               STREAMDEDUP_KAFKA__QUERIES__TOPIC=names["q"], STREAMDEDUP_KAFKA__QUERIES__REPLY_TOPIC=names["a"],
-               STREAMDEDUP_KAFKA__QUERIES__RATE_PER_CLIENT="1000000", STREAMDEDUP_INPUT__TIME_FIELD="time")
-    produce_all(bootstrap, names["in"], [(it.id.encode(), orjson.dumps({"id": it.id, "text": it.text, "time": it.time_ms}))
-                                         for it in naturals])
-    with tempfile.TemporaryDirectory() as state:
-        proc = subprocess.Popen([sys.executable, "-m", "streamdedup.cli", "run", "--stop-when-idle", "20", "--state-dir", state],
-                                env=env, stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-        out = Consumer({"bootstrap.servers": bootstrap, "group.id": f"o-{run}", "auto.offset.reset": "earliest",
-                        "isolation.level": "read_committed"})
-        out.subscribe([names["unique"], names["dups"], names["dead"]])
-        seen = 0
-        while seen < len(naturals):  # the index is complete before the first query
-            seen += sum(m.error() is None for m in out.consume(1000, 1.0))
-        out.close()
-        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{run}", "auto.offset.reset": "earliest"})
-        reader.subscribe([names["a"]])
-        p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True})
-        t0 = time.perf_counter()
-        for k, r in enumerate(records):
-            while True:
-                try:
-                    p.produce(names["q"], r, b"%d" % k)
-                    break
-                except BufferError:
-                    p.poll(0.05)
-        p.flush(60)
-        got: dict[int, dict] = {}
-        while len(got) < len(records):
-            for m in reader.consume(1000, 1.0):
-                if m.error() is None:
-                    got[int(m.key())] = orjson.loads(m.value())
-        seconds = time.perf_counter() - t0
-        reader.close()
-        proc.wait(300)
-    return [SimpleNamespace(found=bool(got[k].get("found")), matched=got[k].get("matched")) for k in range(len(records))], seconds
+    stories = [(it.id.encode(), orjson.dumps({"id": it.id, "text": it.text, "time": it.time_ms})) for it in naturals]
+    with processor_with_index(bootstrap, stories, **TEXT_OFF, STREAMDEDUP_INPUT__TIME_FIELD="time") as names:
+        answers, seconds = ask(bootstrap, names, records)
+    return [SimpleNamespace(found=bool(a.get("found")), matched=a.get("matched")) for a in answers], seconds
 
 
 if __name__ == "__main__":

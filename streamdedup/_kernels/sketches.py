@@ -7,7 +7,8 @@ with other figures gains from that), and their near words. A deployment that kee
 MinHashes of those 8-grams instead, one plain and one with digits read as 0, and estimates the
 two Jaccards from them (the near-word share has no sketch: it is not asked).
 
-One-permutation hashing (``fingerprint._oph``) of every 8-gram, :data:`SLOTS` bins, each slot
+One-permutation hashing (``fingerprint._oph``) of every 8-gram (``fingerprint.byte_grams``, none
+left out by sampling), :data:`SLOTS` bins, each slot
 kept to its low :data:`BITS` bits (b-bit minwise hashing, Li and Koenig: slots of two texts
 then agree by chance with probability ``2**-BITS``, which :func:`streamdedup.engine.sketch_evidence.jaccard`
 takes out). 128 one-byte slots, not 64 of the character bands' sampled grams: measured on the
@@ -18,9 +19,9 @@ ones 0.935 (0.98 with the texts), for 256 bytes a text with both sketches.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, uint64
+from numba import njit
 
-from streamdedup._kernels.fingerprint import _oph
+from streamdedup._kernels.fingerprint import _oph, byte_grams
 from streamdedup._kernels.hashing import key_all
 
 #: bins of each sketch (a power of two) and the bits kept of each
@@ -33,26 +34,11 @@ GRAM = 8
 
 
 @njit(cache=True)
-def grams(buf, lo, hi, fold, out):
-    """Every 8-byte gram of ``buf[lo:hi]`` as one integer (its bytes, big-endian), with every
-    ASCII digit read as ``0`` under ``fold``; a text shorter than a gram is one gram of all its
-    bytes. Returns the count."""
-    length = hi - lo
-    if length <= 0:
-        return 0
-    k = GRAM if GRAM < length else length
-    mask = (uint64(1) << uint64(8 * k)) - uint64(1) if k < 8 else ~uint64(0)
-    win = uint64(0)
-    n = 0
+def _folded(buf, lo, hi, out):
+    """``buf[lo:hi]`` into ``out`` with every ASCII digit read as ``0``."""
     for p in range(lo, hi):
         c = buf[p]
-        if fold and 48 <= c <= 57:
-            c = 48
-        win = ((win << uint64(8)) | uint64(c)) & mask
-        if p >= lo + k - 1:
-            out[n] = win
-            n += 1
-    return n
+        out[p - lo] = 48 if 48 <= c <= 57 else c
 
 
 @njit(cache=True, nogil=True)
@@ -66,11 +52,16 @@ def sketch_batch(canon, start, length, key0, key1, keyed, plain_out, folded_out)
     for d in range(n_docs):
         longest = max(longest, length[d])
     buf = np.empty(longest, dtype=np.uint64)
+    digits_as_0 = np.empty(longest, dtype=np.uint8)
     slots = np.empty(SLOTS, dtype=np.uint32)
     filled = np.empty(SLOTS, dtype=np.uint32)
     for d in range(n_docs):
         for fold in range(2):
-            n = grams(canon, start[d], start[d] + length[d], fold == 1, buf)
+            if fold == 1:
+                _folded(canon, start[d], start[d] + length[d], digits_as_0)
+                n = byte_grams(digits_as_0, 0, length[d], GRAM, 0, buf)
+            else:
+                n = byte_grams(canon, start[d], start[d] + length[d], GRAM, 0, buf)
             if keyed:
                 key_all(buf, n, key0, key1)
             _oph(buf, n, SLOTS, LOG2_SLOTS, SEED, slots, filled)

@@ -218,16 +218,13 @@ def test_a_state_without_text_answers_exact_evidence_from_the_texts_sketches(str
 
     sketched = cfg(STATE__KEEP_TEXT="false", VERIFY__REVISIONS="off")
     path = tmp_path / "sketched"
-    first = Deduplicator(sketched, RocksStore(str(path)))
-    got = _run(first, stream[:30], 16)
-    first.close()
-    second = Deduplicator(sketched, RocksStore(str(path)))
-    got += _run(second, stream[30:], 16)
+    got, second = across_restart(sketched, stream, str(path), 30, (16, 16), lambda d: d)
     assert second.evidence.read > 0, "the second engine read earlier stories' sketches from their records"
-    records = list(second.store.iter_from(0))
+    store = RocksStore(str(path))
+    records = list(store.iter_from(0))
+    store.close()
     assert records and all(canonical_text(raw, seq) is None for seq, raw in records)
     assert all(decode(seq, raw, second.index_bands, second.num_perm).sketch.shape == (SKETCH_BYTES,) for seq, raw in records)
-    second.close()
     assert [_key(d) for d in got] == [_key(d) for d in _run(Deduplicator(sketched, MemoryStore()), stream, 16)]
     texts = {d.id for d in _run(Deduplicator(cfg(VERIFY__REVISIONS="off"), MemoryStore()), stream, 16)
              if d.id.endswith("-noisy") and d.status == "duplicate"}
