@@ -94,3 +94,44 @@ def test_a_failed_transaction_is_aborted_or_its_producer_replaced() -> None:
     for err in (_error(KafkaError._FENCED, fatal=True), _error(KafkaError._TIMED_OUT, retriable=True)):
         p = _Aborting()
         assert not T.aborted(p, err) and p.aborts == 0
+
+
+class _Txn(_Aborting):
+    """A transactional producer that records its id's registration and its transactions."""
+
+    def __init__(self, fails=None):
+        super().__init__(fails)
+        self.inits, self.begun = 0, 0
+
+    def init_transactions(self, timeout):
+        self.inits += 1
+
+    def begin_transaction(self):
+        self.begun += 1
+
+
+@pytest.mark.parametrize("fenced", ["replace", "raise"])
+def test_one_transactional_producer_follows_the_rule_and_its_runtime_s_fenced_policy(fenced: str) -> None:
+    """``Transactional``: the producer's id is registered when it starts; an abortable error is
+    aborted and the producer goes on; a failed abort gets a new, registered producer; a fatal
+    error gets one under ``fenced="replace"`` (the processor) and is raised under ``"raise"``
+    (a worker whose instance another process took over)."""
+    made: list[_Txn] = []
+
+    def new() -> _Txn:
+        made.append(_Txn(fails=_error(KafkaError._TIMED_OUT, retriable=True) if len(made) == 1 else None))
+        return made[-1]
+
+    tx = T.Transactional(new, touch=lambda: None, fenced=fenced, pause_s=0.0)
+    tx.begin()
+    assert tx.producer is made[0] and made[0].inits == 1 and made[0].begun == 1
+    assert tx.failed(_error(KafkaError._TIMED_OUT, abort=True)) and tx.producer is made[0] and made[0].aborts == 1
+    tx.start()  # the second producer's abort fails: a third one takes over
+    assert not tx.failed(_error(KafkaError._TIMED_OUT, abort=True)) and tx.producer is made[2] and made[2].inits == 1
+    fatal = _error(KafkaError._FENCED, fatal=True)
+    if fenced == "raise":
+        with pytest.raises(KafkaException):
+            tx.failed(fatal)
+        assert tx.producer is made[2] and len(made) == 3
+    else:
+        assert not tx.failed(fatal) and tx.producer is made[3] and made[2].aborts == 0

@@ -8,7 +8,7 @@ transaction's abort (or the new producer it needs).
 from __future__ import annotations
 
 import logging
-from typing import Callable, TypeVar
+from typing import Callable, Literal, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
@@ -83,3 +83,50 @@ def commit_offsets(producer, offsets: list, group, touch: Callable[[], None], sl
           what=send, deadline_s=120, retriable=retriable, on_retry=touch)
     retry(lambda: bounded("commit_transaction", slice_s, lambda: producer.commit_transaction(slice_s)),
           what="commit_transaction", deadline_s=120, retriable=retriable, on_retry=touch)
+
+
+class Transactional:
+    """A transactional producer and the one set of rules every confluent-kafka runtime keeps with
+    it: started with its transactional id registered (:func:`init_transactions`), a batch begun,
+    its offsets committed with its outputs (:func:`commit_offsets`, each call through
+    ``bounded``), and after a failure the abort or a new producer (:func:`aborted`).
+
+    ``fenced``: what a fatal error means. ``"replace"`` (the single processor, one per
+    transactional id: a fatal error follows a broker restart that aborted the open transaction)
+    starts a new producer; ``"raise"`` (a staged worker, whose id names its instance: another
+    process with that instance took over) re-raises it, and the runtime ends."""
+
+    def __init__(self, new_producer: Callable[[], object], touch: Callable[[], None], bounded: Bounded = unbounded,
+                 fenced: Literal["replace", "raise"] = "replace", pause_s: float = 0.5):
+        self._new_producer = new_producer
+        self._touch = touch
+        self._bounded = bounded
+        self._fenced = fenced
+        self._pause_s = pause_s
+        self.producer = self.start()
+
+    def start(self):
+        """A new producer, its transactional id registered (fencing the one before it)."""
+        producer = self._new_producer()
+        init_transactions(producer, self._touch, self._pause_s)
+        self.producer = producer
+        return producer
+
+    def begin(self) -> None:
+        self.producer.begin_transaction()
+
+    def commit(self, offsets: list, group, slice_s: float = 30.0, producer=None) -> None:
+        """The offsets into the open transaction, then its commit (of ``producer``: the one that
+        began it, when a worker thread commits while the caller may have replaced it)."""
+        commit_offsets(producer or self.producer, offsets, group, self._touch, slice_s, self._bounded)
+
+    def failed(self, exc: KafkaException) -> bool:
+        """After a failed transaction: True when the producer aborted it and goes on, False when a
+        new one took over (re-raises ``exc`` for a fatal error under ``fenced="raise"``)."""
+        if self._fenced == "raise" and exc.args[0].fatal():
+            raise exc
+        if aborted(self.producer, exc):
+            return True
+        log.warning("a new transactional producer takes over")
+        self.start()
+        return False

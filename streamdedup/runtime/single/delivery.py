@@ -42,7 +42,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from streamdedup.errors import StreamdedupError
 from streamdedup.runtime.kafka.batch import OutBatch
 from streamdedup.runtime.kafka.retry import retry
-from streamdedup.runtime.kafka.transactions import Bounded, aborted, commit_offsets, init_transactions, unbounded
+from streamdedup.runtime.kafka.transactions import Bounded, Transactional, unbounded
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,10 @@ class Delivery:
         self.guard = guard
         self._sending: OutBatch | None = None  # the batch whose delivery reports may arrive
         self._undelivered: list[KafkaError] = []  # at-least-once: errors that are not the record's
-        self.producer = self._start_producer()
+        # exactly-once: the transactional rules every confluent-kafka runtime keeps; a fatal error
+        # (after a broker restart aborted the open transaction) gets a new producer
+        self._tx = Transactional(new_producer, touch, bounded, fenced="replace", pause_s=0.0) if exactly_once else None
+        self._plain = None if exactly_once else new_producer()
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txn-commit")
         self._in_flight: tuple[OutBatch, Future] | None = None
         #: decided batches whose outputs are not yet covered by committed offsets
@@ -91,11 +94,16 @@ class Delivery:
         self._committed: dict[tuple[str, int], int] = {}
         self.aborted = 0
 
-    def _start_producer(self):
-        producer = self._new_producer()
-        if self.exactly_once:
-            init_transactions(producer, self._touch, pause_s=0.0)
-        return producer
+    @property
+    def producer(self):
+        return self._tx.producer if self._tx is not None else self._plain
+
+    def _new(self) -> None:
+        """Replace the producer (a transactional one registers its id first)."""
+        if self._tx is not None:
+            self._tx.start()
+        else:
+            self._plain = self._new_producer()
 
     def decided(self, batch: OutBatch) -> None:
         """A batch's decisions are in the state (emitted or not): it waits for its confirmation."""
@@ -119,7 +127,7 @@ class Delivery:
             self._in_flight = (batch, done)
             return True
         try:
-            self.producer.begin_transaction()
+            self._tx.begin()
             self._produce_all(batch)
         except KafkaException as exc:
             return self._failed(exc)
@@ -131,7 +139,7 @@ class Delivery:
         """Worker thread: once the batch's state landed, the offsets into the transaction, then the commit."""
         batch.checkpoint.wait_durable()
         # retried (a coordinator moving after a broker restart timed it out in 1 of 5 runs)
-        commit_offsets(producer, offsets, group, self._touch, COMMIT_SLICE_S, self._bounded)
+        self._tx.commit(offsets, group, COMMIT_SLICE_S, producer)
 
     def settle(self, rewind: bool = True) -> bool:
         """Wait for the batch in flight; count it and confirm what its offsets cover.
@@ -166,13 +174,10 @@ class Delivery:
         self.aborted += 1
         log.warning("%s (%s); rewinding the batch", "transaction aborted" if err.txn_requires_abort() else
                     "producer failed" if err.fatal() else "transaction failed", err)
-        if aborted(self.producer, exc):
+        # fatal (e.g. fenced after a broker restart aborted the open transaction, whose outputs
+        # never became visible), neither, or the abort failed: a new producer replays the batch
+        if self._tx.failed(exc):
             self._refresh_limits()  # the abort served the delivery reports: the guard learned what was refused
-        else:
-            # fatal (e.g. fenced after a broker restart aborted the open transaction, whose
-            # outputs never became visible), neither, or the abort failed: the batch is replayed
-            log.warning("a new producer replays the batch")
-            self.producer = self._start_producer()
         if rewind:
             self.rewind()
         return False
@@ -183,7 +188,7 @@ class Delivery:
         if self.guard is not None and self.guard.refresh():
             log.warning("an output topic's max.message.bytes is below the producer's batch.size: new producer with %s",
                         self.guard.producer_conf())
-            self.producer = self._start_producer()
+            self._new()
 
     def rewind(self) -> None:
         """Seek every assigned partition back to its committed offset (retrying while the broker is away)."""

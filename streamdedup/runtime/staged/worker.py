@@ -34,8 +34,7 @@ from streamdedup.runtime.kafka.fingerprinting import fingerprint_messages
 from streamdedup.runtime.kafka.oversize import OutputGuard
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.kafka.retry import retry
-from streamdedup.runtime.kafka.transactions import (aborted, commit_offsets, init_transactions, produce_waiting,
-                                                      retriable)
+from streamdedup.runtime.kafka.transactions import Transactional, produce_waiting, retriable
 from streamdedup.runtime.kafka.startup import check_cluster
 from streamdedup.runtime.kafka.supervisor import Watchdog
 from streamdedup.runtime.kafka.decision_record import BadDecisionRecord, decode
@@ -98,7 +97,9 @@ class Worker:
         self.fp_producer = self.clients.producer(client_settings(k, {"linger.ms": 5, "enable.idempotence": True}))
         self.watchdog.start()
         try:
-            self.out = self._transactional_producer()
+            # the worker's transactional id names its instance: a fatal error means another process
+            # of that instance took over, and this one leaves
+            self.out = Transactional(self._transactional_producer, self.watchdog.touch, self.watchdog.bounded, fenced="raise")
             # static membership: a restarted worker (same --instance) gets its partitions back at
             # once instead of after the dead member's session and a rebalance
             self.input = self.clients.consumer(client_settings(k, {
@@ -269,32 +270,27 @@ class Worker:
 
     def _transaction(self, outputs: list, offsets: list) -> bool:
         """True if committed; False if aborted (the lanes are rewound)."""
-        p = self.out
+        tx = self.out
         try:
-            p.begin_transaction()
+            tx.begin()
             for topic, key, value, headers in outputs:
-                produce_waiting(p, topic, value, key, headers=headers)
-            commit_offsets(p, offsets, self.input.consumer_group_metadata(), self.watchdog.touch, bounded=self.watchdog.bounded)
+                produce_waiting(tx.producer, topic, value, key, headers=headers)
+            tx.commit(offsets, self.input.consumer_group_metadata())
             return True
         except KafkaException as exc:
-            if exc.args[0].fatal():
-                raise  # fenced: another worker took this one's transactional id; this one leaves
-            log.warning("worker %s: transaction failed (%s); re-reading from the committed offsets", self.instance,
-                        exc.args[0])
-            if not aborted(p, exc):
-                log.warning("worker %s: new transactional producer", self.instance)
-                self.out = self._transactional_producer()
+            if not exc.args[0].fatal():
+                log.warning("worker %s: transaction failed (%s); re-reading from the committed offsets", self.instance,
+                            exc.args[0])
+            tx.failed(exc)  # a fatal error (fenced: another worker took this one's id) ends the worker here
             self.summary.rewinds += 1
             self._rewind()
             return False
 
     def _transactional_producer(self):
-        """The outputs' producer, its transactional id registered (fencing an older one)."""
-        out = self.clients.producer({**client_settings(self.kcfg, {
+        """The outputs' producer (``Transactional`` registers its transactional id)."""
+        return self.clients.producer({**client_settings(self.kcfg, {
             "linger.ms": 5, "enable.idempotence": True, "transactional.id": self.name}),
             **self.guard.producer_conf()})
-        init_transactions(out, self.watchdog.touch)
-        return out
 
     def _rewind(self) -> None:
         """After an aborted transaction: every lane again from its committed offsets."""
