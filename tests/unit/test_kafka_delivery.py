@@ -9,6 +9,7 @@ tested against the real broker with SIGKILLs in tests/integration.)
 from __future__ import annotations
 
 import random
+import threading
 
 import orjson
 import pytest
@@ -16,6 +17,7 @@ from confluent_kafka import KafkaError
 
 from streamdedup import StreamdedupError, load_config
 from streamdedup.runtime.kafka.oversize import TRUNCATED_PREFIX_BYTES
+from streamdedup.runtime.kafka.batch import KafkaPipeline
 from streamdedup.runtime.kafka.clients import Clients
 from streamdedup.runtime.single.processor import Processor
 from streamdedup.runtime.kafka.supervisor import ConsumerFatal, Watchdog
@@ -185,24 +187,41 @@ def test_a_transaction_error_neither_abortable_nor_fatal_gets_a_new_producer(ref
 
 
 def test_rewind_after_a_rebalance(reference, tmp_path, monkeypatch) -> None:
-    """A reassignment resumes from the committed offsets while later batches are decided:
-    those records are below the state's positions and are replayed."""
+    """A reassignment resumes from the committed offsets while a later batch is decided: its
+    records are below the state's positions and are replayed. The partitions are revoked in the
+    first read after the fifth batch went to the decide thread, which holds it until then (so
+    the batch is still being decided, wherever the threads' timing would have put it)."""
     records, want = reference
     b = broker(records)
     made: list[Consumer] = []
-    original = Consumer.consume
+    revoking = threading.Event()
+    original_consume, original_prepare, original_decide = Consumer.consume, KafkaPipeline.prepare, KafkaPipeline.decide
+    prepared, decided = [], []
+
+    def prepare(self, msgs, replay):
+        prepared.append(len(msgs))  # the main thread: the batch goes to the decide thread next
+        return original_prepare(self, msgs, replay)
+
+    def decide(self, batch):
+        decided.append(batch)
+        if len(decided) == 5:
+            assert revoking.wait(30), "no read after the fifth batch went to the decide thread"
+        return original_decide(self, batch)
 
     def consume(self, num_messages=1, timeout=-1):
-        if b.calls.get("consume", 0) == 9:
+        if len(prepared) >= 5 and not revoking.is_set():
+            revoking.set()  # the revocation waits for the batch being decided: let it finish
             self.rebalance()
-        return original(self, num_messages, timeout)
+        return original_consume(self, num_messages, timeout)
 
     monkeypatch.setattr(Consumer, "consume", consume)
+    monkeypatch.setattr(KafkaPipeline, "prepare", prepare)
+    monkeypatch.setattr(KafkaPipeline, "decide", decide)
     clients_consumer = lambda conf: made.append(Consumer(b, conf)) or made[-1]  # noqa: E731
     cfg = config()
     clients = Clients(consumer=clients_consumer, producer=lambda conf: Producer(b, conf), admin=lambda conf: Admin(b, conf))
     s = Processor(cfg, str(tmp_path / "s"), stop_when_idle=0.05, clients=clients, watchdog=False).run()
-    assert s.replayed > 0 and s.reconciles()
+    assert revoking.is_set() and s.replayed > 0 and s.reconciles()
     assert decisions(b) == want
 
 
