@@ -16,7 +16,7 @@ from numba import njit
 
 from streamdedup._kernels.anchors import MAX_ANCHORS
 from streamdedup._kernels.records import _get_uint, _pack_minhash, _put_signed, _put_uint, _put_varint, _unpack_minhash
-from streamdedup._kernels.sketches import BITS, SLOTS
+from streamdedup._kernels.sketches import SKETCH_BYTES
 
 CODEC_VERSION = 4
 #: a record without its canonical text (flag ``F_NO_TEXT``): a version of its own, so a
@@ -31,8 +31,6 @@ HEAD = 6
 _VARINT_MAX = 10
 F_EMPTY = 1
 F_NO_TEXT = 2
-#: what a text-free record carries instead of its text: the evidence sketches (``_kernels.sketches``)
-SKETCH_BYTES = 2 * SLOTS * BITS // 8
 
 # decode_batch statuses (the wrapper turns them into messages)
 OK = 0

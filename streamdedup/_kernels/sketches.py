@@ -31,6 +31,8 @@ BITS = 8
 #: the sketches' own hash seed: none of the fingerprint's MinHashes shares it
 SEED = np.uint64(0x5EC0_E71D_E7CE_5EED)
 GRAM = 8
+#: both sketches of a text, as records keep them: the plain one's slots, then the folded one's
+SKETCH_BYTES = 2 * SLOTS * BITS // 8
 
 
 @njit(cache=True)

@@ -27,7 +27,6 @@ import numpy as np
 from streamdedup.engine import matches, query, revised
 from streamdedup.engine import record as engine_record
 from streamdedup._kernels import decide as KD
-from streamdedup._kernels import questions as KQ
 from streamdedup._kernels import records as KR
 from streamdedup._kernels.verify import N_OUT
 from streamdedup.engine.arena import Arena
@@ -47,8 +46,6 @@ from streamdedup.state.base import StateBatch, Store
 from streamdedup.engine.verify import kernel_params
 
 HOUR_MS = 3_600_000
-#: what a record that keeps its text (or no sketch) is written with
-_NO_SKETCH = np.zeros((0, evidence_sketch.SKETCH_BYTES), np.uint8)
 #: receives a batch's decisions before its state commit; may return an action the store runs
 #: right before it applies the batch (see :meth:`Deduplicator.process`)
 BeforeCommit = Callable[[BatchDecisions], Callable[[], None] | None]
@@ -260,9 +257,7 @@ class Deduplicator:
             i = KD.decide_batch(i, ix.grow_at, docs, params, state, ix.arrays(), self.arena.arrays(), ix.probe, scratch, out)
             if i == n:
                 break
-            if out.ask[i] >= 0 and np.isnan(out.said[i, 0]):  # document i needs exact evidence
-                blocks = not np.isnan(out.said[i, KQ.S_BLOCK_JACCARD])  # a question about boilerplate blocks
-                out.said[i] = self.evidence.answer(texts, i, seqs, int(out.ask[i]), blocks)
+            if self.evidence.respond(out, texts, i, seqs):  # document i needed exact evidence
                 continue
             ix.grow(int(state[0]), int(state[1]))
         self.evidence.remember(seqs, texts)
@@ -280,7 +275,7 @@ class Deduplicator:
             matched_off, changed_buf, changed_off, batch.digest_words, batch.lengths, batch.chars, batch.n_shingles, times,
             sources, offsets, batch.minhash, self.bits, keys32, batch.fine_buf, batch.fine_start, batch.fine_len,
             batch.canon_buf, batch.canon_start, self.cfg.state.keep_text, batch.anchors, batch.anchor_n, out.anchor_hot,
-            _NO_SKETCH if sketch is None else sketch,
+            evidence_sketch.NO_SKETCH if sketch is None else sketch,
         )
         raw = buf.tobytes()
         bounds = off.tolist()

@@ -20,7 +20,7 @@ import numpy as np
 
 from streamdedup._kernels import readonly
 from streamdedup._kernels.blocks import block_mask
-from streamdedup._kernels.questions import N_SAID
+from streamdedup._kernels.questions import N_SAID, S_BLOCK_JACCARD
 from streamdedup.engine import record as engine_record
 from streamdedup.sketch import evidence_sketch
 from streamdedup.state.base import Store
@@ -134,6 +134,15 @@ class Evidence:
         self.asked = 0
         self.read = 0
 
+    def respond(self, out, texts: BatchTexts, i: int, seqs: np.ndarray) -> bool:
+        """Whether the decide kernel stopped at document ``i`` with a question (``out``: its
+        ``decide.outputs``); if so, its answer is in ``out.said[i]`` (:meth:`answer`)."""
+        if out.ask[i] < 0 or not np.isnan(out.said[i, 0]):
+            return False
+        blocks = not np.isnan(out.said[i, S_BLOCK_JACCARD])  # a question about boilerplate blocks
+        out.said[i] = self.answer(texts, i, seqs, int(out.ask[i]), blocks)
+        return True
+
     def answer(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int, blocks: bool = False) -> tuple[float, ...]:
         """The exact evidence (``_kernels.questions.S_*``) of this batch's document ``i`` (seqs so
         far ``seqs[:i]``) against the document ``seq``: :meth:`EvidenceTables.measure` of the two
@@ -171,15 +180,24 @@ class Evidence:
 
     def sketch_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> np.ndarray | None:
         """The evidence sketches of the earlier document ``seq`` (None when its record keeps none)."""
-        same = np.flatnonzero(seqs[:i] == seq)
-        if same.shape[0]:
-            return texts.sketch[int(same[0])]
-        for t in reversed(self._recent):
-            if t.first <= seq < t.end and t.texts.sketch is not None:
-                return t.texts.sketch[t.row_of(seq)]
+        held = self._held(texts, i, seqs, seq)
+        if held is not None and held[0].sketch is not None:
+            return held[0].sketch[held[1]]
         self.read += 1
         raw = self.store.get_many([seq])[0]
-        return None if raw is None else engine_record.evidence_sketch(raw, evidence_sketch.SKETCH_BYTES)
+        return None if raw is None else engine_record.evidence_sketch(raw)
+
+    def _held(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int) -> tuple[BatchTexts, int] | None:
+        """Where the earlier document ``seq`` is in memory: this batch before row ``i`` (seqs
+        so far ``seqs[:i]``) or a recent batch, as (its texts, its row); None when only its
+        record has it."""
+        same = np.flatnonzero(seqs[:i] == seq)
+        if same.shape[0]:
+            return texts, int(same[0])
+        for t in reversed(self._recent):
+            if t.first <= seq < t.end:
+                return t.texts, t.row_of(seq)
+        return None
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either
@@ -213,14 +231,9 @@ class Evidence:
                   keys: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:
         """The canonical text of the earlier document ``seq`` and its anchor keys with their
         stored counts (None when no record of it keeps a text)."""
-        same = np.flatnonzero(seqs[:i] == seq)
-        if same.shape[0]:
-            k = int(same[0])
-            return texts.text(k), texts.keys(k)
-        for t in reversed(self._recent):
-            if t.first <= seq < t.end:
-                k = t.row_of(seq)
-                return t.texts.text(k), t.texts.keys(k)
+        held = self._held(texts, i, seqs, seq)
+        if held is not None:
+            return held[0].text(held[1]), held[0].keys(held[1])
         self.read += 1
         raw = self.store.get_many([seq])[0]
         if raw is None:

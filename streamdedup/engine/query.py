@@ -21,8 +21,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from streamdedup._kernels import decide as KD
-from streamdedup._kernels.questions import (D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_JACCARD, D_LD_SIMILARITY,
-                                            S_BLOCK_JACCARD)
+from streamdedup._kernels.questions import D_CONTAINMENT_A_IN_B, D_CONTAINMENT_B_IN_A, D_JACCARD, D_LD_SIMILARITY
 from streamdedup._kernels.verify import RELATION_NAMES
 from streamdedup.engine import record as engine_record
 from streamdedup.engine.evidence import BatchTexts
@@ -95,10 +94,8 @@ def ask(engine: Any, ids: Sequence[str], batch: FingerprintBatch, policy: Policy
                                ix.probe, scratch, out)
         if done == n:
             break
-        if not (engine.sketching and out.ask[done] >= 0 and np.isnan(out.said[done, 0])):
+        if not (engine.sketching and engine.evidence.respond(out, texts, done, unindexed)):
             raise StreamdedupError(f"a query stopped at {done} of {n}: the decide kernel asked for the texts")
-        blocks = not np.isnan(out.said[done, S_BLOCK_JACCARD])
-        out.said[done] = engine.evidence.answer(texts, done, unindexed, int(out.ask[done]), blocks)
     seqs, relations, numbers = out.match, out.rel, out.num  # seqs: of the matched documents
     found = np.flatnonzero(relations).tolist()
     matched_ids = {}

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from streamdedup._kernels.records import ENGINE_VERSION, ENGINE_VERSION_READ, F_NO_TEXT, F_REVISION, F_SKETCH
+from streamdedup._kernels.sketches import SKETCH_BYTES
 from streamdedup.errors import IncompatibleFingerprintError
 from streamdedup.sketch.estimate import unpack_bbit
 
@@ -225,18 +226,17 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
             anchor_hot[j] = data[pos]
             pos += 1
     text = None if flags & F_NO_TEXT else data[pos:pos + length]
-    sketch = np.frombuffer(data, dtype=np.uint8, offset=pos) if flags & F_SKETCH and data[0] == ENGINE_RECORD_VERSION else None
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
-                          signature, text, changed, anchors, anchor_hot, sketch)
+                          signature, text, changed, anchors, anchor_hot, evidence_sketch(data))
 
 
-def evidence_sketch(data: bytes, sketch_bytes: int) -> np.ndarray | None:
-    """The evidence sketches a record without its text ends with (its last ``sketch_bytes``),
+def evidence_sketch(data: bytes) -> np.ndarray | None:
+    """The evidence sketches a record without its text ends with (its last ``SKETCH_BYTES``),
     or None when it keeps none; nothing else of the record is read."""
     if data[0] != ENGINE_RECORD_VERSION or not data[2] & F_SKETCH:
         return None
-    return np.frombuffer(data, dtype=np.uint8, offset=len(data) - sketch_bytes)
+    return np.frombuffer(data, dtype=np.uint8, offset=len(data) - SKETCH_BYTES)
 
 
 def canonical_text(data: bytes, seq: int = -1) -> bytes | None:

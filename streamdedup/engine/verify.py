@@ -33,7 +33,6 @@ breaks the signature embedding, and holds too few shingles for the estimate.
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass, replace
 
 import numpy as np

@@ -72,8 +72,6 @@ KIND_FINGERPRINT, KIND_DEAD, KIND_PARAMS = K.KIND_FINGERPRINT, K.KIND_DEAD, K.KI
 #: other senders' params kept to name a mismatch (the oldest goes first)
 MAX_ANNOUNCED = 64
 _LOW32 = np.uint64(0xFFFFFFFF)
-#: what a record with text carries in place of the evidence sketches
-_NO_SKETCH = np.zeros((0, evidence_sketch.SKETCH_BYTES), np.uint8)
 _PROBLEMS = {
     K.TRUNCATED: "is cut short (a field runs past its end)",
     K.BAD_KIND: "has an unknown kind",
@@ -157,7 +155,7 @@ class FingerprintCodec:
         topics_buf, topics_off = id_arrays([s.topic for s in sources])
         partitions = np.array([s.partition for s in sources], dtype=np.int64)
         keys = batch.index_keys
-        sketch = _NO_SKETCH if with_text else evidence_sketch.of_batch(batch, self.fp.hash_key)
+        sketch = evidence_sketch.NO_SKETCH if with_text else evidence_sketch.of_batch(batch, self.fp.hash_key)
         buf, off = K.encode_batch(
             self.key, self.bits, batch.empty, batch.digest_words, batch.minhash, keys, batch.lengths, batch.chars, batch.n_shingles,
             np.ascontiguousarray(times, dtype=np.int64), batch.fine_buf, batch.fine_start, batch.fine_len,

@@ -12,7 +12,9 @@ import numpy as np
 from streamdedup._kernels import readonly
 from streamdedup._kernels import sketches as K
 
-SKETCH_BYTES = 2 * K.SLOTS * K.BITS // 8
+SKETCH_BYTES = K.SKETCH_BYTES
+#: what a record that keeps its text (or no sketches) is written with
+NO_SKETCH = np.zeros((0, SKETCH_BYTES), np.uint8)
 #: the near-word share of a pair answered from sketches: none is measured (no sketch holds
 #: words), so the rule on it passes and a reason says the figures were estimated
 NEAR_UNMEASURED = float("inf")

@@ -125,8 +125,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
                              + sketch[i].tobytes()), i
         bare_doc = decode(int(seqs[i]), text_free, bands, cfg.fingerprint.minhash.num_perm)
         assert bare_doc.text is None and canonical_text(text_free) is None
-        assert bare_doc.sketch.tobytes() == sketch[i].tobytes() == evidence_sketch_of(text_free, SKETCH_BYTES).tobytes()
-        assert evidence_sketch_of(got, SKETCH_BYTES) is None
+        assert bare_doc.sketch.tobytes() == sketch[i].tobytes() == evidence_sketch_of(text_free).tobytes()
+        assert evidence_sketch_of(got) is None
         st = decode(int(seqs[i]), got, bands, cfg.fingerprint.minhash.num_perm)
         want_root = (roots[i], matched[i]) if rels[i] else (seqs[i], -1)
         assert (st.id, st.root_seq, st.matched_seq, st.relation, st.flags) == (IDS[i], *want_root, rels[i], flags[i])
