@@ -33,7 +33,7 @@ EMPTY_TEXT_REASON = "no words left after canonicalisation"
 UNIQUE_TAGS = {"status": "unique", "duplicate_of": None, "relation": None, "similarity": None}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen class's __init__ cost ~2 us, paid per duplicate
 class Decision:
     id: str
     status: str  # unique | duplicate | revision | rejected
@@ -79,7 +79,7 @@ def duplicate(doc_id: str, seq: int, root_id: str, matched_id: str, relation: in
     ``F_EXACT_EVIDENCE``: decided on exact evidence, numbers 5-7 are its figures; ``F_BLOCKS``:
     with boilerplate blocks left out); ``changed``: what it changed if it is a revision (None:
     it is not)."""
-    j, ld, c_ba, c_ab, emb, gram, folded, near = (float(x) for x in numbers)
+    j, ld, c_ba, c_ab, emb, gram, folded, near = map(float, numbers)
     why = reasons(relation, j, _opt(ld), c_ba, c_ab, emb, bool(flags & F_BOILERPLATE), None, None, verify,
                   (gram, folded, near) if flags & F_EXACT_EVIDENCE else None, bool(flags & F_BLOCKS))
     return Decision(doc_id, "duplicate" if changed is None else "revision", root_id, RELATION_NAMES[relation], _opt(j),
@@ -112,20 +112,28 @@ class BatchDecisions(Sequence[Decision]):
         self.revised = (flags & F_REVISION) != 0
         linked = (relations > 0) & ~self.revised if verify.revisions == "unique" else relations > 0
         self.codes = np.where(seqs < 0, REJECTED, np.where(linked, DUPLICATE, UNIQUE)).astype(np.int8)
+        self._lists: tuple[list, ...] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
 
+    def _rows(self) -> tuple[list, ...]:
+        """The per-document arrays as lists, made once a batch when a decision is first built:
+        reading them element by element as numpy scalars cost more than the decision."""
+        if self._lists is None:
+            self._lists = (self.codes.tolist(), self.seqs.tolist(), self.relations.tolist(), self.numbers.tolist(),
+                           self.flags.tolist(), self.revised.tolist())
+        return self._lists
+
     def decision(self, i: int) -> Decision:
-        code = self.codes[i]
-        if code == REJECTED:
+        codes, seqs, relations, numbers, flags, revised = self._rows()
+        if codes[i] == REJECTED:
             return Decision(self.ids[i], "rejected", reason=EMPTY_TEXT_REASON)
-        seq = int(self.seqs[i])
-        if self.relations[i] == 0:
-            return Decision(self.ids[i], "unique", seq=seq)
-        return duplicate(self.ids[i], seq, self.root_ids[i], self.matched_ids[i], int(self.relations[i]), self.numbers[i],
-                         int(self.flags[i]), self.verify, self.originals.get(i), self.matched_sources.get(i),
-                         self.changed.get(i, ()) if self.revised[i] else None)
+        if relations[i] == 0:
+            return Decision(self.ids[i], "unique", seq=seqs[i])
+        return duplicate(self.ids[i], seqs[i], self.root_ids[i], self.matched_ids[i], relations[i], numbers[i], flags[i],
+                         self.verify, self.originals.get(i), self.matched_sources.get(i),
+                         self.changed.get(i, ()) if revised[i] else None)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

@@ -131,54 +131,55 @@ def destinations(codes: np.ndarray, revised: np.ndarray, verify: VerifyConfig) -
 
 @dataclass
 class Routed:
-    """Records ``lo..hi`` of a prepared batch: destination and tags (None for unique) of each;
+    """Records ``lo..hi`` of a prepared batch: the destination of each (``where``, an index into
+    :data:`DESTINATIONS`) and the tags of those that have any (by row; the rest are unique);
     ``revisions``: how many of them are revisions (wherever they went)."""
 
     lo: int
-    dest: list[str]
-    tags: list[DuplicateTags | DeadLetterTags | None]
+    where: np.ndarray
+    tags: dict[int, DuplicateTags | DeadLetterTags]
     relations: Counter = field(default_factory=Counter)
     revisions: int = 0
 
     def counts(self) -> Counter:
-        return Counter(self.dest)
+        """Records per destination (those with any)."""
+        per = np.bincount(self.where, minlength=len(DESTINATIONS)).tolist()
+        return Counter({d: c for d, c in zip(DESTINATIONS, per) if c})
 
 
 def route(prep: Prepared, decisions: BatchDecisions, replayed: Mapping[int, Decision | None],
           source_of: Callable[[int], str]) -> Routed:
     """Destinations of every record of ``prep``: its dead letters, the engine's decisions for
     ``prep.docs`` (``decisions[j]`` is record ``docs[j]``), and the stored decisions of the held
-    records (``replayed``: None for one the engine had refused)."""
-    n = prep.hi - prep.lo
-    dest: list[str] = [UNIQUE_DEST] * n
-    tags: list = [None] * n
+    records (``replayed``: None for one the engine had refused). Plain unique records, most of
+    them, cost no Python."""
+    lo = prep.lo
+    where = np.full(prep.hi - lo, DEST_INDEX[UNIQUE_DEST], np.int8)
+    tags: dict[int, DuplicateTags | DeadLetterTags] = {}
     relations: Counter = Counter()
     revisions = 0
     revised = decisions.revised
-    to_revision = revision_dest(decisions.verify)
-    lo = prep.lo
+    to_revision = DEST_INDEX[revision_dest(decisions.verify)]
+    dead = DEST_INDEX[DEAD_LETTER_DEST]
     for k, why in prep.dead.items():
-        dest[k - lo] = DEAD_LETTER_DEST
+        where[k - lo] = dead
         tags[k - lo] = DeadLetterTags(why.stage, why.reason, source_of(k))
-    where = destinations(decisions.codes, revised, decisions.verify)
-    tagged = []  # batch rows given tags (plain unique records, most of them, need no Python)
+    if len(prep.docs):
+        where[prep.docs - lo] = destinations(decisions.codes, revised, decisions.verify)
     docs = prep.docs.tolist()
-    for j in np.flatnonzero((where != DEST_INDEX[UNIQUE_DEST]) | revised).tolist():
+    for j in np.flatnonzero((where[prep.docs - lo] != DEST_INDEX[UNIQUE_DEST]) | revised).tolist():
         k = docs[j]
-        dest[k - lo] = DESTINATIONS[where[j]]
         tags[k - lo] = decision_tags(decisions.decision(j), source_of(k))
-        tagged.append(k - lo)
     for k in prep.held.tolist():
         d = replayed.get(k)
         t = decision_tags(d, source_of(k))
         if t is not None:
-            dest[k - lo] = DEAD_LETTER_DEST if isinstance(t, DeadLetterTags) else (
-                to_revision if d.status == "revision" else DUPLICATE_DEST)
+            where[k - lo] = dead if isinstance(t, DeadLetterTags) else (
+                to_revision if d.status == "revision" else DEST_INDEX[DUPLICATE_DEST])
             tags[k - lo] = t
-            tagged.append(k - lo)
-    for r in tagged:
-        t = tags[r]
+    duplicate = DEST_INDEX[DUPLICATE_DEST]
+    for r, t in tags.items():
         if isinstance(t, DuplicateTags):
-            relations[t.relation] += dest[r] == DUPLICATE_DEST  # the duplicates topic's records by relation
+            relations[t.relation] += int(where[r]) == duplicate  # the duplicates topic's records by relation
             revisions += t.status == "revision"
-    return Routed(lo, dest, tags, relations, revisions)
+    return Routed(lo, where, tags, relations, revisions)

@@ -42,7 +42,7 @@ UPSTREAM = "dedup.upstream."
 MAX_REASON_BYTES = 4000
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen class's __init__ cost ~2 us, paid per duplicate
 class DuplicateTags:
     duplicate_of: str
     relation: str
@@ -59,7 +59,7 @@ class DuplicateTags:
     changed: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen class's __init__ cost ~2 us, paid per duplicate
 class DeadLetterTags:
     stage: str
     reason: str
@@ -94,7 +94,7 @@ class Tags:
 
 
 def _num(x: float | None) -> bytes:
-    return b"" if x is None else f"{x:.4f}".encode()
+    return b"" if x is None else b"%.4f" % x
 
 
 def _round(x: float | None) -> float | None:

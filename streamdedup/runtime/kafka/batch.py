@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from itertools import repeat
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,8 +23,9 @@ from streamdedup.text.decode import Rejected
 from streamdedup.engine.deduplicator import Checkpoint, Deduplicator, Source
 from streamdedup.pipeline import UNIQUE_DEST, Prepared, Preparer, output_topics, route
 from streamdedup.pipeline.decide import FingerprintAndDecide
-from streamdedup.pipeline.route import DEST_INDEX, kafka_output, revision_dest
+from streamdedup.pipeline.route import kafka_output, revision_dest
 from streamdedup.pipeline.tags import UNIQUE_HEADERS, with_tags
+from streamdedup.runtime.kafka.fields import Fields, read_fields
 from streamdedup.runtime.kafka.limits import headers_bytes
 from streamdedup.runtime.kafka.supervisor import ConsumerFatal
 
@@ -38,10 +40,8 @@ class KafkaBatch:
 
     msgs: list
     prep: Prepared
-    #: the batch's (topic, partition)s and, per record, the index of its own in that list
-    partitions: list[tuple[str, int]]
-    part_of: np.ndarray
-    record_offsets: np.ndarray  # per record
+    #: each message's key, value, own headers, partition and offset, read once
+    fields: Fields
     offsets: dict[tuple[str, int], int]  # next offset per (topic, partition) once the batch is done
     replayed: dict[int, Decision | None]  # held record -> its stored decision
     started: float
@@ -127,34 +127,17 @@ class KafkaPipeline:
         # one lookup per partition, not per record (hashing a Source per record cost ~1 us)
         resume = {(s.topic, s.partition): o for s, o in self.engine.resume_positions().items()}
         n = len(msgs)
-        values = [m.value() or b"" for m in msgs]
-        data, scan = self.preparer.scan_values(values)
-        now_ms = int(time.time() * 1000)
-        times = np.empty(n, np.int64)
-        offs = np.empty(n, np.int64)
-        part_of = np.empty(n, np.int32)
-        partitions: list[tuple[str, int]] = []
-        index: dict[tuple[str, int], int] = {}
-        for k, m in enumerate(msgs):
-            tp = (m.topic(), m.partition())
-            i = index.get(tp)
-            if i is None:
-                i = index[tp] = len(partitions)
-                partitions.append(tp)
-            part_of[k] = i
-            offs[k] = m.offset()
-            ts_type, ts = m.timestamp()
-            times[k] = ts if ts_type else now_ms
-        offsets = {tp: int(offs[np.flatnonzero(part_of == i)[-1]]) + 1 for tp, i in index.items()}
-        floor = np.array([resume.get(tp, -1) for tp in partitions], np.int64)
-        hold = offs < floor[part_of] if n else np.zeros(0, np.bool_)
-        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), times, hold)
+        f = read_fields(msgs, int(time.time() * 1000))
+        data, scan = self.preparer.scan_values(f.values)
+        floor = np.array([resume.get(tp, -1) for tp in f.partitions], np.int64)
+        hold = f.offsets < floor[f.part_of] if n else np.zeros(0, np.bool_)
+        prep = self.preparer.prepare(data, scan, 0, n, lambda k: source_name(msgs[k]), f.times, hold)
         base = None
         if self.guard is not None:
-            base = self.guard.base_sizes(msgs, values)
+            base = self.guard.base_sizes(f)
             self._screen(base, prep)
-        replayed = {k: replay.get((Source(*partitions[part_of[k]]), int(offs[k]))) for k in prep.held.tolist()}
-        return KafkaBatch(msgs, prep, partitions, part_of, offs, offsets, replayed, started, base)
+        replayed = {k: replay.get((Source(*f.partitions[f.part_of[k]]), int(f.offsets[k]))) for k in prep.held.tolist()}
+        return KafkaBatch(msgs, prep, f, f.next_offsets(), replayed, started, base)
 
     def _screen(self, base: np.ndarray, prep: Prepared) -> None:
         """Records that could be produced neither as unique nor as duplicate become dead letters
@@ -177,36 +160,38 @@ class KafkaPipeline:
         docs = prep.docs
         ids, texts, times = prep.gather(docs) if len(docs) else ([], [], np.zeros(0, np.int64))
         engine = self.engine
-        sid_of = np.array([engine.source_id(Source(*tp)) for tp in batch.partitions], dtype=np.int64)
-        sids = sid_of[batch.part_of[docs]] if len(docs) else np.zeros(0, np.int64)
-        return self.step(ids, texts, times, sids, batch.record_offsets[docs], positions)
+        f = batch.fields
+        sid_of = np.array([engine.source_id(Source(*tp)) for tp in f.partitions], dtype=np.int64)
+        sids = sid_of[f.part_of[docs]] if len(docs) else np.zeros(0, np.int64)
+        return self.step(ids, texts, times, sids, f.offsets[docs], positions)
 
     def route(self, batch: KafkaBatch, cp: Checkpoint) -> OutBatch:
         """Outputs of every record: key and value unchanged, the record's headers, then the tags."""
         routed = route(batch.prep, cp.decisions, batch.replayed, lambda k: source_name(batch.msgs[k]))
-        outputs = []
+        f = batch.fields
+        n = len(batch.msgs)
         topics = self.topics
+        # every record as a unique one on time, built without Python per record; then those
+        # with tags or a decoded time of their own are made over
+        own = f.headers
+        heads = [UNIQUE_HEADERS] * n if not any(own) else [with_tags(h, UNIQUE_HEADERS) if h else UNIQUE_HEADERS for h in own]
+        outputs = list(zip(repeat(topics[UNIQUE_DEST], n), f.keys, f.values, heads))
         sized = batch.base_sizes is not None
-        tag_bytes = np.full(len(batch.msgs), UNIQUE_TAG_BYTES, np.int64) if sized else None
+        tag_bytes = np.full(n, UNIQUE_TAG_BYTES, np.int64) if sized else None
         slow_of = batch.prep.slow
-        unique_topic = topics[UNIQUE_DEST]
-        append = outputs.append
-        for k, (m, tags) in enumerate(zip(batch.msgs, routed.tags)):
-            slow = slow_of.get(k) if slow_of else None
-            if tags is None and slow is None:
-                # most records: unique, on time; kafka_output's answer without its calls
-                own = m.headers()
-                append((unique_topic, m.key(), m.value(), with_tags(own, UNIQUE_HEADERS) if own else UNIQUE_HEADERS))
+        for k in sorted(routed.tags.keys() | slow_of.keys()) if slow_of else routed.tags:
+            slow = slow_of.get(k)
+            dest, headers = kafka_output(routed.tags.get(k), None if slow is None else slow.time_invalid, self.revisions)
+            if headers is UNIQUE_HEADERS:
                 continue
-            dest, headers = kafka_output(tags, None if slow is None else slow.time_invalid, self.revisions)
-            if sized and headers is not UNIQUE_HEADERS:
+            if sized:
                 tag_bytes[k] = headers_bytes(headers)
-            append((topics[dest], m.key(), m.value(), with_tags(m.headers(), headers)))
+            outputs[k] = (topics[dest], f.keys[k], f.values[k], with_tags(own[k], headers))
         counts = routed.counts()
         counts["replayed"] = len(batch.prep.held)
         counts["revisions"] = routed.revisions
-        out = OutBatch(outputs, batch.offsets, len(batch.msgs), counts, routed.relations, batch.started, cp, batch.msgs)
+        out = OutBatch(outputs, batch.offsets, n, counts, routed.relations, batch.started, cp, batch.msgs)
         if sized:
             out.sizes = batch.base_sizes + tag_bytes
-            out.dests = np.array([DEST_INDEX[d] for d in routed.dest], np.int8)
+            out.dests = routed.where
         return out

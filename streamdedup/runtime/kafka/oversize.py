@@ -49,6 +49,7 @@ from streamdedup.pipeline.tags import (MAX_REASON_BYTES, UNIQUE_HEADERS, DeadLet
                              duplicate_headers, parse_headers, passthrough_headers, truncated_dead_letter_headers,
                              with_tags)
 from streamdedup.runtime.kafka.batch import OutBatch, source_name
+from streamdedup.runtime.kafka.fields import Fields
 from streamdedup.runtime.kafka.limits import (RECORD_OVERHEAD, OutputLimits, check_size_settings, headers_bytes, read_topic_limits,
                      record_bytes)
 
@@ -163,16 +164,14 @@ class OutputGuard:
                     ", ".join(f"{t} {lim.setting} ({lim.bytes:,})" for t, lim in self._limit.items()))
         return self.producer_conf() != before
 
-    def base_sizes(self, msgs: list, values: list[bytes]) -> np.ndarray:
+    def base_sizes(self, fields: Fields) -> np.ndarray:
         """Per consumed record, its output's size before our tags (``record_bytes`` with the
         record's own headers): counted once, for the screen and for the check before produce."""
-        n = len(msgs)
-        sizes = np.fromiter(map(len, values), np.int64, n)
+        n = len(fields.values)
+        sizes = np.fromiter(map(len, fields.values), np.int64, n)
+        sizes += np.fromiter(map(len, [k or b"" for k in fields.keys]), np.int64, n)
         sizes += RECORD_OVERHEAD
-        for k, m in enumerate(msgs):
-            key, headers = m.key(), m.headers()
-            if key:
-                sizes[k] += len(key)
+        for k, headers in enumerate(fields.headers):
             if headers:
                 sizes[k] += headers_bytes(passthrough_headers(headers))
         return sizes
