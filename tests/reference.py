@@ -691,6 +691,18 @@ def block_mask_kernel(text: bytes, keys: list[int], hots: list[int], hot: int = 
     return mask.tolist()
 
 
+def uncarried_hot_ref(keys: list[int], hots: list[int], other: list[int], hot: int = 3) -> bool:
+    """Whether a key with a count of ``hot`` or more is not among ``other``."""
+    return any(c >= hot and k not in other for k, c in zip(keys, hots))
+
+
+def uncarried_hot_kernel(keys: list[int], hots: list[int], other: list[int], hot: int = 3) -> bool:
+    from streamdedup._kernels.blocks import uncarried_hot
+
+    return bool(uncarried_hot(np.array(keys + [0], np.uint32), np.array(hots + [0], np.uint8), len(keys),
+                              np.array(other + [0], np.uint32), len(other), hot))
+
+
 def blocks_held_ref(a: bytes, b: bytes, blocks: list[int]) -> list[float]:
     """For each block k of ``b`` (``blocks[p] == k``, from 1), the share of its distinct 8-byte
     windows lying wholly inside it that ``a`` has, counting a window once, for the first block
@@ -780,6 +792,7 @@ KERNELS = {
     "edit_runs": KernelCase("edit_runs", edit_runs_kernel, edit_runs_ref),
     "block_mask": KernelCase("block_mask", block_mask_kernel, block_mask_ref),
     "blocks_held": KernelCase("blocks_held", blocks_held_kernel, blocks_held_ref),
+    "uncarried_hot": KernelCase("uncarried_hot", uncarried_hot_kernel, uncarried_hot_ref),
     "evidence_sketch": KernelCase("evidence_sketch", evidence_sketch_kernel, evidence_sketch_ref),
 }
 

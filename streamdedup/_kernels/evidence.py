@@ -78,15 +78,13 @@ def contained(plain, folded, params):
 
 
 @njit(cache=True, inline="always")
-def _gram(text, p, fold):
-    """The 8 bytes at ``p`` as one little-endian word, digits read as ``0`` with ``fold``."""
-    g = np.uint64(0)
-    for k in range(GRAM):
-        c = text[p + k]
-        if fold and 48 <= c <= 57:
-            c = 48
-        g |= np.uint64(c) << np.uint64(8 * k)
-    return g
+def _roll(g, c, fold):
+    """The gram ``g`` moved on by the byte ``c``: read at the byte ``q``, it is the 8 bytes
+    ``q - 7 .. q`` as one little-endian word (digits read as ``0`` with ``fold``). One shift a
+    byte instead of eight loads a gram."""
+    if fold and 48 <= c <= 57:
+        c = 48
+    return (g >> np.uint64(8)) | (np.uint64(c) << np.uint64(56))
 
 
 @njit(cache=True)
@@ -107,8 +105,11 @@ def _jaccard(a, b, fold, keys, states):
     for k in range(keys.shape[0]):
         states[k] = _EMPTY
     n_a = 0
-    for p in range(a.shape[0] - GRAM + 1):
-        g = _gram(a, p, fold)
+    g = np.uint64(0)
+    for q in range(a.shape[0]):
+        g = _roll(g, a[q], fold)
+        if q < GRAM - 1:
+            continue
         h = _probe(keys, states, g, fmix64(g))
         if states[h] == _EMPTY:
             keys[h] = g
@@ -116,8 +117,11 @@ def _jaccard(a, b, fold, keys, states):
             n_a += 1
     n_b = 0
     both = 0
-    for p in range(b.shape[0] - GRAM + 1):
-        g = _gram(b, p, fold)
+    g = np.uint64(0)
+    for q in range(b.shape[0]):
+        g = _roll(g, b[q], fold)
+        if q < GRAM - 1:
+            continue
         h = _probe(keys, states, g, fmix64(g))
         s = states[h]
         if s == _EMPTY:
@@ -132,7 +136,7 @@ def _jaccard(a, b, fold, keys, states):
     return both / union if union > 0 else 0.0, both / n_b if n_b > 0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gram_jaccards(a, b, keys, states):
     """Exact Jaccard of the byte 8-gram sets of ``a`` and ``b`` and containment of ``b``'s in
     ``a``'s: (Jaccard, Jaccard digit-folded, containment, containment digit-folded).
@@ -155,7 +159,7 @@ def gram_jaccards(a, b, keys, states):
     return plain, folded, contained, contained_folded
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def blocks_held(a, b, blocks, n_blocks, keys, states, out):
     """For each block k = 1..``n_blocks`` of ``b`` (``blocks[p] == k``: ``_kernels.blocks``),
     the share of its distinct byte 8-grams (those wholly inside it) that ``a`` has, into
@@ -163,19 +167,26 @@ def blocks_held(a, b, blocks, n_blocks, keys, states, out):
     table of ``a``'s grams serves every block (a table of :func:`table_size` of both texts)."""
     for k in range(keys.shape[0]):
         states[k] = _EMPTY
-    for p in range(a.shape[0] - GRAM + 1):
-        g = _gram(a, p, np.bool_(False))
+    g = np.uint64(0)
+    for q in range(a.shape[0]):
+        g = _roll(g, a[q], np.bool_(False))
+        if q < GRAM - 1:
+            continue
         h = _probe(keys, states, g, fmix64(g))
         if states[h] == _EMPTY:
             keys[h] = g
             states[h] = _IN_A
     total = np.zeros(n_blocks, np.int64)
     held = np.zeros(n_blocks, np.int64)
-    for p in range(b.shape[0] - GRAM + 1):
-        k = blocks[p]
-        if k == 0 or blocks[p + GRAM - 1] != k:
+    g = np.uint64(0)
+    for q in range(b.shape[0]):
+        g = _roll(g, b[q], np.bool_(False))
+        p = q - GRAM + 1  # the gram's first byte
+        if p < 0:
             continue
-        g = _gram(b, p, np.bool_(False))
+        k = blocks[p]
+        if k == 0 or blocks[q] != k:
+            continue
         h = _probe(keys, states, g, fmix64(g))
         s = states[h]
         if s == _IN_B or s == _IN_BOTH:
@@ -235,7 +246,7 @@ def _words(text, starts, ends):
 
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def near_word_share(a, b, keys, counts, states):
     """Of the words the newer ``b`` has beyond the earlier ``a`` (as multisets), the share one
     edit away (a byte substituted, dropped or added, or two neighbours swapped) from a word

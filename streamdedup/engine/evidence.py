@@ -13,13 +13,14 @@ on disk) answers the same.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
 
 from streamdedup._kernels import readonly
-from streamdedup._kernels.blocks import block_mask
+from streamdedup._kernels.blocks import block_mask, uncarried_hot
 from streamdedup._kernels.questions import N_SAID, S_BLOCK_JACCARD
 from streamdedup.engine import record as engine_record
 from streamdedup.sketch import evidence_sketch
@@ -99,7 +100,17 @@ def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int
     return mask if blocks else None
 
 
-def _uncarried(keys: np.ndarray, hots: np.ndarray, other_keys: np.ndarray, hot: int) -> np.ndarray:
+def _uncarried(keys: tuple[np.ndarray, np.ndarray], other_keys: np.ndarray, hot: int) -> bool:
+    """Whether a text's anchor keys with their counts (``keys``) hold one that starts a block
+    the other text (``other_keys``) does not carry."""
+    k, h = keys
+    if not _any_hot(h, hot):
+        return False
+    return bool(uncarried_hot(readonly(np.ascontiguousarray(k, np.uint32)), readonly(np.ascontiguousarray(h, np.uint8)),
+                              k.shape[0], readonly(np.ascontiguousarray(other_keys, np.uint32)), other_keys.shape[0], hot))
+
+
+def _without_carried(keys: np.ndarray, hots: np.ndarray, other_keys: np.ndarray, hot: int) -> np.ndarray:
     """``hots`` with 0 for each key of count ``hot`` or more that ``other_keys`` has too (a
     block the other text carries starts none). A text has at most ``MAX_ANCHORS`` keys: a
     broadcast compare of the few hot ones beats ``np.isin``'s sort (~50 us a call)."""
@@ -128,6 +139,8 @@ class Evidence:
         self.bands, self.num_perm, self.hot = bands, num_perm, hot
         self.budget = budget
         self._recent: deque[_Texts] = deque()
+        #: each recent batch's first seq, in the same order (batches are decided in seq order)
+        self._firsts: deque[int] = deque()
         self._bytes = 0
         self._tables = EvidenceTables()
         #: questions answered, and how many needed a record read (metrics, benchmarks)
@@ -194,9 +207,10 @@ class Evidence:
         same = np.flatnonzero(seqs[:i] == seq)
         if same.shape[0]:
             return texts, int(same[0])
-        for t in reversed(self._recent):
-            if t.first <= seq < t.end:
-                return t.texts, t.row_of(seq)
+        k = bisect_right(self._firsts, seq) - 1  # the one recent batch that can hold it
+        if k >= 0 and seq < self._recent[k].end:
+            t = self._recent[k]
+            return t.texts, t.row_of(seq)
         return None
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
@@ -207,12 +221,12 @@ class Evidence:
         another outlet's notice goes, while a sentence both texts have (a template's opening, a
         block whose key a typo broke in the other) stays in both and is no difference between
         them."""
-        if not (_any_hot(a_keys[1], self.hot) or _any_hot(b_keys[1], self.hot)):
-            return None  # most pairs (the revision test reads every linked pair)
+        if not (_uncarried(a_keys, b_keys[0], self.hot) or _uncarried(b_keys, a_keys[0], self.hot)):
+            return None  # most pairs (the revision test reads every linked pair): no block to leave out
         left = []
         for mine, (keys, hots), other, other_keys in ((a, a_keys, b, b_keys[0]), (b, b_keys, a, a_keys[0])):
             # a block whose key the other text has too is carried by it: only the others start one
-            hots = _uncarried(keys, hots, other_keys, self.hot)
+            hots = _without_carried(keys, hots, other_keys, self.hot)
             blocks = block_mask_of(mine, keys, hots, self.hot, self.key)
             if blocks is None:
                 left.append(mine)
@@ -250,7 +264,13 @@ class Evidence:
         if not (seqs >= 0).any():
             return
         t = _Texts(seqs, texts)
+        if self._recent and t.first < self._recent[-1].end:  # seqs began again (a rebuilt index): none is held
+            self._recent.clear()
+            self._firsts.clear()
+            self._bytes = 0
         self._recent.append(t)
+        self._firsts.append(t.first)
         self._bytes += t.nbytes
         while self._bytes > self.budget and len(self._recent) > 1:
             self._bytes -= self._recent.popleft().nbytes
+            self._firsts.popleft()

@@ -256,6 +256,18 @@ CASES["block_mask"] = [_blocks_case(_words(n).split(), a) for n, a in
                        [(1, []), (8, [(0, 3)]), (40, [(0, 1), (5, 3), (9, 2)]), (300, [(3, 3), (200, 4), (250, 2)])]]
 
 
+CASES["uncarried_hot"] = [([], [], [7]), ([5, 6], [1, 2], []), ([5, 6], [3, 1], [5]), ([5, 6], [3, 4], [6, 5]),
+                          ([5, 6, 9], [3, 4, 3], [6, 5]), ([1, 2, 3], [9, 9, 9], [3, 2, 1, 0])]
+
+
+@given(st.lists(st.tuples(st.integers(1, 12), st.integers(0, 5)), max_size=20), st.lists(st.integers(1, 12), max_size=20),
+       st.sampled_from([2, 3]))
+def test_uncarried_hot_on_any_keys(keyed: list[tuple[int, int]], other: list[int], hot: int) -> None:
+    case = KERNELS["uncarried_hot"]
+    keys, hots = [k for k, _ in keyed], [c for _, c in keyed]
+    assert case.kernel(keys, hots, other, hot) == case.reference(keys, hots, other, hot)
+
+
 CASES["blocks_held"] = [(a, b, [0] * 3 + [1] * 20 + [2] * (len(b) - 23)) for a in SAMPLE_TEXTS[4:8] for b in SAMPLE_TEXTS[6:8]]
 
 
