@@ -3,8 +3,8 @@
 A deployment without texts makes two 128-slot MinHashes of every byte 8-gram of each canonical
 text (``_kernels.sketches``). The work is two passes over the text's bytes, whatever the bytes
 are; this script checks that claim on the inputs most likely to break it, each timed as the
-engine calls it (``evidence_sketch.of_texts``, keyed as a deployment with a secret is), best
-of ``--rounds``:
+engine calls it (``evidence_sketch.of_texts``, keyed as a deployment with a secret is, or
+unkeyed with ``--no-secret``), best of ``--rounds``:
 
 - a typical wire story (Reuters, ~1 KB), for scale;
 - texts of ``--max-bytes`` (default: the built-in ``fingerprint.max_text_bytes``): random letters
@@ -14,7 +14,7 @@ of ``--rounds``:
 
 Prints microseconds a text and nanoseconds a byte.
 
-    .venv/bin/python benchmarks/sketch_worst.py [--max-bytes N] [--rounds R]
+    .venv/bin/python benchmarks/sketch_worst.py [--max-bytes N] [--rounds R] [--no-secret]
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ def main() -> None:
     ap.add_argument("--max-bytes", type=int, default=cfg.fingerprint.max_text_bytes)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-secret", action="store_true", help="unkeyed, as without fingerprint.secret")
     args = ap.parse_args()
-    key = hash_key(Config.model_validate({"fingerprint": {"secret": "a benchmark's secret, 16+ chars"}}).fingerprint)
+    secret = "" if args.no_secret else "a benchmark's secret, 16+ chars"
+    key = hash_key(Config.model_validate({"fingerprint": {"secret": secret}}).fingerprint)
     texts = _texts(args.max_bytes, args.seed)
     _time(b"warm up the kernel", key, 1)
     print(f"{'text':<22} {'bytes':>10} {'us a text':>11} {'ns a byte':>10}")
