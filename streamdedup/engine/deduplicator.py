@@ -106,6 +106,7 @@ class Deduplicator:
         #: no texts kept: exact evidence is estimated from the texts' evidence sketches, which the
         #: records keep instead
         self.sketching = not cfg.state.keep_text and cfg.verify.exact_evidence
+        self.recent_documents = matches.RecentDocuments()
         self.evidence = Evidence(store, self.index_bands, self.num_perm, eng.hot_bucket_clusters,
                                  key=hash_key(cfg.fingerprint), sketches=self.sketching)
         if raw is not None:
@@ -264,7 +265,9 @@ class Deduplicator:
         meta.next_seq, meta.seq_lo, meta.watermark = int(state[0]), int(state[1]), int(state[2])
         sources = np.ascontiguousarray(sources, dtype=np.int64)
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store)
+        found = matches.resolve(ids, seqs, roots, matched, relations, first_seq, sources, offsets, self.meta.sources, self.store,
+                                self.recent_documents, self._committed_lo)
+        self.recent_documents.remember(seqs, ids, found.root_ids, sources, offsets)
         changed = {} if self.cfg.verify.revisions == "off" else revised.mark(
             self.evidence, texts, seqs, matched, relations, flags, roots)
         roots_buf, roots_off = sparse_utf8(found.root_ids, n)
