@@ -141,6 +141,8 @@ class Evidence:
         self._recent: deque[_Texts] = deque()
         #: each recent batch's first seq, in the same order (batches are decided in seq order)
         self._firsts: deque[int] = deque()
+        #: the batch being decided (its seqs array) and its first document's seq
+        self._batch_first: tuple[np.ndarray, int] | None = None
         self._bytes = 0
         self._tables = EvidenceTables()
         #: questions answered, and how many needed a record read (metrics, benchmarks)
@@ -204,14 +206,30 @@ class Evidence:
         """Where the earlier document ``seq`` is in memory: this batch before row ``i`` (seqs
         so far ``seqs[:i]``) or a recent batch, as (its texts, its row); None when only its
         record has it."""
-        same = np.flatnonzero(seqs[:i] == seq)
-        if same.shape[0]:
-            return texts, int(same[0])
+        row = self._in_batch(seqs, i, seq)
+        if row >= 0:
+            return texts, row
         k = bisect_right(self._firsts, seq) - 1  # the one recent batch that can hold it
         if k >= 0 and seq < self._recent[k].end:
             t = self._recent[k]
             return t.texts, t.row_of(seq)
         return None
+
+    def _in_batch(self, seqs: np.ndarray, i: int, seq: int) -> int:
+        """The row of ``seq`` among the batch's rows before ``i``, or -1. The batch's documents
+        have its highest seqs: one before its first is in an earlier batch, found without a
+        search of the batch (most are)."""
+        first = self._batch_first
+        if first is None or first[0] is not seqs:
+            rows = np.flatnonzero(seqs[:i] >= 0)
+            if not rows.shape[0]:
+                return -1
+            # rows are decided in order: the first indexed one before i is the batch's first
+            first = self._batch_first = (seqs, int(seqs[rows[0]]))
+        if seq < first[1]:
+            return -1
+        same = np.flatnonzero(seqs[:i] == seq)
+        return int(same[0]) if same.shape[0] else -1
 
     def blocks_left_out(self, a: np.ndarray, a_keys, b: np.ndarray, b_keys) -> tuple[np.ndarray, np.ndarray] | None:
         """Both texts without their boilerplate blocks, or None: when neither has one, or either
