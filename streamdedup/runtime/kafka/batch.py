@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 
 import numpy as np
 from confluent_kafka import KafkaError
