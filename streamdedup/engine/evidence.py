@@ -13,8 +13,6 @@ on disk) answers the same.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +21,7 @@ from streamdedup._kernels import readonly
 from streamdedup._kernels.blocks import block_mask, uncarried_hot
 from streamdedup._kernels.questions import N_SAID, S_BLOCK_JACCARD
 from streamdedup.engine import record as engine_record
+from streamdedup.engine.recent import RecentBatches
 from streamdedup.sketch import evidence_sketch
 from streamdedup.state.base import Store
 from streamdedup.engine.verify import EvidenceTables
@@ -59,22 +58,6 @@ class BatchTexts:
     def keys(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         n = int(self.anchor_n[k])
         return self.anchors[k, :n], self.anchor_hot[k, :n]
-
-
-class _Texts:
-    """The canonical texts of one decided batch, by seq."""
-
-    def __init__(self, seqs: np.ndarray, texts: BatchTexts):
-        kept = np.flatnonzero(seqs >= 0)
-        self.first = int(seqs[kept[0]])
-        self.end = self.first + kept.shape[0]  # indexed documents get consecutive seqs
-        self.row = kept
-        self.texts = texts
-        # what keeping it holds (a decoded staged batch: its records)
-        self.nbytes = int(texts.buf.nbytes) + (0 if texts.sketch is None else int(texts.sketch.nbytes))
-
-    def row_of(self, seq: int) -> int:
-        return int(self.row[seq - self.first])
 
 
 #: the anchor keys of an unkeyed fingerprint (no ``fingerprint.secret``)
@@ -137,13 +120,10 @@ class Evidence:
         self.sketches = sketches
         self.key = key
         self.bands, self.num_perm, self.hot = bands, num_perm, hot
-        self.budget = budget
-        self._recent: deque[_Texts] = deque()
-        #: each recent batch's first seq, in the same order (batches are decided in seq order)
-        self._firsts: deque[int] = deque()
+        #: recent batches' texts, at most ``budget`` bytes of them
+        self._recent: RecentBatches[BatchTexts] = RecentBatches(budget)
         #: the batch being decided (its seqs array) and its first document's seq
         self._batch_first: tuple[np.ndarray, int] | None = None
-        self._bytes = 0
         self._tables = EvidenceTables()
         #: questions answered, and how many needed a record read (metrics, benchmarks)
         self.asked = 0
@@ -209,11 +189,7 @@ class Evidence:
         row = self._in_batch(seqs, i, seq)
         if row >= 0:
             return texts, row
-        k = bisect_right(self._firsts, seq) - 1  # the one recent batch that can hold it
-        if k >= 0 and seq < self._recent[k].end:
-            t = self._recent[k]
-            return t.texts, t.row_of(seq)
-        return None
+        return self._recent.find(seq)
 
     def _in_batch(self, seqs: np.ndarray, i: int, seq: int) -> int:
         """The row of ``seq`` among the batch's rows before ``i``, or -1. The batch's documents
@@ -279,16 +255,5 @@ class Evidence:
 
     def remember(self, seqs: np.ndarray, texts: BatchTexts) -> None:
         """Keep a decided batch's texts (its arrays, not copies), dropping the oldest over budget."""
-        if not (seqs >= 0).any():
-            return
-        t = _Texts(seqs, texts)
-        if self._recent and t.first < self._recent[-1].end:  # seqs began again (a rebuilt index): none is held
-            self._recent.clear()
-            self._firsts.clear()
-            self._bytes = 0
-        self._recent.append(t)
-        self._firsts.append(t.first)
-        self._bytes += t.nbytes
-        while self._bytes > self.budget and len(self._recent) > 1:
-            self._bytes -= self._recent.popleft().nbytes
-            self._firsts.popleft()
+        # what keeping it holds (a decoded staged batch: its records)
+        self._recent.add(seqs, texts, int(texts.buf.nbytes) + (0 if texts.sketch is None else int(texts.sketch.nbytes)))

@@ -10,8 +10,6 @@ for the matched records, one more for roots that are not themselves matched.
 
 from __future__ import annotations
 
-from bisect import bisect_right
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -19,6 +17,7 @@ import numpy as np
 
 from streamdedup.engine import record as engine_record
 from streamdedup.engine.checkpoint import Source
+from streamdedup.engine.recent import RecentBatches
 from streamdedup.errors import StreamdedupError
 from streamdedup.state.base import Store
 
@@ -48,56 +47,28 @@ class Matches:
     matched_sources: dict[int, str | None] = field(default_factory=dict)
 
 
-class _Batch:
-    """One decided batch's documents, by seq (indexed documents get consecutive seqs)."""
-
-    def __init__(self, seqs: np.ndarray, ids: Sequence[str], root_ids: dict[int, str], source_ids: np.ndarray,
-                 offsets: np.ndarray):
-        self.rows = np.flatnonzero(seqs >= 0)
-        self.first = int(seqs[self.rows[0]])
-        self.end = self.first + self.rows.shape[0]
-        self.ids, self.root_ids, self.source_ids, self.offsets = ids, root_ids, source_ids, offsets
-
-    def fields(self, seq: int) -> tuple[str, str, int, int]:
-        row = int(self.rows[seq - self.first])
-        doc_id = self.ids[row]
-        return doc_id, self.root_ids.get(row, doc_id), int(self.source_ids[row]), int(self.offsets[row])
-
-
 class RecentDocuments:
     """The id, root id and input position of each document of recent batches: what its state
     record says of it (``record.match_fields``), without reading the record."""
 
     def __init__(self, limit: int = RECENT_DOCUMENTS):
-        self.limit = limit
-        self._batches: deque[_Batch] = deque()
-        self._firsts: deque[int] = deque()
-        self._docs = 0
+        #: per batch: its ids, its duplicates' roots by row, and each document's source and offset
+        self._batches: RecentBatches[tuple[Sequence[str], dict[int, str], np.ndarray, np.ndarray]] = RecentBatches(limit)
 
     def remember(self, seqs: np.ndarray, ids: Sequence[str], root_ids: dict[int, str], source_ids: np.ndarray,
                  offsets: np.ndarray) -> None:
         """A decided batch (``root_ids``: its duplicates' roots, by row)."""
-        if not (seqs >= 0).any():
-            return
-        b = _Batch(seqs, ids, root_ids, np.array(source_ids), np.array(offsets))  # copies: the caller's may be reused
-        if self._batches and b.first < self._batches[-1].end:  # seqs began again (a rebuilt index)
-            self._batches.clear()
-            self._firsts.clear()
-            self._docs = 0
-        self._batches.append(b)
-        self._firsts.append(b.first)
-        self._docs += b.end - b.first
-        while self._docs > self.limit and len(self._batches) > 1:
-            old = self._batches.popleft()
-            self._firsts.popleft()
-            self._docs -= old.end - old.first
+        # copies of the positions: the caller's arrays may be reused
+        self._batches.add(seqs, (ids, root_ids, np.array(source_ids), np.array(offsets)), int((seqs >= 0).sum()))
 
     def fields(self, seq: int) -> tuple[str, str, int, int] | None:
         """(id, root id, source id, offset) of the document ``seq``, or None when no recent batch has it."""
-        k = bisect_right(self._firsts, seq) - 1
-        if k >= 0 and seq < self._batches[k].end:
-            return self._batches[k].fields(seq)
-        return None
+        found = self._batches.find(seq)
+        if found is None:
+            return None
+        (ids, root_ids, source_ids, offsets), row = found
+        doc_id = ids[row]
+        return doc_id, root_ids.get(row, doc_id), int(source_ids[row]), int(offsets[row])
 
 
 def _stored(store: Store, seqs: set[int]) -> dict[int, bytes | None]:
