@@ -101,11 +101,15 @@ BOILERPLATE_WORDS = frozenset(
     "example desk website visit 责任编辑 记者 摄".split())
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Revision:
     """What :func:`detect` found. ``kinds``: ``marker``, ``figures``, ``negation``, ``words``,
     ``added`` (in that order, those present); ``changed``: at most :data:`MAX_CHANGED` items,
-    ``"old -> new"``, ``"+new"`` or ``"-old"`` (a marker as itself)."""
+    ``"old -> new"``, ``"+new"`` or ``"-old"`` (a marker as itself).
+
+    Not frozen: the compiled test makes one for every linked pair, and a frozen dataclass's
+    ``__init__`` costs three times a plain one's. Nothing changes one once made (answers that
+    found nothing share one instance)."""
 
     revised: bool
     kinds: tuple[str, ...] = ()
