@@ -249,9 +249,9 @@ class Evidence:
         if not keys:
             text = engine_record.canonical_text(raw, seq)
             return None if text is None else (np.frombuffer(text, dtype=np.uint8), _NO_KEYS)
-        doc = engine_record.decode(seq, raw, self.bands, self.num_perm)
+        text, anchors, anchor_hot = engine_record.text_and_anchors(seq, raw, self.bands, self.num_perm)
         # a record written with state.keep_text: false keeps no text
-        return None if doc.text is None else (np.frombuffer(doc.text, dtype=np.uint8), (doc.anchors, doc.anchor_hot))
+        return None if text is None else (np.frombuffer(text, dtype=np.uint8), (anchors, anchor_hot))
 
     def remember(self, seqs: np.ndarray, texts: BatchTexts) -> None:
         """Keep a decided batch's texts (its arrays, not copies), dropping the oldest over budget."""

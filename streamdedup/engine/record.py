@@ -214,21 +214,49 @@ def decode(seq: int, data: bytes, bands: int, num_perm: int) -> StoredDocument:
     pos += 4 * bands
     signature = data[pos:pos + n_sig]
     pos += n_sig
-    anchors, anchor_hot = np.zeros(0, np.uint32), np.zeros(0, np.uint8)
-    if data[0] == ENGINE_RECORD_VERSION:
-        m, pos = _varint(data, pos)
-        anchors = np.frombuffer(data, dtype="<u4", count=m, offset=pos).astype(np.uint32)
-        pos += 4 * m
-        anchor_hot = np.ones(m, dtype=np.uint8)
-        n_ahot, pos = _varint(data, pos)
-        for _ in range(n_ahot):
-            j, pos = _varint(data, pos)
-            anchor_hot[j] = data[pos]
-            pos += 1
+    anchors, anchor_hot, pos = _anchors(data, pos)
     text = None if flags & F_NO_TEXT else data[pos:pos + length]
     return StoredDocument(seq, doc_id, root_seq, root_id, matched_seq, matched_id, relation, flags, numbers,
                           hot, length, length - extra, n_shingles, event_time_ms, source_id, offset, digest, bits, minhash, keys,
                           signature, text, changed, anchors, anchor_hot, evidence_sketch(data))
+
+
+def _anchors(data: bytes, pos: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The anchor keys at ``pos`` with their hot counts, and where they end (none before
+    version 7)."""
+    if data[0] != ENGINE_RECORD_VERSION:
+        return np.zeros(0, np.uint32), np.zeros(0, np.uint8), pos
+    m, pos = _varint(data, pos)
+    anchors = np.frombuffer(data, dtype="<u4", count=m, offset=pos).astype(np.uint32)
+    pos += 4 * m
+    anchor_hot = np.ones(m, dtype=np.uint8)
+    n_ahot, pos = _varint(data, pos)
+    for _ in range(n_ahot):
+        j, pos = _varint(data, pos)
+        anchor_hot[j] = data[pos]
+        pos += 1
+    return anchors, anchor_hot, pos
+
+
+def text_and_anchors(seq: int, data: bytes, bands: int, num_perm: int) -> tuple[bytes | None, np.ndarray, np.ndarray]:
+    """What exact evidence reads of an earlier document: its canonical text (None when the
+    record keeps none) and its anchor keys with their hot counts. The fields between are
+    stepped over, not decoded: the MinHash slots, band keys and signature are what cost
+    :func:`decode` most."""
+    _, _, n_matched, pos = _id_fields(seq, data)
+    relation, flags, bits = data[1], data[2], data[3]
+    _, pos = _changed(data, pos + n_matched)
+    n_hot, pos = _varint(data, pos)
+    length, pos = _varint(data, pos)
+    for _ in range(5):  # the text's other bytes, shingles, event time, source id, offset (zigzag: varints too)
+        _, pos = _varint(data, pos)
+    n_sig, pos = _varint(data, pos)
+    if relation:
+        pos = _varint(data, _varint(data, pos)[1])[1] + 32  # root and matched seqs, the estimates
+    for _ in range(n_hot):
+        pos = _varint(data, pos)[1] + 1
+    anchors, anchor_hot, pos = _anchors(data, pos + num_perm * bits // 8 + 4 * bands + n_sig)
+    return (None if flags & F_NO_TEXT else data[pos:pos + length]), anchors, anchor_hot
 
 
 def evidence_sketch(data: bytes) -> np.ndarray | None:

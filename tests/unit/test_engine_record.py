@@ -9,7 +9,7 @@ import pytest
 
 from streamdedup import Fingerprinter, load_config
 from streamdedup._kernels import records as KR
-from streamdedup.engine.record import HEAD, canonical_text, decode, ids
+from streamdedup.engine.record import HEAD, canonical_text, decode, ids, text_and_anchors
 from streamdedup.engine.record import evidence_sketch as evidence_sketch_of
 from streamdedup.sketch.estimate import pack_bbit
 from streamdedup.sketch import evidence_sketch
@@ -144,3 +144,8 @@ def test_batch_encoder_writes_the_documented_layout(bits: int) -> None:
             assert np.array_equal(np.array(st.numbers, np.float32), numbers[i], equal_nan=True)
         assert ids(got) == (IDS[i], root_ids[i] or IDS[i])
         assert st.text == canonical_text(got) == fp.fingerprint_batch([TEXTS[i]]).canonical[0]
+        # the reader of exact evidence steps over what it does not need and reads the same
+        for record, doc in ((got, st), (text_free, bare_doc)):
+            text, keys_read, hot_read = text_and_anchors(int(seqs[i]), record, bands, cfg.fingerprint.minhash.num_perm)
+            assert text == doc.text and keys_read.dtype == np.uint32 and hot_read.dtype == np.uint8
+            assert np.array_equal(keys_read, doc.anchors) and np.array_equal(hot_read, doc.anchor_hot)
