@@ -257,6 +257,11 @@ class VerifyConfig(Frozen):
         "markers, added facts): unique = the unique topic, tagged revision; duplicates = the duplicates topic, tagged "
         "revision; topic = a topic of its own (kafka.revisions_topic; file mode: revisions.jsonl), tagged revision; "
         "off = not looked for (a revision is a duplicate)")
+    # the revision test is the decide step's largest part (~40 us a linked pair, compiled, the
+    # GIL released); a batch's pairs are independent, so parts of them run at once
+    revision_threads: int = setting(
+        2, "threads a batch's revision tests run on at once (1: the deciding thread alone); decisions are the same "
+        "whatever it is", "threads", ge=1, le=64)
 
 
 class EngineConfig(Frozen):

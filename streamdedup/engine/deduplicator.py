@@ -269,7 +269,7 @@ class Deduplicator:
                                 self.recent_documents, self._committed_lo)
         self.recent_documents.remember(seqs, ids, found.root_ids, sources, offsets)
         changed = {} if self.cfg.verify.revisions == "off" else revised.mark(
-            self.evidence, texts, seqs, matched, relations, flags, roots)
+            self.evidence, texts, seqs, matched, relations, flags, roots, self.cfg.verify.revision_threads)
         roots_buf, roots_off = sparse_utf8(found.root_ids, n)
         matched_buf, matched_off = sparse_utf8(found.matched_ids, n)
         changed_buf, changed_off = sparse_utf8({i: engine_record.CHANGED_SEP.join(c) for i, c in changed.items()}, n)

@@ -21,7 +21,7 @@ from streamdedup.engine.revision_kernel import PARTIAL_ITEM, detect_many
 
 
 def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, relations: np.ndarray,
-         flags: np.ndarray, roots: np.ndarray | None = None) -> dict[int, tuple[str, ...]]:
+         flags: np.ndarray, roots: np.ndarray | None = None, threads: int = 1) -> dict[int, tuple[str, ...]]:
     """Flag ``F_REVISION`` in ``flags`` for every duplicate of the batch that revises its match;
     returns what each changed, by batch row. An exact copy (same canonical text) is never one,
     nor a duplicate whose match keeps no text, nor one whose changes vanish with the
@@ -32,7 +32,8 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
     (``roots``), is compared with that story too: the match may be a copy under a footer or a
     slug, and the update is of the story. It revises the story when the match does not (a copy
     of a revision is a copy of the revision, not one itself). The batch's pairs are tested in one
-    kernel call, the second readings in another, and the few revised ones with blocks again."""
+    kernel call, the second readings in another, and the few revised ones with blocks again, each
+    on ``threads`` threads (``verify.revision_threads``)."""
     rows, pairs, keys = [], [], []
     for i in np.flatnonzero((relations > 0) & (relations != REL_EXACT)).tolist():
         found = evidence.prints_of(texts, i, seqs, int(matched[i]))
@@ -45,9 +46,9 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
         rows.append(i)
         pairs.append((earlier, later))
         keys.append(earlier_keys)
-    results = detect_many(pairs)
+    results = detect_many(pairs, threads=threads)
     if roots is not None:
-        _of_the_story(evidence, texts, seqs, matched, roots, rows, pairs, keys, results)
+        _of_the_story(evidence, texts, seqs, matched, roots, rows, pairs, keys, results, threads)
     revised, again, lefts = [], [], []
     for i, (earlier, later), earlier_keys, r in zip(rows, pairs, keys, results):
         if not r.revised:
@@ -61,7 +62,7 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
         elif not np.array_equal(*left):
             again.append(i)
             lefts.append(left)
-    revised += [(i, r) for i, r in zip(again, detect_many(lefts)) if r.revised]
+    revised += [(i, r) for i, r in zip(again, detect_many(lefts, threads=threads)) if r.revised]
     out: dict[int, tuple[str, ...]] = {}
     for i, r in revised:
         flags[i] |= F_REVISION
@@ -70,7 +71,7 @@ def mark(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.nd
 
 
 def _of_the_story(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, matched: np.ndarray, roots: np.ndarray,
-                  rows: list, pairs: list, keys: list, results: list) -> None:
+                  rows: list, pairs: list, keys: list, results: list, threads: int) -> None:
     """The second reading of :func:`mark`: each pair not revised whose match is a copy of a
     story (its root) is read against the story, and so is the match; where the match does not
     revise the story and the later text does without a typo-like block, the pair becomes
@@ -88,7 +89,7 @@ def _of_the_story(evidence: Evidence, texts: BatchTexts, seqs: np.ndarray, match
         second += [(story, pairs[q][0]), (story, pairs[q][1])]
     if not asked:
         return
-    got = detect_many(second)
+    got = detect_many(second, threads=threads)
     for k, (q, (story, story_keys)) in enumerate(asked):
         match_revises, later_revises = got[2 * k], got[2 * k + 1]
         # only a clean reading (no typo-like blocks against the story) overrules the match's:

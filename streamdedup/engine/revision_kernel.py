@@ -10,7 +10,10 @@ first call.
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Sequence
 
@@ -72,22 +75,74 @@ def _tables():
 
 
 def detect_many(pairs: Sequence[tuple], earlier_head: int = HEAD_CHARS, later_head: int | None = None,
-                work: int = WORK_BUDGET) -> list[Revision]:
+                work: int = WORK_BUDGET, threads: int = 1) -> list[Revision]:
     """The revision test of each ``(earlier, later)`` pair of canonical texts as UTF-8
-    (``bytes`` or ``uint8`` arrays), in one kernel call."""
+    (``bytes`` or ``uint8`` arrays), in one kernel call, or with ``threads`` > 1 in that many
+    calls at once on parts of about equal bytes (the kernel releases the GIL; each pair's
+    answer is the same however the batch is cut)."""
     n = len(pairs)
     if n == 0:
         return []
     parts = [p for pair in pairs for p in pair]
-    buf = np.frombuffer(b"".join(x.tobytes() if isinstance(x, np.ndarray) else x for x in parts), dtype=np.uint8)
+    buf = readonly(np.frombuffer(b"".join(x.tobytes() if isinstance(x, np.ndarray) else x for x in parts), dtype=np.uint8))
     off = np.zeros(2 * n + 1, dtype=np.int64)
     np.cumsum([len(x) for x in parts], out=off[1:])
+    off = readonly(off)
     store = np.empty((n, K.STORE_ROWS, I.ROW), dtype=np.int32)
     slen = np.empty((n, K.STORE_ROWS, 2), dtype=np.int64)
     meta = np.empty((n, K.META), dtype=np.int64)
-    K.revisions(readonly(buf), readonly(off), earlier_head, -1 if later_head is None else later_head, *_tables(),
-                work, store, slen, meta)
+    later = -1 if later_head is None else later_head
+    tables = _tables()
+
+    def run(lo: int, hi: int) -> None:  # pairs lo..hi: their offsets stay absolute into buf
+        K.revisions(buf, off[2 * lo:2 * hi + 1], earlier_head, later, *tables, work, store[lo:hi], slen[lo:hi],
+                    meta[lo:hi])
+
+    cuts = _cuts(off, n, threads)
+    helpers = [_pool(len(cuts) - 2).submit(run, lo, hi) for lo, hi in zip(cuts[1:-1], cuts[2:])]
+    run(cuts[0], cuts[1])
+    for f in helpers:
+        f.result()
     return _results(store, slen, meta)
+
+
+#: pairs a part of a batch holds at least before the batch is cut for threads: a thread's
+#: hand-over (~20-50 us) is worth it from about this many pairs (~40 us each)
+MIN_PAIRS_A_THREAD = 8
+
+
+def _cuts(off: np.ndarray, n: int, threads: int) -> list[int]:
+    """Where a batch of ``n`` pairs is cut into at most ``threads`` parts of about equal bytes
+    (a pair's cost grows with its texts' length): the first pair of each part, then ``n``."""
+    parts = max(1, min(threads, n // MIN_PAIRS_A_THREAD))
+    if parts == 1:
+        return [0, n]
+    ends = off[2::2]  # where each pair ends in the buffer
+    at = (np.searchsorted(ends, ends[-1] * np.arange(1, parts) / parts, side="right")).tolist()
+    return sorted({0, n, *(min(max(c, 1), n - 1) for c in at)})
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOL_LOCK = threading.Lock()
+
+
+def _forget_pools() -> None:
+    """In a forked child, which has none of its parent's threads: it makes pools of its own."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _POOLS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_pools)
+
+
+def _pool(helpers: int) -> ThreadPoolExecutor:
+    """A pool of ``helpers`` threads that run parts of a batch beside the calling thread, made on
+    first use and kept (one per size, so callers with different settings do not wait on each other)."""
+    with _POOL_LOCK:
+        if helpers not in _POOLS:
+            _POOLS[helpers] = ThreadPoolExecutor(helpers, thread_name_prefix="revisions")
+        return _POOLS[helpers]
 
 
 def _results(store: np.ndarray, slen: np.ndarray, meta: np.ndarray) -> list[Revision]:

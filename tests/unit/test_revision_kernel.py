@@ -124,3 +124,30 @@ def test_the_blocks_read_without_the_digits_table_hold_no_digit_or_space() -> No
     chars = [c for c in range(0x3000, 0xFB00) if no_digit(c)]
     assert len(chars) > 20_000
     assert not [hex(c) for c in chars if chr(c).isdigit() or chr(c).isdecimal() or chr(c).isspace()]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 2 ** 32), st.integers(1, 70), st.integers(2, 5))
+def test_a_batch_cut_for_threads_gives_each_pair_its_own_answer(seed: int, n: int, threads: int) -> None:
+    """``detect_many`` on several threads answers every pair as one kernel call over the whole
+    batch does, in the batch's order, pairs of very different lengths included."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        words = [rng.choice(VOCAB) for _ in range(rng.choice((3, 20, 400)))]
+        pairs.append((" ".join(words).encode(), " ".join(_edit(words, rng, rng.randrange(5))).encode()))
+    assert RK.detect_many(pairs, threads=threads) == RK.detect_many(pairs)
+
+
+@given(st.lists(st.integers(0, 5000), min_size=1, max_size=200), st.integers(1, 9))
+def test_a_batch_is_cut_into_whole_parts_of_about_equal_bytes(sizes: list[int], threads: int) -> None:
+    import numpy as np
+    n = len(sizes)
+    off = np.zeros(2 * n + 1, np.int64)
+    np.cumsum([s for size in sizes for s in (size, size)], out=off[1:])
+    cuts = RK._cuts(off, n, threads)
+    assert cuts[0] == 0 and cuts[-1] == n and all(a < b for a, b in zip(cuts, cuts[1:]))
+    assert len(cuts) - 1 <= max(1, min(threads, n // RK.MIN_PAIRS_A_THREAD))
+    if len(cuts) > 2 and min(sizes) > 0:  # no part holds more than its share and one pair more
+        share = off[-1] / (len(cuts) - 1)
+        assert all(off[2 * b] - off[2 * a] <= share + 2 * max(sizes) for a, b in zip(cuts, cuts[1:]))
