@@ -732,6 +732,42 @@ def blocks_held_kernel(a: bytes, b: bytes, blocks: list[int]) -> list[float]:
     return out.tolist()
 
 
+def left_out_ref(a: bytes, a_keys: list[int], a_hots: list[int], b: bytes, b_keys: list[int], b_hots: list[int],
+                 hot: int = 3, shared: float = 0.5, min_bytes: int = 100) -> tuple[bytes, bytes] | None:
+    """Both texts without the blocks the other does not carry (``_kernels.blocks.left_out``):
+    a text's block is one its key of count ``hot`` or more that the other text lacks starts; it
+    goes when less than ``shared`` of its 8-grams are in the other text. None when nothing goes
+    from either, or either keeps less than ``min_bytes``."""
+    if not (uncarried_hot_ref(a_keys, a_hots, b_keys, hot) or uncarried_hot_ref(b_keys, b_hots, a_keys, hot)):
+        return None
+    left = []
+    for mine, keys, hots, other, other_keys in ((a, a_keys, a_hots, b, b_keys), (b, b_keys, b_hots, a, a_keys)):
+        own = [0 if c >= hot and k in other_keys else c for k, c in zip(keys, hots)]
+        mask = block_mask_ref(mine, keys, own, hot)
+        held = blocks_held_ref(other, mine, mask)
+        left.append(bytes(x for x, k in zip(mine, mask) if k == 0 or held[k - 1] >= shared))
+    if left == [a, b] or len(left[0]) < min_bytes or len(left[1]) < min_bytes:
+        return None
+    return left[0], left[1]
+
+
+def left_out_kernel(a: bytes, a_keys: list[int], a_hots: list[int], b: bytes, b_keys: list[int], b_hots: list[int],
+                    hot: int = 3, shared: float = 0.5, min_bytes: int = 100) -> tuple[bytes, bytes] | None:
+    from streamdedup._kernels import evidence as KE
+    from streamdedup._kernels.blocks import left_out
+
+    size = KE.table_size(len(a), len(b))
+    longer = max(len(a), len(b))
+    buf = lambda t: np.frombuffer(t, dtype=np.uint8) if t else np.zeros(0, np.uint8)  # noqa: E731
+    out_a, out_b = np.empty(len(a), np.uint8), np.empty(len(b), np.uint8)
+    kept_a, kept_b = left_out(buf(a), np.array(a_keys + [0], np.uint32), np.array(a_hots + [0], np.uint8), len(a_keys),
+                              buf(b), np.array(b_keys + [0], np.uint32), np.array(b_hots + [0], np.uint8), len(b_keys),
+                              hot, np.uint64(0), np.uint64(0), False, shared, min_bytes, np.zeros(size, np.uint64),
+                              np.zeros(size, np.uint8), np.empty(longer, np.int32), np.empty(longer + 1, np.float64),
+                              out_a, out_b)
+    return None if kept_a < 0 else (out_a[:kept_a].tobytes(), out_b[:kept_b].tobytes())
+
+
 def evidence_sketch_ref(text: bytes, key: tuple[int, int] | None = None) -> list[list[int]]:
     """The two evidence sketches of a text (``_kernels.sketches``): every 8-byte gram (one gram
     of all bytes below 8), plain and with ASCII digits as ``0``, through SipHash under ``key``,
@@ -793,6 +829,7 @@ KERNELS = {
     "block_mask": KernelCase("block_mask", block_mask_kernel, block_mask_ref),
     "blocks_held": KernelCase("blocks_held", blocks_held_kernel, blocks_held_ref),
     "uncarried_hot": KernelCase("uncarried_hot", uncarried_hot_kernel, uncarried_hot_ref),
+    "left_out": KernelCase("left_out", left_out_kernel, left_out_ref),
     "evidence_sketch": KernelCase("evidence_sketch", evidence_sketch_kernel, evidence_sketch_ref),
 }
 

@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from streamdedup._kernels.anchors import ANCHOR_WINDOW, _span_key
+from streamdedup._kernels.evidence import blocks_held
 
 #: canonical bytes a block runs at most from its anchor before it ends at the next word start
 #: (a 60-word disclaimer is 4-5 sentences of 60-120 bytes; past the 16th anchor a long story
@@ -93,3 +94,55 @@ def uncarried_hot(keys, hots, n_keys, other, n_other, hot):
         if hots[r] >= hot and _key_index(other, n_other, keys[r]) < 0:
             return True
     return False
+
+
+@njit(cache=True, nogil=True)
+def left_out(a, a_keys, a_hots, n_a, b, b_keys, b_hots, n_b, hot, key0, key1, keyed, shared, min_bytes, tab_keys,
+             tab_states, mask, held, out_a, out_b):
+    """Both texts of a pair without the boilerplate blocks the other does not carry, into
+    ``out_a`` and ``out_b``; returns their lengths, or (-1, -1) when nothing is left out of
+    either or either keeps less than ``min_bytes``. A text's block is one that a key of count
+    ``hot`` or more not among the other's keys starts (:func:`block_mask`), left out when less
+    than ``shared`` of its 8-grams are in the other text (``_kernels.evidence.blocks_held``).
+    One call a pair: the question (:func:`uncarried_hot`), both masks and both readings of the
+    blocks without an array made in Python between them. ``tab_keys``/``tab_states``: a gram
+    table of at least ``evidence.table_size(len(a), len(b))`` slots; ``mask``, ``held``: room
+    for the longer text. Reference: ``left_out_ref`` in ``tests/reference.py``."""
+    if not (uncarried_hot(a_keys, a_hots, n_a, b_keys, n_b, hot) or uncarried_hot(b_keys, b_hots, n_b, a_keys, n_a, hot)):
+        return -1, -1
+    kept_a = _kept(a, a_keys, a_hots, n_a, b, b_keys, n_b, hot, key0, key1, keyed, shared, tab_keys, tab_states, mask,
+                   held, out_a)
+    kept_b = _kept(b, b_keys, b_hots, n_b, a, a_keys, n_a, hot, key0, key1, keyed, shared, tab_keys, tab_states, mask,
+                   held, out_b)
+    if kept_a == a.shape[0] and kept_b == b.shape[0] or kept_a < min_bytes or kept_b < min_bytes:
+        return -1, -1
+    return kept_a, kept_b
+
+
+@njit(cache=True)
+def _kept(mine, keys, hots, n, other, other_keys, n_other, hot, key0, key1, keyed, shared, tab_keys, tab_states, mask,
+          held, out):
+    """``mine`` without its blocks that ``other`` does not carry, into ``out``; its length. A
+    block whose key the other text has too is carried by it and starts none."""
+    own = np.empty(n, np.uint8)
+    any_hot = False
+    for r in range(n):
+        c = hots[r]
+        if c >= hot and _key_index(other_keys, n_other, keys[r]) >= 0:
+            c = 0
+        own[r] = c
+        any_hot = any_hot or c >= hot
+    size = mine.shape[0]
+    blocks = block_mask(mine, keys, own, n, hot, mask, key0, key1, keyed) if any_hot else 0
+    if blocks:
+        need = 2 * (other.shape[0] + size) + 2  # evidence.table_size: load <= 1/2
+        g = 16
+        while g < need:
+            g <<= 1
+        blocks_held(other, mine, mask, blocks, tab_keys[:g], tab_states[:g], held)
+    k = 0
+    for p in range(size):
+        if blocks == 0 or mask[p] == 0 or held[mask[p] - 1] >= shared:
+            out[k] = mine[p]
+            k += 1
+    return k

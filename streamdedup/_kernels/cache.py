@@ -33,7 +33,6 @@ PIPELINE_KERNELS = (
     "evidence.gram_jaccards",
     "evidence.near_word_share",
     "blocks.block_mask",
-    "evidence.blocks_held",
     "records.restore_batch",
     "arena.live_bytes",
     "arena.regrow",
@@ -43,6 +42,7 @@ PIPELINE_KERNELS = (
     "fprecords.decode_sources",
     "fprecords.decode_prints",
     "revision.revisions",
+    "blocks.left_out",
     "sketches.sketch_batch",
 )
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from streamdedup._kernels import readonly
-from streamdedup._kernels.blocks import block_mask, uncarried_hot
+from streamdedup._kernels.blocks import block_mask, left_out
+from streamdedup._kernels.evidence import table_size as gram_table_size
 from streamdedup._kernels.questions import N_SAID, S_BLOCK_JACCARD
 from streamdedup.engine import record as engine_record
 from streamdedup.engine.recent import RecentBatches
@@ -69,6 +70,11 @@ def _any_hot(hots: np.ndarray, hot: int) -> bool:
     return hots.shape[0] > 0 and int(hots.max()) >= hot
 
 
+def _key_arrays(keys: np.ndarray, hots: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    return (readonly(np.ascontiguousarray(keys, np.uint32)), readonly(np.ascontiguousarray(hots, np.uint8)),
+            keys.shape[0])
+
+
 def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int,
                   key: tuple = NO_KEY) -> np.ndarray | None:
     """The boilerplate block (1, 2, ...; 0: none) each byte of ``text`` is in, its keys of
@@ -81,31 +87,6 @@ def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int
     blocks = block_mask(readonly(text), readonly(np.ascontiguousarray(keys, np.uint32)),
                         readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask, *key)
     return mask if blocks else None
-
-
-def _uncarried(keys: tuple[np.ndarray, np.ndarray], other_keys: np.ndarray, hot: int) -> bool:
-    """Whether a text's anchor keys with their counts (``keys``) hold one that starts a block
-    the other text (``other_keys``) does not carry."""
-    k, h = keys
-    if not _any_hot(h, hot):
-        return False
-    return bool(uncarried_hot(readonly(np.ascontiguousarray(k, np.uint32)), readonly(np.ascontiguousarray(h, np.uint8)),
-                              k.shape[0], readonly(np.ascontiguousarray(other_keys, np.uint32)), other_keys.shape[0], hot))
-
-
-def _without_carried(keys: np.ndarray, hots: np.ndarray, other_keys: np.ndarray, hot: int) -> np.ndarray:
-    """``hots`` with 0 for each key of count ``hot`` or more that ``other_keys`` has too (a
-    block the other text carries starts none). A text has at most ``MAX_ANCHORS`` keys: a
-    broadcast compare of the few hot ones beats ``np.isin``'s sort (~50 us a call)."""
-    hot_rows = np.flatnonzero(hots >= hot)
-    if not hot_rows.shape[0]:
-        return hots
-    carried = hot_rows[(keys[hot_rows, None] == other_keys[None, :]).any(axis=1)]
-    if not carried.shape[0]:
-        return hots
-    hots = hots.copy()
-    hots[carried] = 0
-    return hots
 
 
 class Evidence:
@@ -214,26 +195,18 @@ class Evidence:
         have the block's anchor key, and less than :data:`BLOCK_SHARED` of the block's 8-grams):
         another outlet's notice goes, while a sentence both texts have (a template's opening, a
         block whose key a typo broke in the other) stays in both and is no difference between
-        them."""
-        if not (_uncarried(a_keys, b_keys[0], self.hot) or _uncarried(b_keys, a_keys[0], self.hot)):
+        them. One compiled call (``_kernels.blocks.left_out``)."""
+        (ak, ah), (bk, bh) = a_keys, b_keys
+        if not (_any_hot(ah, self.hot) or _any_hot(bh, self.hot)):
             return None  # most pairs (the revision test reads every linked pair): no block to leave out
-        left = []
-        for mine, (keys, hots), other, other_keys in ((a, a_keys, b, b_keys[0]), (b, b_keys, a, a_keys[0])):
-            # a block whose key the other text has too is carried by it: only the others start one
-            hots = _without_carried(keys, hots, other_keys, self.hot)
-            blocks = block_mask_of(mine, keys, hots, self.hot, self.key)
-            if blocks is None:
-                left.append(mine)
-                continue
-            held = self._tables.blocks_held(other, mine, blocks, int(blocks.max()))
-            # block k is left out where the other text does not carry it
-            out = np.concatenate(([False], held < BLOCK_SHARED))[blocks]
-            left.append(mine[~out] if out.any() else mine)
-        if left[0] is a and left[1] is b:
-            return None
-        if left[0].shape[0] < BLOCK_MIN_BYTES or left[1].shape[0] < BLOCK_MIN_BYTES:
-            return None
-        return left[0], left[1]
+        keys, states = self._tables.gram_tables(gram_table_size(a.shape[0], b.shape[0]))
+        longer = max(a.shape[0], b.shape[0])
+        out_a, out_b = np.empty(a.shape[0], np.uint8), np.empty(b.shape[0], np.uint8)
+        # read-only whichever way the arrays came (batch, record): one compiled kernel
+        kept_a, kept_b = left_out(readonly(a), *_key_arrays(ak, ah), readonly(b), *_key_arrays(bk, bh), self.hot,
+                                  *self.key, BLOCK_SHARED, BLOCK_MIN_BYTES, keys, states, np.empty(longer, np.int32),
+                                  np.empty(longer + 1, np.float64), out_a, out_b)
+        return None if kept_a < 0 else (out_a[:kept_a], out_b[:kept_b])
 
     def prints_of(self, texts: BatchTexts, i: int, seqs: np.ndarray, seq: int,
                   keys: bool = True) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]] | None:

@@ -343,14 +343,10 @@ class EvidenceTables:
         near = KE.near_word_share(a, b, self.keys[:size], self.counts[:size], self.states[:size])
         return float(plain), float(folded), float(near), float(held), float(held_folded)
 
-    def blocks_held(self, a: np.ndarray, b: np.ndarray, blocks: np.ndarray, n_blocks: int) -> np.ndarray:
-        """For each boilerplate block 1..``n_blocks`` of ``b`` (``_kernels.blocks``), the share of
-        its byte 8-grams ``a`` has (canonical texts, uint8)."""
-        g = KE.table_size(a.shape[0], b.shape[0])
-        self._fit(g)
-        out = np.empty(n_blocks, np.float64)
-        KE.blocks_held(readonly(a), readonly(b), blocks, n_blocks, self.keys[:g], self.states[:g], out)
-        return out
+    def gram_tables(self, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """A byte 8-gram table of ``size`` slots (keys, states), for a kernel that fills it."""
+        self._fit(size)
+        return self.keys[:size], self.states[:size]
 
 
 def exact_grams(a: bytes, b: bytes) -> tuple[float, float, float, float, float]:

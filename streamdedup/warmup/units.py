@@ -149,11 +149,20 @@ def _evidence(cfg: Config) -> None:
 
 
 def _revisions(cfg: Config) -> None:
-    """The revision test of a linked pair, on canonical bytes as the engine holds them."""
+    """The revision test of a linked pair, on canonical bytes as the engine holds them, and the
+    reading of a revised pair without the boilerplate block only one text carries."""
+    from streamdedup._kernels.anchors import ANCHOR_WINDOW, _span_key
+    from streamdedup.engine.evidence import NO_KEY, Evidence
     from streamdedup.engine.revision_kernel import detect_bytes
+    from streamdedup.state import MemoryStore
 
     a = np.frombuffer(_STORY.encode(), np.uint8)
-    detect_bytes(a, np.frombuffer(_STORY.replace("twice", "once corrected").encode(), np.uint8))
+    b = np.frombuffer(_STORY.replace("twice", "once corrected").encode(), np.uint8)
+    detect_bytes(a, b)
+    notice = np.frombuffer(("another outlet's notice. " + _STORY).encode(), np.uint8)
+    key = np.array([_span_key(notice, 0, notice.shape[0], ANCHOR_WINDOW, *NO_KEY)], np.uint32)
+    Evidence(MemoryStore(), 1, 1, 3).blocks_left_out(a, (np.zeros(0, np.uint32), np.zeros(0, np.uint8)), notice,
+                                                     (key, np.full(1, 255, np.uint8)))
 
 
 def _growth(cfg: Config) -> None:
@@ -226,11 +235,10 @@ UNITS: dict[str, Unit] = {
     "engine": Unit(_engine, _ENGINE, 9.0),
     "engine+restore": Unit(lambda cfg: _engine(cfg, restore=True), _ENGINE + ("records.restore_batch",), 10.5),
     "growth": Unit(_growth, ("index.rehash", "arena.regrow"), 0.5),
-    "revisions": Unit(_revisions, ("revision.revisions",), 28.0),
+    "revisions": Unit(_revisions, ("revision.revisions", "blocks.left_out"), 30.0),
     "fprecords": Unit(_fprecords, ("fprecords.encode_batch", "fprecords.decode_sources", "fprecords.decode_prints"), 4.0),
     "explain": Unit(_explain, ("verify.compare_pair",), 2.5),
-    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask",
-                                  "evidence.blocks_held"), 2.5),
+    "evidence": Unit(_evidence, ("evidence.gram_jaccards", "evidence.near_word_share", "blocks.block_mask"), 2.5),
     "sketches": Unit(_sketches, ("sketches.sketch_batch",), 1.0),
 }
 #: what each kind of run needs before its first batch: file mode and Kafka on a new state, each

@@ -268,6 +268,44 @@ def test_uncarried_hot_on_any_keys(keyed: list[tuple[int, int]], other: list[int
     assert case.kernel(keys, hots, other, hot) == case.reference(keys, hots, other, hot)
 
 
+_BODY = b"acme corp said on tuesday its first quarter profit rose to 12 mln dlrs from ten mln a year earlier".split()
+_NOTICE = b"sign up for our morning newsletter to get the top stories delivered to your inbox every day".split()
+_STANDARDS = b"our standards the trust principles govern how we report the news for every reader".split()
+
+
+def _left_out_case(a_words, a_anchors, b_words, b_anchors, share_keys: bool = False):
+    a, ak, ah = _blocks_case(a_words, a_anchors)
+    b, bk, bh = _blocks_case(b_words, b_anchors)
+    if share_keys:  # the earlier text has the later's block keys too (it carries them)
+        ak, ah = ak + [k for k in bk if k not in ak], ah + [1 for k in bk if k not in ak]
+    return a, ak, ah, b, bk, bh
+
+
+CASES["left_out"] = [
+    _left_out_case(_BODY * 3, [(0, 1)], _BODY * 3 + _NOTICE, [(0, 1), (3 * len(_BODY), 4)]),  # a notice only the copy has
+    _left_out_case(_BODY * 3 + _STANDARDS, [(3 * len(_BODY), 5)], _BODY * 3 + _NOTICE, [(3 * len(_BODY), 4)]),
+    _left_out_case(_BODY * 3 + _NOTICE, [(3 * len(_BODY), 4)], _BODY * 3 + _NOTICE, [(3 * len(_BODY), 4)]),  # both carry it
+    _left_out_case(_BODY, [(0, 1)], _BODY + _NOTICE, [(len(_BODY), 4)]),  # too little left: compared whole
+    _left_out_case(_BODY * 3, [(0, 1)], _BODY * 3 + _NOTICE, [(3 * len(_BODY), 4)], share_keys=True),
+    _left_out_case(_BODY * 3, [], _BODY * 3, []),
+]
+
+
+@given(st.lists(st.sampled_from([b"our", b"standards", b"the", b"trust", b"acme", b"rose", b"12.5", b"newsletter",
+                                 b"x" * 30]), min_size=1, max_size=80),
+       st.lists(st.integers(0, 2), min_size=1, max_size=80),
+       st.lists(st.tuples(st.integers(0, 79), st.integers(1, 4)), max_size=6),
+       st.lists(st.tuples(st.integers(0, 79), st.integers(1, 4)), max_size=6),
+       st.booleans(), st.sampled_from([2, 3]), st.sampled_from([0.3, 0.5, 0.9]), st.sampled_from([0, 20, 100]))
+def test_left_out_on_any_pair(words: list[bytes], edits: list[int], a_anchors, b_anchors, share_keys: bool, hot: int,
+                              shared: float, min_bytes: int) -> None:
+    # the later text: the earlier's words, some dropped (0), kept (1) or doubled (2)
+    later = [w for w, e in zip(words, edits + [1] * len(words)) for _ in range(e)] or words[:1]
+    case = KERNELS["left_out"]
+    args = (*_left_out_case(words, a_anchors, later, b_anchors, share_keys), hot, shared, min_bytes)
+    assert case.kernel(*args) == case.reference(*args)
+
+
 CASES["blocks_held"] = [(a, b, [0] * 3 + [1] * 20 + [2] * (len(b) - 23)) for a in SAMPLE_TEXTS[4:8] for b in SAMPLE_TEXTS[6:8]]
 
 
