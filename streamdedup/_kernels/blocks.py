@@ -106,8 +106,8 @@ def left_out(a, a_keys, a_hots, n_a, b, b_keys, b_hots, n_b, hot, key0, key1, ke
     than ``shared`` of its 8-grams are in the other text (``_kernels.evidence.blocks_held``).
     One call a pair: the question (:func:`uncarried_hot`), both masks and both readings of the
     blocks without an array made in Python between them. ``tab_keys``/``tab_states``: a gram
-    table of at least ``evidence.table_size(len(a), len(b))`` slots; ``mask``, ``held``: room
-    for the longer text. Reference: ``left_out_ref`` in ``tests/reference.py``."""
+    table of ``evidence.table_size(len(a), len(b))`` slots (both texts' grams, either side's
+    reading); ``mask``, ``held``: room for the longer text. Reference: ``left_out_ref`` in ``tests/reference.py``."""
     if not (uncarried_hot(a_keys, a_hots, n_a, b_keys, n_b, hot) or uncarried_hot(b_keys, b_hots, n_b, a_keys, n_a, hot)):
         return -1, -1
     kept_a = _kept(a, a_keys, a_hots, n_a, b, b_keys, n_b, hot, key0, key1, keyed, shared, tab_keys, tab_states, mask,
@@ -135,11 +135,7 @@ def _kept(mine, keys, hots, n, other, other_keys, n_other, hot, key0, key1, keye
     size = mine.shape[0]
     blocks = block_mask(mine, keys, own, n, hot, mask, key0, key1, keyed) if any_hot else 0
     if blocks:
-        need = 2 * (other.shape[0] + size) + 2  # evidence.table_size: load <= 1/2
-        g = 16
-        while g < need:
-            g <<= 1
-        blocks_held(other, mine, mask, blocks, tab_keys[:g], tab_states[:g], held)
+        blocks_held(other, mine, mask, blocks, tab_keys, tab_states, held)
     k = 0
     for p in range(size):
         if blocks == 0 or mask[p] == 0 or held[mask[p] - 1] >= shared:

@@ -84,8 +84,7 @@ def block_mask_of(text: np.ndarray, keys: np.ndarray, hots: np.ndarray, hot: int
         return None
     mask = np.empty(text.shape[0], np.int32)
     # read-only whichever way the arrays came (batch, record): one compiled kernel
-    blocks = block_mask(readonly(text), readonly(np.ascontiguousarray(keys, np.uint32)),
-                        readonly(np.ascontiguousarray(hots, np.uint8)), keys.shape[0], hot, mask, *key)
+    blocks = block_mask(readonly(text), *_key_arrays(keys, hots), hot, mask, *key)
     return mask if blocks else None
 
 

@@ -155,23 +155,19 @@ def _results(store: np.ndarray, slen: np.ndarray, meta: np.ndarray) -> list[Revi
     lens = slen[revised, :I.MAX_ITEMS, 0] * (np.arange(I.MAX_ITEMS) < meta[revised, K.M_ITEMS, None])
     points = store[revised, :I.MAX_ITEMS][np.arange(I.ROW) < lens[:, :, None]]
     text = points.tobytes().decode("utf-32-le")
-    ends = np.cumsum(lens, axis=None).tolist()
+    ends = np.cumsum(lens, axis=None)
+    starts = (ends - lens.ravel()).tolist()
+    ends = ends.tolist()
     out: list[Revision] = []
-    k = 0  # the next item's place in ends
-    start = 0
+    k = 0  # the next revised pair's first item slot (MAX_ITEMS slots a pair)
     for revised_, kinds, typos, n_items, partial in rows:
         if not revised_:
             out.append(Revision(revised=False, typos=typos, partial=bool(partial)) if typos or partial
                        else _NOT_REVISED)
             continue
-        changed = []
-        for q in range(k, k + n_items):
-            changed.append(text[start:ends[q]])
-            start = ends[q]
+        changed = tuple(text[starts[q]:ends[q]] for q in range(k, k + n_items))
         k += I.MAX_ITEMS
-        start = ends[k - 1]
-        out.append(Revision(revised=True, kinds=_kinds(kinds), changed=tuple(changed), typos=typos,
-                            partial=bool(partial)))
+        out.append(Revision(revised=True, kinds=_kinds(kinds), changed=changed, typos=typos, partial=bool(partial)))
     return out
 
 
